@@ -1,0 +1,52 @@
+# Third-party dependencies come from Debian packages (scripts/install-deps.sh installs them);
+# CUDA, NCCL and CUPTI from /usr/local/cuda. Every optional part says why it is skipped.
+
+find_package(flatbuffers CONFIG REQUIRED)   # libflatbuffers-dev
+find_program(FLATC flatc REQUIRED)          # flatbuffers-compiler
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)  # libzstd-dev
+find_package(Threads REQUIRED)
+
+# NCCL's header (types and signatures of the API we emulate and intercept). It includes
+# cuda_runtime.h, so the CUDA include directory comes with it.
+set(NCCLRR_CUDA_ROOT "/usr/local/cuda" CACHE PATH "CUDA toolkit root (headers, NCCL, CUPTI)")
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCLRR_CUDA_ROOT}/include)
+find_path(CUDA_RUNTIME_INCLUDE_DIR cuda_runtime.h HINTS ${NCCLRR_CUDA_ROOT}/include)
+if(NCCL_INCLUDE_DIR AND CUDA_RUNTIME_INCLUDE_DIR)
+  add_library(ncclrr_nccl_headers INTERFACE)
+  target_include_directories(ncclrr_nccl_headers SYSTEM INTERFACE
+    ${NCCL_INCLUDE_DIR} ${CUDA_RUNTIME_INCLUDE_DIR})
+  set(NCCLRR_HAVE_NCCL_HEADERS ON)
+else()
+  message(WARNING "nccl.h / cuda_runtime.h not found under ${NCCLRR_CUDA_ROOT}: "
+                  "host NCCL, interposer and examples are skipped")
+  set(NCCLRR_HAVE_NCCL_HEADERS OFF)
+endif()
+
+# CUDA kernels (sketches, GPU tests) build only with a CUDA compiler.
+include(CheckLanguage)
+if(EXISTS ${NCCLRR_CUDA_ROOT}/bin/nvcc AND NOT DEFINED CMAKE_CUDA_COMPILER)
+  set(CMAKE_CUDA_COMPILER ${NCCLRR_CUDA_ROOT}/bin/nvcc)
+endif()
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 75 90)
+  endif()
+  enable_language(CUDA)
+  set(NCCLRR_HAVE_CUDA ON)
+else()
+  set(NCCLRR_HAVE_CUDA OFF)
+endif()
+
+if(NCCLRR_BUILD_VIEWER)
+  find_package(Qt6 COMPONENTS Core Gui Widgets Test QUIET)
+  if(NOT Qt6_FOUND)
+    message(STATUS "Qt6 not found: the viewer is skipped (apt-get install qt6-base-dev)")
+  endif()
+endif()
+
+if(NCCLRR_BUILD_TESTS)
+  find_package(GTest REQUIRED)  # libgtest-dev
+  include(GoogleTest)
+endif()
