@@ -1,7 +1,7 @@
 # Third-party dependencies come from Debian packages (scripts/install-deps.sh installs them);
 # CUDA, NCCL and CUPTI from /usr/local/cuda. Every optional part says why it is skipped.
 
-find_package(flatbuffers CONFIG REQUIRED)   # libflatbuffers-dev
+find_package(FlatBuffers CONFIG REQUIRED)   # libflatbuffers-dev
 find_program(FLATC flatc REQUIRED)          # flatbuffers-compiler
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)  # libzstd-dev

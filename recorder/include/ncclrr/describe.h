@@ -1,0 +1,18 @@
+#pragma once
+// Human-readable text for records, shared by `ncclrr dump`, `check` and the viewer's details.
+#include <string>
+
+#include "ncclrr/records.h"
+#include "ncclrr/trace_data.h"
+
+namespace ncclrr {
+
+std::string Hex64(uint64_t v);  // "0x%016llx"
+// One line in the spirit of NCCL's COLL log: "AllReduce: opCount 3 sendbuff 0x.. ...".
+// `stable` leaves out addresses, thread ids and times (golden tests).
+std::string DescribeCall(const CallRecord& c, bool stable);
+std::string DescribeComm(const CommRecord& c, const std::string& name, bool stable);
+const char* NcclResultName(int result);
+const char* CommOriginName(uint8_t origin);
+
+}  // namespace ncclrr

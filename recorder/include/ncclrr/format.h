@@ -1,0 +1,22 @@
+#pragma once
+// On-disk framing constants of a .ncclrr file. The layout and the version bump policy are
+// written at the top of schemas/trace.fbs.
+#include <cstddef>
+#include <cstdint>
+
+namespace ncclrr::format {
+
+inline constexpr char kFileMagic[8] = {'\x89', 'N', 'C', 'C', 'L', 'R', 'R', '\n'};
+inline constexpr uint16_t kMajor = 1;
+inline constexpr uint16_t kMinor = 0;
+inline constexpr size_t kFilePreambleSize = 20;  // magic, major, minor, header_size, crc
+
+inline constexpr uint32_t kFrameMagic = 0x46525248;  // "HRRF" read little-endian as bytes "HRRF"
+inline constexpr size_t kFrameHeaderSize = 20;
+inline constexpr uint32_t kMaxFrameBytes = 64u << 20;  // a sane upper bound for readers
+
+enum class Codec : uint16_t { kNone = 0, kZstd = 1 };
+
+inline constexpr const char* kFileSuffix = ".ncclrr";
+
+}  // namespace ncclrr::format

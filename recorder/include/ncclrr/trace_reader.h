@@ -1,0 +1,67 @@
+#pragma once
+// TraceReader: verifies the file header and every frame (CRC-32C, then the FlatBuffers
+// Verifier), stops at a torn tail with a precise warning, skips corrupt frames (resynchronising
+// on the next valid frame) and rejects foreign files and newer major versions with messages that
+// say what was expected and what to do.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ncclrr/records.h"
+#include "ncclrr/status.h"
+#include "ncclrr/trace_data.h"
+
+namespace ncclrr {
+namespace fb {
+struct Batch;
+}
+
+struct TraceFile {
+  std::string path;
+  HeaderData header;
+  int32_t nccl_version = 0;  // from the header, or the first batch that knew it
+  std::unordered_map<uint32_t, std::string> strings;
+  std::vector<CommRecord> comms;
+  std::vector<CallRecord> calls;
+  std::vector<ClockPairRecord> clocks;
+  std::vector<DropCountRecord> drops;
+  std::vector<NoteData> notes;
+  std::vector<GpuTimeRecord> gpu_times;
+  std::vector<GraphEventRecord> graph_events;
+  std::vector<QueryCountRecord> queries;
+  std::vector<SketchData> sketches;
+  std::vector<CaptureRefData> captures;
+  std::optional<FooterData> footer;
+
+  // Reading problems that did not stop the read (torn tail, corrupt frames, missing footer).
+  std::vector<std::string> warnings;
+  bool torn = false;        // the file ends inside a frame
+  uint64_t frames = 0;      // frames read
+  uint64_t bad_frames = 0;  // frames skipped as corrupt
+  uint64_t file_bytes = 0;
+
+  uint64_t DroppedRecords() const;        // sum over threads of the last DropCount, or the footer's
+  std::string String(uint32_t id) const;  // "" when unknown
+};
+
+// Streams a file: `on_batch` sees every verified batch in file order. `header` is filled in
+// before the first batch. Warnings are appended to `warnings`.
+Status ForEachBatch(const std::string& path, HeaderData* header,
+                    const std::function<void(const fb::Batch&)>& on_batch,
+                    std::vector<std::string>* warnings, TraceFile* stats = nullptr);
+
+StatusOr<TraceFile> ReadTraceFile(const std::string& path);
+
+struct TraceDir {
+  std::string dir;
+  std::vector<TraceFile> files;
+  std::vector<std::string> warnings;  // files that could not be read, with why
+};
+
+// Loads every *.ncclrr file of `path` (a directory, or a single trace file).
+StatusOr<TraceDir> LoadTraceDir(const std::string& path);
+
+}  // namespace ncclrr

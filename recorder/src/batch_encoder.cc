@@ -1,0 +1,146 @@
+#include "batch_encoder.h"
+
+#include "ncclrr/schema/schema_hash.h"
+#include "ncclrr/schema/trace_generated.h"
+
+namespace ncclrr::internal {
+namespace {
+
+// Our POD records and the generated FlatBuffers structs share one layout (tests check every
+// field), so vectors are copied as bytes.
+static_assert(sizeof(CallRecord) == sizeof(fb::CallRec));
+static_assert(sizeof(CommRecord) == sizeof(fb::CommRec));
+static_assert(sizeof(ClockPairRecord) == sizeof(fb::ClockPair));
+static_assert(sizeof(DropCountRecord) == sizeof(fb::DropCount));
+static_assert(sizeof(GpuTimeRecord) == sizeof(fb::GpuTime));
+static_assert(sizeof(GraphEventRecord) == sizeof(fb::GraphEvent));
+static_assert(sizeof(QueryCountRecord) == sizeof(fb::QueryCount));
+
+template <typename Fb, typename Pod>
+flatbuffers::Offset<flatbuffers::Vector<const Fb*>> StructVector(flatbuffers::FlatBufferBuilder& b,
+                                                                 const std::vector<Pod>& v) {
+  if (v.empty()) return 0;
+  return b.CreateVectorOfStructs(reinterpret_cast<const Fb*>(v.data()), v.size());
+}
+
+}  // namespace
+
+void PendingBatch::Add(const Record& r) {
+  switch (r.kind) {
+    case RecordKind::kCall:
+      calls.push_back(r.call);
+      break;
+    case RecordKind::kComm:
+      comms.push_back(r.comm);
+      break;
+    case RecordKind::kClock:
+      clocks.push_back(r.clock);
+      break;
+    case RecordKind::kGpuTime:
+      gpu_times.push_back(r.gpu);
+      break;
+    case RecordKind::kGraphEvent:
+      graph_events.push_back(r.graph);
+      break;
+    case RecordKind::kQuery:
+      queries.push_back(r.query);
+      break;
+  }
+}
+
+size_t PendingBatch::RecordCount() const {
+  return strings.size() + comms.size() + calls.size() + clocks.size() + drops.size() +
+         notes.size() + gpu_times.size() + graph_events.size() + queries.size() + sketches.size() +
+         captures.size();
+}
+
+void PendingBatch::Clear() {
+  strings.clear();
+  comms.clear();
+  calls.clear();
+  clocks.clear();
+  drops.clear();
+  notes.clear();
+  gpu_times.clear();
+  graph_events.clear();
+  queries.clear();
+  sketches.clear();
+  captures.clear();
+  footer.reset();
+  nccl_version = 0;
+}
+
+std::pair<const uint8_t*, size_t> BatchEncoder::Encode(const PendingBatch& p) {
+  auto& b = builder_;
+  b.Clear();
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::StringEntry>>> strings = 0;
+  if (!p.strings.empty()) {
+    std::vector<flatbuffers::Offset<fb::StringEntry>> v;
+    for (const auto& [id, text] : p.strings)
+      v.push_back(fb::CreateStringEntry(b, id, b.CreateString(text)));
+    strings = b.CreateVector(v);
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Note>>> notes = 0;
+  if (!p.notes.empty()) {
+    std::vector<flatbuffers::Offset<fb::Note>> v;
+    for (const auto& n : p.notes)
+      v.push_back(
+          fb::CreateNote(b, n.time_ns, static_cast<uint8_t>(n.level), b.CreateString(n.text)));
+    notes = b.CreateVector(v);
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Sketch>>> sketches = 0;
+  if (!p.sketches.empty()) {
+    std::vector<flatbuffers::Offset<fb::Sketch>> v;
+    for (const auto& s : p.sketches) {
+      auto dots = b.CreateVector(s.dots.data(), s.dots.size());
+      auto idx = b.CreateVector(s.sample_idx);
+      auto vals = b.CreateVector(s.samples);
+      v.push_back(fb::CreateSketch(b, s.call_uid, static_cast<fb::SketchWhich>(s.which), s.dtype,
+                                   s.count, s.first, dots, s.sumsq, s.nan, s.posinf, s.neginf, idx,
+                                   vals));
+    }
+    sketches = b.CreateVector(v);
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::CaptureRef>>> captures = 0;
+  if (!p.captures.empty()) {
+    std::vector<flatbuffers::Offset<fb::CaptureRef>> v;
+    for (const auto& c : p.captures)
+      v.push_back(fb::CreateCaptureRef(b, c.call_uid, static_cast<fb::SketchWhich>(c.which),
+                                       b.CreateString(c.file), c.offset, c.bytes));
+    captures = b.CreateVector(v);
+  }
+  flatbuffers::Offset<fb::Footer> footer = 0;
+  if (p.footer) {
+    footer = fb::CreateFooter(b, p.footer->clean, p.footer->calls, p.footer->dropped,
+                              p.footer->end_ns, b.CreateString(p.footer->reason));
+  }
+  auto comms = StructVector<fb::CommRec>(b, p.comms);
+  auto calls = StructVector<fb::CallRec>(b, p.calls);
+  auto clocks = StructVector<fb::ClockPair>(b, p.clocks);
+  auto drops = StructVector<fb::DropCount>(b, p.drops);
+  auto gpu = StructVector<fb::GpuTime>(b, p.gpu_times);
+  auto graph = StructVector<fb::GraphEvent>(b, p.graph_events);
+  auto queries = StructVector<fb::QueryCount>(b, p.queries);
+  auto batch = fb::CreateBatch(b, strings, comms, calls, clocks, drops, notes, gpu, graph, queries,
+                               sketches, captures, footer, p.nccl_version);
+  b.Finish(batch, fb::BatchIdentifier());
+  return {b.GetBufferPointer(), b.GetSize()};
+}
+
+std::vector<uint8_t> EncodeHeader(const HeaderData& h) {
+  flatbuffers::FlatBufferBuilder b(4096);
+  std::vector<flatbuffers::Offset<flatbuffers::String>> argv;
+  for (const auto& a : h.argv) argv.push_back(b.CreateString(a));
+  std::vector<flatbuffers::Offset<fb::KeyValue>> env;
+  for (const auto& [k, v] : h.env)
+    env.push_back(fb::CreateKeyValue(b, b.CreateString(k), b.CreateString(v)));
+  auto header = fb::CreateHeader(
+      b, b.CreateString(h.schema_hash.empty() ? NCCLRR_SCHEMA_HASH : h.schema_hash),
+      b.CreateString(h.host), h.pid, h.ppid, h.start_mono_ns, h.start_real_ns, h.nccl_version,
+      h.cuda_version, static_cast<fb::Route>(h.route), h.ring_mode, h.ring_capacity,
+      b.CreateVector(argv), b.CreateVector(env));
+  b.Finish(header);
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+}  // namespace ncclrr::internal

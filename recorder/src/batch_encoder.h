@@ -1,0 +1,49 @@
+#pragma once
+// Collects one frame's worth of records and encodes it as a `Batch` FlatBuffer with a reused
+// builder. Owned by the writer thread only.
+#include <flatbuffers/flatbuffers.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ncclrr/records.h"
+#include "ncclrr/trace_data.h"
+
+namespace ncclrr::internal {
+
+struct PendingBatch {
+  std::vector<std::pair<uint32_t, std::string>> strings;
+  std::vector<CommRecord> comms;
+  std::vector<CallRecord> calls;
+  std::vector<ClockPairRecord> clocks;
+  std::vector<DropCountRecord> drops;
+  std::vector<NoteData> notes;
+  std::vector<GpuTimeRecord> gpu_times;
+  std::vector<GraphEventRecord> graph_events;
+  std::vector<QueryCountRecord> queries;
+  std::vector<SketchData> sketches;
+  std::vector<CaptureRefData> captures;
+  std::optional<FooterData> footer;
+  int32_t nccl_version = 0;
+
+  void Add(const Record& r);
+  size_t RecordCount() const;
+  bool Empty() const { return RecordCount() == 0 && !footer && nccl_version == 0; }
+  void Clear();
+};
+
+class BatchEncoder {
+ public:
+  // Returns the finished buffer (valid until the next Encode).
+  std::pair<const uint8_t*, size_t> Encode(const PendingBatch& batch);
+
+ private:
+  flatbuffers::FlatBufferBuilder builder_{1 << 20};
+};
+
+// Encodes a Header table (used once per file).
+std::vector<uint8_t> EncodeHeader(const HeaderData& h);
+
+}  // namespace ncclrr::internal

@@ -1,0 +1,88 @@
+#include "ncclrr/describe.h"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+namespace ncclrr {
+namespace {
+
+__attribute__((format(printf, 2, 3))) void Appendf(std::string* s, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  *s += buf;
+}
+
+}  // namespace
+
+std::string Hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+  return buf;
+}
+
+const char* NcclResultName(int result) {
+  static const char* kNames[] = {"ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+                                 "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+                                 "ncclRemoteError",   "ncclInProgress"};
+  return result >= 0 && result < 8 ? kNames[result] : "ncclResult?";
+}
+
+const char* CommOriginName(uint8_t origin) {
+  static const char* kNames[] = {"unknown", "InitRank", "InitRankConfig", "InitRankScalable",
+                                 "InitAll", "Split",    "Shrink"};
+  return origin < 7 ? kNames[origin] : "unknown";
+}
+
+std::string DescribeCall(const CallRecord& c, bool stable) {
+  const Api api = static_cast<Api>(c.api);
+  std::string s(ApiName(api));
+  if (c.comm_id != 0) Appendf(&s, " comm %s rank %d", Hex64(c.comm_id).c_str(), c.rank);
+  if (IsCollective(api) || IsP2p(api)) {
+    Appendf(&s, " seq %" PRIu64, c.seq);
+    if (!stable) Appendf(&s, " sendbuff 0x%" PRIx64 " recvbuff 0x%" PRIx64, c.sendbuff, c.recvbuff);
+    Appendf(&s, " count %" PRIu64 " datatype %s", c.count, std::string(DtypeName(c.dtype)).c_str());
+    if (api != Api::kBroadcast && api != Api::kBcast && !IsP2p(api) && api != Api::kAllGather &&
+        api != Api::kAlltoAll && api != Api::kGather && api != Api::kScatter)
+      Appendf(&s, " op %s", std::string(RedOpName(c.op, c.flags)).c_str());
+    if (c.flags & call_flags::kPreMulSum) Appendf(&s, " scalar %g", c.scalar);
+    if (IsRooted(api)) Appendf(&s, " root %d", c.root_peer);
+    if (IsP2p(api)) Appendf(&s, " peer %d", c.root_peer);
+    if (c.flags & call_flags::kInPlace) s += " inplace";
+  }
+  if (c.group_depth > 0) Appendf(&s, " group depth %u", c.group_depth);
+  if (c.capture == 1) s += " captured";
+  if (!stable) {
+    Appendf(&s, " dev %d stream 0x%" PRIx64 " tid %u t %.3fus dur %.3fus", c.device, c.stream,
+            c.tid, static_cast<double>(c.enter_ns) / 1e3,
+            static_cast<double>(c.exit_ns - c.enter_ns) / 1e3);
+    if (c.group_id) Appendf(&s, " gid %" PRIu64, c.group_id);
+  }
+  if (c.result != 0) Appendf(&s, " -> %s", NcclResultName(c.result));
+  return s;
+}
+
+std::string DescribeComm(const CommRecord& c, const std::string& name, bool stable) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "comm %s rank %d/%d dev %d via %s", Hex64(c.comm_id).c_str(),
+                c.rank, c.nranks, c.device, CommOriginName(c.origin));
+  std::string s = buf;
+  if (c.parent_id) {
+    std::snprintf(buf, sizeof buf, " parent %s color %d key %d", Hex64(c.parent_id).c_str(),
+                  c.color, c.key);
+    s += buf;
+  }
+  if (c.lineage) s += " lineage " + std::to_string(c.lineage);
+  if (!c.blocking) s += " nonblocking";
+  if (!name.empty()) s += " name \"" + name + "\"";
+  if (!stable) {
+    std::snprintf(buf, sizeof buf, " handle 0x%" PRIx64, c.handle);
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace ncclrr

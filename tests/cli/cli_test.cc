@@ -1,0 +1,105 @@
+// The `ncclrr` program as a user runs it: exit codes and messages of info and dump on good,
+// truncated and foreign input, and flag errors.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "ncclrr/synthetic_trace.h"
+
+namespace ncclrr {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result RunNcclrr(const std::string& args) {
+  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ncclrr-cli-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    SyntheticTraceOptions o;
+    o.dir = dir_.string();
+    o.swap_rank = 1;
+    o.swap_steps = {1};
+    ASSERT_TRUE(WriteSyntheticTrace(o).ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliTest, InfoSummarisesATrace) {
+  Result r = RunNcclrr("info " + dir_.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("total: 2 processes, 1 communicators, 2 ranks, 32 calls, 0 dropped"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("closed cleanly"), std::string::npos);
+}
+
+TEST_F(CliTest, DumpStableIsGolden) {
+  Result r = RunNcclrr("dump " + dir_.string() + " --rank 1 --stable");
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string want =
+      "comm 0x5a17c0de00000001 rank 1/2 dev 1 via InitRank name \"synthetic.dp\"\n"
+      "AllReduce comm 0x5a17c0de00000001 rank 1 seq 0 count 1728 datatype float32 op sum "
+      "inplace\n";
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("0x7f"), std::string::npos) << "stable output has an address";
+}
+
+TEST_F(CliTest, InfoOnTruncatedFileWarnsAndOnForeignFileFails) {
+  const auto file = dir_ / "synthetic-rank0.ncclrr";
+  const auto size = std::filesystem::file_size(file);
+  std::filesystem::resize_file(file, size - 5);
+  Result torn = RunNcclrr("info " + file.string());
+  EXPECT_EQ(torn.code, 0) << torn.out;
+  EXPECT_NE(torn.out.find("torn tail"), std::string::npos) << torn.out;
+
+  std::filesystem::resize_file(file, 10);
+  Result header = RunNcclrr("info " + file.string());
+  EXPECT_EQ(header.code, 2) << header.out;
+  EXPECT_NE(header.out.find("ends inside its file header"), std::string::npos) << header.out;
+
+  const auto foreign = dir_ / "foreign.ncclrr";
+  std::ofstream(foreign) << "PK\x03\x04 this is a zip file";
+  Result f = RunNcclrr("info " + foreign.string());
+  EXPECT_EQ(f.code, 2) << f.out;
+  EXPECT_NE(f.out.find("not an ncclrr trace"), std::string::npos) << f.out;
+}
+
+TEST_F(CliTest, BadFlagsAndVerbsExitTwoWithUsage) {
+  Result r = RunNcclrr("dump " + dir_.string() + " --bogus");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown flag '--bogus'"), std::string::npos) << r.out;
+  r = RunNcclrr("frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown verb"), std::string::npos);
+  r = RunNcclrr("info");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("missing trace directory"), std::string::npos) << r.out;
+  r = RunNcclrr("dump " + dir_.string() + " --rank x");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("expects a number"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ncclrr

@@ -1,0 +1,248 @@
+// Round trips through the real TraceWriter and TraceReader: every record kind, field layout
+// equal to the FlatBuffers structs, header contents, footer.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ncclrr/schema/trace_generated.h"
+#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace_writer.h"
+#include "test_util.h"
+
+namespace ncclrr {
+namespace {
+
+using testing::MakeCall;
+using testing::ScratchDir;
+
+TEST(WriterReader, CallRecordLayoutMatchesFlatBuffersStruct) {
+  CallRecord c = MakeCall(9);
+  c.graph_id = 77;
+  c.result = -3;
+  c.capture = 1;
+  fb::CallRec f;
+  static_assert(sizeof f == sizeof c);
+  std::memcpy(static_cast<void*>(&f), &c, sizeof c);
+  EXPECT_EQ(f.uid(), c.uid);
+  EXPECT_EQ(f.comm_id(), c.comm_id);
+  EXPECT_EQ(f.seq(), c.seq);
+  EXPECT_EQ(f.type_seq(), c.type_seq);
+  EXPECT_EQ(f.sendbuff(), c.sendbuff);
+  EXPECT_EQ(f.recvbuff(), c.recvbuff);
+  EXPECT_EQ(f.count(), c.count);
+  EXPECT_EQ(f.stream(), c.stream);
+  EXPECT_EQ(f.group_id(), c.group_id);
+  EXPECT_EQ(f.graph_id(), c.graph_id);
+  EXPECT_EQ(f.enter_ns(), c.enter_ns);
+  EXPECT_EQ(f.exit_ns(), c.exit_ns);
+  EXPECT_EQ(f.scalar(), c.scalar);
+  EXPECT_EQ(f.tid(), c.tid);
+  EXPECT_EQ(f.callsite(), c.callsite);
+  EXPECT_EQ(f.root_peer(), c.root_peer);
+  EXPECT_EQ(f.device(), c.device);
+  EXPECT_EQ(f.op(), c.op);
+  EXPECT_EQ(f.rank(), c.rank);
+  EXPECT_EQ(f.api(), c.api);
+  EXPECT_EQ(f.dtype(), c.dtype);
+  EXPECT_EQ(f.group_depth(), c.group_depth);
+  EXPECT_EQ(f.result(), c.result);
+  EXPECT_EQ(f.capture(), c.capture);
+  EXPECT_EQ(f.flags(), c.flags);
+  EXPECT_EQ(f.aux(), c.aux);
+}
+
+TEST(WriterReader, CommRecordLayoutMatchesFlatBuffersStruct) {
+  CommRecord c{1, 2, 3, 4, 5, 6, 7, -1, 9, 10, 11, 5, 0, 1, 0};
+  fb::CommRec f;
+  std::memcpy(static_cast<void*>(&f), &c, sizeof c);
+  EXPECT_EQ(f.comm_id(), 1u);
+  EXPECT_EQ(f.parent_id(), 2u);
+  EXPECT_EQ(f.handle(), 3u);
+  EXPECT_EQ(f.create_ns(), 4);
+  EXPECT_EQ(f.nranks(), 5);
+  EXPECT_EQ(f.rank(), 6);
+  EXPECT_EQ(f.device(), 7);
+  EXPECT_EQ(f.color(), -1);
+  EXPECT_EQ(f.key(), 9);
+  EXPECT_EQ(f.lineage(), 10u);
+  EXPECT_EQ(f.name_id(), 11u);
+  EXPECT_EQ(f.origin(), fb::CommOrigin::Split);
+  EXPECT_EQ(f.blocking(), 0);
+  EXPECT_EQ(f.nccl_hash_known(), 1);
+}
+
+TEST(WriterReader, EveryRecordKindRoundTrips) {
+  for (bool compress : {false, true}) {
+    ScratchDir dir("rt");
+    WriterOptions o;
+    o.dir = dir.path();
+    o.compress = compress;
+    o.overflow = OverflowPolicy::kBlock;
+    o.header.argv = {"prog", "--flag"};
+    o.header.env = {{"NCCL_DEBUG", "INFO"}};
+    o.header.route = Route::kPreload;
+    o.header.nccl_version = 22809;
+    auto w = TraceWriter::Create(o);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    TraceWriter& tw = **w;
+    const uint32_t name = tw.Intern("dp.group");
+    EXPECT_EQ(tw.Intern("dp.group"), name);
+    EXPECT_EQ(tw.Intern(""), 0u);
+
+    Record r{};
+    r.kind = RecordKind::kComm;
+    r.comm = CommRecord{11, 0, 0xdead, 5, 2, 1, 0, 0, 0, 0, name, 1, 1, 1, 0};
+    ASSERT_TRUE(tw.Append(r));
+    for (uint64_t i = 0; i < 1000; ++i) ASSERT_TRUE(tw.AppendCall(MakeCall(i)));
+    r = {};
+    r.kind = RecordKind::kGpuTime;
+    r.gpu = GpuTimeRecord{5, 100, 200, 0, {}};
+    tw.Append(r);
+    r = {};
+    r.kind = RecordKind::kGraphEvent;
+    r.graph = GraphEventRecord{1, 2, 3, 4, 5, 3, {}};
+    tw.Append(r);
+    r = {};
+    r.kind = RecordKind::kQuery;
+    r.query = QueryCountRecord{11, 80, {}, 12345};
+    tw.Append(r);
+    r = {};
+    r.kind = RecordKind::kClock;
+    r.clock = ClockPairRecord{77, 88};
+    tw.Append(r);
+    tw.AddNote(NoteLevel::kWarning, "hello note");
+    SketchData s;
+    s.call_uid = 3;
+    s.which = SketchWhich::kRecvAfter;
+    s.dtype = 7;
+    s.count = 1024;
+    s.dots[0] = 1.5;
+    s.dots[15] = -2.5;
+    s.sumsq = 9;
+    s.nan = 1;
+    s.sample_idx = {1, 5};
+    s.samples = {0.25, 0.5};
+    tw.AddSketch(s);
+    tw.AddCapture({3, SketchWhich::kSendBefore, "cap-1.bin", 0, 4096});
+    tw.SetNcclVersion(22809);
+    const std::string path = tw.path();
+    ASSERT_TRUE(tw.Close("test done").ok());
+
+    auto t = ReadTraceFile(path);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_TRUE(t->warnings.empty()) << t->warnings.front();
+    EXPECT_EQ(t->header.argv, o.header.argv);
+    EXPECT_EQ(t->header.env.at("NCCL_DEBUG"), "INFO");
+    EXPECT_EQ(t->header.route, Route::kPreload);
+    EXPECT_EQ(t->header.pid, getpid());
+    EXPECT_GT(t->header.start_real_ns, 0);
+    EXPECT_EQ(t->nccl_version, 22809);
+    ASSERT_EQ(t->calls.size(), 1000u);
+    for (uint64_t i = 0; i < 1000; ++i) {
+      const CallRecord want = MakeCall(i);
+      EXPECT_EQ(std::memcmp(&t->calls[i], &want, sizeof want), 0) << "call " << i;
+    }
+    ASSERT_EQ(t->comms.size(), 1u);
+    EXPECT_EQ(t->String(t->comms[0].name_id), "dp.group");
+    ASSERT_EQ(t->gpu_times.size(), 1u);
+    EXPECT_EQ(t->gpu_times[0].end_ns, 200);
+    ASSERT_EQ(t->graph_events.size(), 1u);
+    EXPECT_EQ(t->graph_events[0].kind, 3);
+    ASSERT_EQ(t->queries.size(), 1u);
+    EXPECT_EQ(t->queries[0].count, 12345u);
+    bool found_clock = false;
+    for (const auto& c : t->clocks) found_clock |= (c.mono_ns == 77 && c.real_ns == 88);
+    EXPECT_TRUE(found_clock);
+    ASSERT_EQ(t->notes.size(), 1u);
+    EXPECT_EQ(t->notes[0].text, "hello note");
+    EXPECT_EQ(t->notes[0].level, NoteLevel::kWarning);
+    ASSERT_EQ(t->sketches.size(), 1u);
+    EXPECT_EQ(t->sketches[0].dots[15], -2.5);
+    EXPECT_EQ(t->sketches[0].samples, (std::vector<double>{0.25, 0.5}));
+    ASSERT_EQ(t->captures.size(), 1u);
+    EXPECT_EQ(t->captures[0].file, "cap-1.bin");
+    ASSERT_TRUE(t->footer.has_value());
+    EXPECT_TRUE(t->footer->clean);
+    EXPECT_EQ(t->footer->calls, 1000u);
+    EXPECT_EQ(t->footer->reason, "test done");
+  }
+}
+
+TEST(WriterReader, FlushMakesRecordsVisibleBeforeClose) {
+  ScratchDir dir("flush");
+  WriterOptions o;
+  o.dir = dir.path();
+  o.flush_interval_ms = 10'000;  // only Flush() can have written them
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok());
+  for (uint64_t i = 0; i < 10; ++i) (*w)->AppendCall(MakeCall(i));
+  (*w)->Flush();
+  auto t = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->calls.size(), 10u);
+  EXPECT_FALSE(t->footer.has_value());
+  EXPECT_FALSE(t->warnings.empty());  // "no closing footer"
+}
+
+TEST(WriterReader, FlightRecorderKeepsOnlyTheNewestCalls) {
+  ScratchDir dir("flight");
+  WriterOptions o;
+  o.dir = dir.path();
+  o.flight_recorder_calls = 100;
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok());
+  Record comm{};
+  comm.kind = RecordKind::kComm;
+  comm.comm.comm_id = 5;
+  (*w)->Append(comm);
+  for (uint64_t i = 0; i < 1000; ++i) (*w)->AppendCall(MakeCall(i));
+  (*w)->Flush();  // periodic flushes write no calls in flight-recorder mode
+  auto before = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->calls.size(), 0u);
+  EXPECT_EQ(before->comms.size(), 1u);
+  EXPECT_TRUE(before->header.ring_mode);
+  (*w)->Dump("test trigger");
+  auto after = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->calls.size(), 100u);
+  EXPECT_EQ(after->calls.front().seq, 900u);
+  EXPECT_EQ(after->calls.back().seq, 999u);
+  // A second dump writes only what came after the first.
+  for (uint64_t i = 1000; i < 1010; ++i) (*w)->AppendCall(MakeCall(i));
+  ASSERT_TRUE((*w)->Close().ok());
+  auto closed = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(closed.ok());
+  EXPECT_EQ(closed->calls.size(), 110u);
+  EXPECT_EQ(closed->calls.back().seq, 1009u);
+}
+
+TEST(WriterReader, UnwritableDirectoryIsAClearError) {
+  WriterOptions o;
+  o.dir = "/proc/ncclrr-cannot-create-here";
+  auto w = TraceWriter::Create(o);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("cannot create trace directory"), std::string::npos);
+}
+
+TEST(WriterReader, SizeCapDropsAndCounts) {
+  ScratchDir dir("cap");
+  WriterOptions o;
+  o.dir = dir.path();
+  o.compress = false;
+  o.max_file_bytes = 4096;
+  o.overflow = OverflowPolicy::kBlock;
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok());
+  for (uint64_t i = 0; i < 5000; ++i) (*w)->AppendCall(MakeCall(i));
+  (*w)->Flush();
+  const WriterStats s = (*w)->Stats();
+  // Dropped counts every record of a lost frame: the calls plus a clock pair or two.
+  EXPECT_GE(s.calls_written + s.dropped, 5000u);
+  EXPECT_LE(s.calls_written + s.dropped, 5004u);
+  EXPECT_GT(s.dropped, 0u);
+  EXPECT_LE(s.bytes, 4096u);
+}
+
+}  // namespace
+}  // namespace ncclrr
