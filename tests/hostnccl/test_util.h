@@ -1,5 +1,6 @@
 // Helpers shared by the host NCCL tests.
 #pragma once
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
