@@ -127,6 +127,15 @@ std::pair<const uint8_t*, size_t> BatchEncoder::Encode(const PendingBatch& p) {
   return {b.GetBufferPointer(), b.GetSize()};
 }
 
+TransposedRegion BatchEncoder::CallsRegion() const {
+  static_assert(sizeof(CallRecord) % 8 == 0);
+  const uint8_t* base = builder_.GetBufferPointer();
+  const fb::Batch* batch = flatbuffers::GetRoot<fb::Batch>(base);
+  if (!batch->calls() || batch->calls()->size() == 0) return {};
+  const auto* data = reinterpret_cast<const uint8_t*>(batch->calls()->Data());
+  return {static_cast<uint32_t>(data - base), sizeof(CallRecord) / 8, batch->calls()->size()};
+}
+
 std::vector<uint8_t> EncodeHeader(const HeaderData& h) {
   flatbuffers::FlatBufferBuilder b(4096);
   std::vector<flatbuffers::Offset<flatbuffers::String>> argv;

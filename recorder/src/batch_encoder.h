@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "frame_io.h"
 #include "ncclrr/records.h"
 #include "ncclrr/trace_data.h"
 
@@ -38,6 +39,8 @@ class BatchEncoder {
  public:
   // Returns the finished buffer (valid until the next Encode).
   std::pair<const uint8_t*, size_t> Encode(const PendingBatch& batch);
+  // Where the last encoded buffer holds its calls vector (for the transposed frame codec).
+  TransposedRegion CallsRegion() const;
 
  private:
   flatbuffers::FlatBufferBuilder builder_{1 << 20};

@@ -12,9 +12,24 @@ namespace ncclrr::internal {
 // Preamble + header bytes.
 std::vector<uint8_t> EncodeFilePreamble(const uint8_t* header, uint32_t header_size);
 
-// Frame header + payload (compressed with zstd when `compress` and it helps).
+// A region of the payload stored transposed and delta-coded (format::kFlagTransposed).
+struct TransposedRegion {
+  uint32_t offset = 0;
+  uint32_t row_words = 0;
+  uint32_t rows = 0;
+  bool empty() const { return rows == 0; }
+  size_t bytes() const { return size_t{rows} * row_words * 8; }
+};
+
+// Frame header (+ extension) + payload, compressed with zstd when `compress` and it helps.
 void EncodeFrame(const uint8_t* payload, uint32_t size, bool compress, void* zstd_cctx,
-                 std::vector<uint8_t>* out);
+                 TransposedRegion region, std::vector<uint8_t>* scratch, std::vector<uint8_t>* out);
+
+// Row-major <-> column-major delta-coded words, `rows` x `row_words`. Inverse of each other.
+void TransposeDelta(const uint8_t* rows_in, uint8_t* columns_out, uint32_t rows,
+                    uint32_t row_words);
+void UntransposeDelta(const uint8_t* columns_in, uint8_t* rows_out, uint32_t rows,
+                      uint32_t row_words);
 
 struct FrameHeader {
   uint32_t magic;
@@ -26,6 +41,7 @@ struct FrameHeader {
 };
 static_assert(sizeof(FrameHeader) == format::kFrameHeaderSize);
 
-uint32_t FrameCrc(const FrameHeader& h, const uint8_t* stored);
+// CRC over the first 16 header bytes, the extension (if any) and the stored payload.
+uint32_t FrameCrc(const FrameHeader& h, const uint8_t* extension, const uint8_t* stored);
 
 }  // namespace ncclrr::internal

@@ -111,26 +111,43 @@ Status ParseHeader(const std::string& path, const MappedFile& f, HeaderData* out
 // Checks the frame at `off`; on success sets the decoded payload.
 enum class FrameCheck { kOk, kTorn, kBad };
 FrameCheck CheckFrame(const MappedFile& f, size_t off, internal::FrameHeader* h,
-                      std::vector<uint8_t>* scratch, const uint8_t** payload, size_t* psize) {
+                      std::vector<uint8_t>* scratch, const uint8_t** payload, size_t* psize,
+                      size_t* frame_bytes) {
   if (off + format::kFrameHeaderSize > f.size()) return FrameCheck::kTorn;
   std::memcpy(h, f.data() + off, sizeof *h);
   if (h->magic != format::kFrameMagic || h->stored_size > format::kMaxFrameBytes ||
-      h->raw_size > format::kMaxFrameBytes)
+      h->raw_size > format::kMaxFrameBytes || (h->flags & ~format::kFlagTransposed) != 0)
     return FrameCheck::kBad;
-  if (off + format::kFrameHeaderSize + h->stored_size > f.size()) return FrameCheck::kTorn;
-  const uint8_t* stored = f.data() + off + format::kFrameHeaderSize;
-  if (internal::FrameCrc(*h, stored) != h->crc) return FrameCheck::kBad;
+  const size_t ext = (h->flags & format::kFlagTransposed) ? format::kFrameExtensionSize : 0;
+  *frame_bytes = format::kFrameHeaderSize + ext + h->stored_size;
+  if (off + *frame_bytes > f.size()) return FrameCheck::kTorn;
+  const uint8_t* extension = f.data() + off + format::kFrameHeaderSize;
+  const uint8_t* stored = extension + ext;
+  if (internal::FrameCrc(*h, extension, stored) != h->crc) return FrameCheck::kBad;
   if (h->codec == static_cast<uint16_t>(format::Codec::kNone)) {
     *payload = stored;
     *psize = h->stored_size;
   } else if (h->codec == static_cast<uint16_t>(format::Codec::kZstd)) {
-    scratch->resize(h->raw_size);
-    const size_t n = ZSTD_decompress(scratch->data(), scratch->size(), stored, h->stored_size);
+    scratch[0].resize(h->raw_size);
+    const size_t n = ZSTD_decompress(scratch[0].data(), scratch[0].size(), stored, h->stored_size);
     if (ZSTD_isError(n) || n != h->raw_size) return FrameCheck::kBad;
-    *payload = scratch->data();
+    *payload = scratch[0].data();
     *psize = n;
   } else {
     return FrameCheck::kBad;
+  }
+  if (ext) {
+    uint32_t e[3];
+    std::memcpy(e, extension, sizeof e);
+    const internal::TransposedRegion r{e[0], e[1], e[2]};
+    if (r.row_words == 0 || size_t{r.offset} + r.bytes() > *psize) return FrameCheck::kBad;
+    scratch[1].resize(*psize);
+    uint8_t* out = scratch[1].data();
+    std::memcpy(out, *payload, r.offset);
+    internal::UntransposeDelta(*payload + r.offset, out + r.offset, r.rows, r.row_words);
+    const size_t tail = r.offset + r.bytes();
+    std::memcpy(out + tail, *payload + tail, *psize - tail);
+    *payload = out;
   }
   flatbuffers::Verifier v(*payload, *psize, 64, 100'000'000);
   if (!v.VerifyBuffer<fb::Batch>(fb::BatchIdentifier())) return FrameCheck::kBad;
@@ -139,12 +156,14 @@ FrameCheck CheckFrame(const MappedFile& f, size_t off, internal::FrameHeader* h,
 
 // Finds the next offset after `from` where a valid frame starts, or f.size().
 size_t Resync(const MappedFile& f, size_t from, std::vector<uint8_t>* scratch) {
+  // `scratch` is the reader's pair of buffers (see ForEachBatch).
   internal::FrameHeader h;
   const uint8_t* payload;
-  size_t psize;
+  size_t psize, frame_bytes;
   for (size_t off = from; off + format::kFrameHeaderSize <= f.size(); ++off) {
     if (Load<uint32_t>(f.data() + off) != format::kFrameMagic) continue;
-    if (CheckFrame(f, off, &h, scratch, &payload, &psize) == FrameCheck::kOk) return off;
+    if (CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes) == FrameCheck::kOk)
+      return off;
   }
   return f.size();
 }
@@ -158,21 +177,21 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
   NCCLRR_RETURN_IF_ERROR(f.Open(path));
   size_t off = 0;
   NCCLRR_RETURN_IF_ERROR(ParseHeader(path, f, header, &off));
-  std::vector<uint8_t> scratch;
+  std::vector<uint8_t> scratch[2];  // decompressed payload, un-transposed payload
   uint64_t frames = 0, bad = 0;
   bool torn = false;
   while (off < f.size()) {
     internal::FrameHeader h;
     const uint8_t* payload = nullptr;
-    size_t psize = 0;
-    const FrameCheck c = CheckFrame(f, off, &h, &scratch, &payload, &psize);
+    size_t psize = 0, frame_bytes = 0;
+    const FrameCheck c = CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes);
     if (c == FrameCheck::kOk) {
       on_batch(*flatbuffers::GetRoot<fb::Batch>(payload));
       ++frames;
-      off += format::kFrameHeaderSize + h.stored_size;
+      off += frame_bytes;
       continue;
     }
-    const size_t next = Resync(f, off + 1, &scratch);
+    const size_t next = Resync(f, off + 1, scratch);
     if (c == FrameCheck::kTorn && next == f.size()) {
       torn = true;
       warnings->push_back(path + ": torn tail at byte offset " + std::to_string(off) + " of " +
@@ -205,9 +224,9 @@ template <typename Pod, typename Fb>
 void AppendStructs(const flatbuffers::Vector<const Fb*>* v, std::vector<Pod>* out) {
   static_assert(sizeof(Pod) == sizeof(Fb));
   if (!v || v->size() == 0) return;
-  const size_t n = out->size();
-  out->resize(n + v->size());
-  std::memcpy(out->data() + n, v->Data(), v->size() * sizeof(Pod));
+  // One copy, no zero-fill: the layouts are identical (checked in tests/recorder).
+  const Pod* first = reinterpret_cast<const Pod*>(v->Data());
+  out->insert(out->end(), first, first + v->size());
 }
 
 void Collect(const fb::Batch& b, TraceFile* t) {

@@ -87,6 +87,7 @@ class TraceWriter::Impl {
   internal::BatchEncoder encoder_;
   void* zstd_ = nullptr;
   std::vector<uint8_t> frame_buf_;
+  std::vector<uint8_t> transpose_buf_;
   bool warned_io_ = false;
 
   std::atomic<uint64_t> records_written_{0};

@@ -243,7 +243,10 @@ void TraceWriter::Impl::WriteBatch(PendingBatch* batch) {
   if (batch->Empty()) return;
   const size_t records = batch->RecordCount();
   auto [data, size] = encoder_.Encode(*batch);
-  internal::EncodeFrame(data, static_cast<uint32_t>(size), options_.compress, zstd_, &frame_buf_);
+  internal::TransposedRegion region;
+  if (options_.compress && batch->calls.size() >= 16) region = encoder_.CallsRegion();
+  internal::EncodeFrame(data, static_cast<uint32_t>(size), options_.compress, zstd_, region,
+                        &transpose_buf_, &frame_buf_);
   if (WriteBytes(frame_buf_.data(), frame_buf_.size(), records)) {
     records_written_ += records;
     calls_written_ += batch->calls.size();
