@@ -1,0 +1,37 @@
+// Where buffers and streams come from: the host NCCL (plain memory, host streams) or CUDA (device
+// memory and CUDA streams, the runtime reached through dlopen so the binary needs no CUDA to build
+// or run).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nccl.h>
+
+namespace ncclrr::example {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual void SetDevice(int rank) = 0;
+  virtual void* Alloc(size_t bytes) = 0;
+  virtual void Free(void* p) = 0;
+  virtual void ToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual void ToHost(void* dst, const void* src, size_t bytes) = 0;
+  virtual cudaStream_t NewStream() = 0;
+  virtual void FreeStream(cudaStream_t s) = 0;
+  // Waits for the stream; false (with `error` set) when NCCL reported an error on `comms`.
+  virtual bool Sync(cudaStream_t s, const std::vector<ncclComm_t>& comms, std::string* error) = 0;
+  // Writes `bytes` into a device buffer from a second stream, concurrently with `s`'s work.
+  virtual void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) = 0;
+};
+
+// The host NCCL's backend, or null with `error` set when the loaded libnccl.so.2 is another one.
+std::unique_ptr<Backend> MakeHostBackend(std::string* error);
+// CUDA, or null with `error` set (no libcudart, no GPU, or the host NCCL got loaded).
+std::unique_ptr<Backend> MakeCudaBackend(std::string* error);
+
+// True when the libnccl.so.2 this process loaded is the host NCCL.
+bool LoadedHostNccl();
+
+}  // namespace ncclrr::example

@@ -1,0 +1,122 @@
+// ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] [--group]
+//
+// Small NCCL programs with the bug classes ncclrr explains. Exit 0: every result right; 1: #wrong
+// > 0; 2: usage or setup error; 3: hang (an NCCL error, or the 20 s watchdog).
+//
+// The binary NEEDs libnccl.so.2 and finds the host NCCL copy through its RUNPATH
+// ($ORIGIN/../lib/hostnccl). For --backend nccl it re-executes itself once with LD_LIBRARY_PATH
+// (searched before RUNPATH) pointing at the real library: $NCCLRR_NCCL_LIBRARY (the file or its
+// folder) or a standard location.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend.h"
+#include "runner.h"
+
+using namespace ncclrr::example;
+
+namespace {
+
+int Usage(const char* msg) {
+  std::fprintf(stderr,
+               "%s\nusage: ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] "
+               "[--group]\nscenarios: %s\n",
+               msg, ScenarioNames().c_str());
+  return 2;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string RealNcclDir() {
+  if (const char* env = std::getenv("NCCLRR_NCCL_LIBRARY"); env != nullptr && *env) {
+    std::string p = env;
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return p;
+    const size_t slash = p.rfind('/');
+    return slash == std::string::npos ? "." : p.substr(0, slash);
+  }
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64",
+                          "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib"}) {
+    if (Exists(std::string(dir) + "/libnccl.so.2")) return dir;
+  }
+  return "";
+}
+
+// Replaces the process with itself, the real NCCL's folder first on the library path.
+int ReexecWithRealNccl(char** argv) {
+  if (std::getenv("NCCLRR_EXAMPLE_REEXEC") != nullptr) {
+    std::fprintf(stderr, "ncclrr-example: --backend nccl: the host NCCL is still the one loaded\n");
+    return 2;
+  }
+  const std::string dir = RealNcclDir();
+  if (dir.empty()) {
+    std::fprintf(stderr,
+                 "ncclrr-example: --backend nccl: no real libnccl.so.2 found; set "
+                 "NCCLRR_NCCL_LIBRARY\n");
+    return 2;
+  }
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  const std::string path = dir + (old != nullptr && *old ? ":" + std::string(old) : "");
+  setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  setenv("NCCLRR_EXAMPLE_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "ncclrr-example: re-exec failed: %s\n", std::strerror(errno));
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Usage("missing SCENARIO");
+  Options opt;
+  std::string backend = "host";
+  opt.scenario = FindScenario(argv[1]);
+  if (opt.scenario == nullptr) return Usage((std::string("unknown scenario ") + argv[1]).c_str());
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (a == "--group") {
+      opt.group = true;
+    } else if (a == "--ranks" || a == "--steps" || a == "--backend") {
+      const char* v = value();
+      if (v == nullptr) return Usage(("missing value for " + a).c_str());
+      if (a == "--backend")
+        backend = v;
+      else
+        (a == "--ranks" ? opt.ranks : opt.steps) = std::atoi(v);
+    } else {
+      return Usage(("unknown option " + a).c_str());
+    }
+  }
+  if (opt.ranks < 2 || opt.steps < 1) return Usage("--ranks must be >= 2 and --steps >= 1");
+  if (backend != "host" && backend != "nccl") return Usage("--backend must be host or nccl");
+  if (backend == "nccl" && LoadedHostNccl()) return ReexecWithRealNccl(argv);
+
+  std::string error;
+  std::unique_ptr<Backend> be =
+      backend == "host" ? MakeHostBackend(&error) : MakeCudaBackend(&error);
+  if (be == nullptr) {
+    std::fprintf(stderr, "ncclrr-example: --backend %s: %s\n", backend.c_str(), error.c_str());
+    return 2;
+  }
+  int watchdog_s = 20;
+  if (const char* w = std::getenv("NCCLRR_EXAMPLE_WATCHDOG_S"); w != nullptr && std::atoi(w) > 0) {
+    watchdog_s = std::atoi(w);
+  }
+  std::printf("ncclrr-example %s: %s; %d ranks, %d steps, %s, backend %s\n", opt.scenario->name,
+              opt.scenario->what, opt.ranks, opt.steps,
+              opt.group ? "one thread drives all ranks" : "one thread per rank", backend.c_str());
+  std::fflush(stdout);
+  StartWatchdog(watchdog_s);
+  const int rc = Run(opt, *be);
+  std::fflush(stdout);
+  _exit(rc);  // the watchdog thread is detached
+}

@@ -1,0 +1,243 @@
+#include "runner.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+namespace ncclrr::example {
+namespace {
+
+std::atomic<int64_t> g_last_progress{0};
+
+int64_t NowS() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Check(ncclResult_t r, const char* what, int rank) {
+  if (r != ncclSuccess && r != ncclInProgress) {
+    ExitHang(std::string(what) + " failed on rank " + std::to_string(rank) + ": " +
+             ncclGetErrorString(r));
+  }
+}
+
+// One rank's communicators, stream and buffers.
+struct Rank {
+  int rank = 0;
+  std::vector<ncclComm_t> comms;
+  cudaStream_t stream = nullptr, side = nullptr;
+  std::vector<void*> send, recv;
+  std::vector<float> host;
+};
+
+class Runner {
+ public:
+  Runner(const Options& opt, Backend& be) : opt_(opt), be_(be), ranks_(opt.ranks) {
+    ids_.resize(opt.scenario->comms);
+    for (auto& id : ids_) ncclGetUniqueId(&id);
+  }
+
+  void Init(Rank& r, int rank) {
+    r.rank = rank;
+    be_.SetDevice(rank);
+    r.comms.resize(ids_.size());
+    for (size_t c = 0; c < ids_.size(); ++c) {
+      Check(ncclCommInitRank(&r.comms[c], opt_.ranks, ids_[c], rank), "ncclCommInitRank", rank);
+    }
+    r.stream = be_.NewStream();
+    r.side = be_.NewStream();
+    for (const TensorSpec& t : opt_.scenario->tensors) {
+      r.send.push_back(be_.Alloc(t.count * sizeof(float)));
+      r.recv.push_back(be_.Alloc(t.count * sizeof(float)));
+    }
+  }
+
+  void Fill(Rank& r, int step) {
+    const auto& ts = opt_.scenario->tensors;
+    for (size_t t = 0; t < ts.size(); ++t) {
+      r.host.resize(ts[t].count);
+      for (size_t i = 0; i < ts[t].count; ++i) r.host[i] = InputValue(int(t), step, r.rank, i);
+      be_.ToDevice(r.send[t], r.host.data(), ts[t].count * sizeof(float));
+      std::fill(r.host.begin(), r.host.end(), -12345.0f);  // never a correct value
+      be_.ToDevice(r.recv[t], r.host.data(), ts[t].count * sizeof(float));
+    }
+  }
+
+  void Issue(Rank& r, int step) {
+    const std::vector<Call> calls = opt_.scenario->plan(step, r.rank, opt_.ranks);
+    bool p2p = false;
+    for (const Call& c : calls) p2p |= c.op == Call::kSend || c.op == Call::kRecv;
+    if (p2p) ncclGroupStart();  // sends and receives of one step must be grouped
+    for (const Call& c : calls) {
+      ncclComm_t comm = r.comms[c.comm];
+      ncclResult_t res = ncclSuccess;
+      switch (c.op) {
+        case Call::kAllReduce:
+          res = ncclAllReduce(r.send[c.tensor], r.recv[c.tensor], c.count, c.dtype, ncclSum, comm,
+                              r.stream);
+          break;
+        case Call::kBroadcast:
+          res = ncclBroadcast(r.send[c.tensor], r.recv[c.tensor], c.count, c.dtype, c.root, comm,
+                              r.stream);
+          break;
+        case Call::kSend:
+          res = ncclSend(r.send[c.tensor], c.count, c.dtype, c.root, comm, r.stream);
+          break;
+        case Call::kRecv:
+          res = ncclRecv(r.recv[c.tensor], c.count, c.dtype, c.root, comm, r.stream);
+          break;
+      }
+      Check(res, "an NCCL call", r.rank);
+    }
+    if (p2p) Check(ncclGroupEnd(), "ncclGroupEnd", r.rank);
+  }
+
+  // send-race: the racing rank overwrites tensor 0's send buffer right after issuing.
+  void Race(Rank& r) {
+    const size_t n = opt_.scenario->tensors[0].count;
+    r.host.assign(n, 1000.0f);
+    be_.RacyWrite(r.send[0], r.host.data(), n * sizeof(float), r.side);
+  }
+
+  void Sync(Rank& r, int step) {
+    std::string err;
+    if (!be_.Sync(r.stream, r.comms, &err) || !be_.Sync(r.side, r.comms, &err)) {
+      ExitHang("rank " + std::to_string(r.rank) + " step " + std::to_string(step) + ": " + err);
+    }
+  }
+
+  long Wrong(Rank& r, int step) {
+    long wrong = 0;
+    const auto& ts = opt_.scenario->tensors;
+    for (size_t t = 0; t < ts.size(); ++t) {
+      r.host.resize(ts[t].count);
+      be_.ToHost(r.host.data(), r.recv[t], ts[t].count * sizeof(float));
+      for (size_t i = 0; i < ts[t].count; ++i) {
+        wrong += r.host[i] != ExpectedValue(ts[t], int(t), step, r.rank, opt_.ranks, i);
+      }
+    }
+    return wrong;
+  }
+
+  void Finish(Rank& r) {
+    for (ncclComm_t c : r.comms) ncclCommDestroy(c);
+    for (void* p : r.send) be_.Free(p);
+    for (void* p : r.recv) be_.Free(p);
+    be_.FreeStream(r.stream);
+    be_.FreeStream(r.side);
+  }
+
+  void Report(int step, long wrong) {
+    total_ += wrong;
+    std::printf("step %d: #wrong %ld\n", step, wrong);
+    std::fflush(stdout);
+    Heartbeat();
+  }
+
+  // One thread per rank; barriers keep steps aligned and order the injected race.
+  void RunThreads() {
+    std::barrier sync_point(opt_.ranks);
+    std::atomic<long> step_wrong{0};
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < opt_.ranks; ++rank) {
+      threads.emplace_back([&, rank] {
+        Rank& r = ranks_[rank];
+        Init(r, rank);
+        for (int step = 0; step < opt_.steps; ++step) {
+          Fill(r, step);
+          sync_point.arrive_and_wait();
+          const int racer = opt_.scenario->race_rank;
+          if (racer >= 0 && racer < opt_.ranks) {
+            if (rank == racer) {
+              Issue(r, step);
+              Race(r);
+            }
+            sync_point.arrive_and_wait();  // peers issue only after the write
+            if (rank != racer) Issue(r, step);
+          } else {
+            Issue(r, step);
+          }
+          Sync(r, step);
+          step_wrong += Wrong(r, step);
+          sync_point.arrive_and_wait();
+          if (rank == 0) Report(step, step_wrong.exchange(0));
+          sync_point.arrive_and_wait();
+        }
+        Finish(r);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+  // One thread drives every rank with group calls (TensorFlow's NcclManager, nccl-tests -g).
+  void RunGroup() {
+    ncclGroupStart();
+    for (int rank = 0; rank < opt_.ranks; ++rank) Init(ranks_[rank], rank);
+    Check(ncclGroupEnd(), "ncclGroupEnd (init)", 0);
+    for (int step = 0; step < opt_.steps; ++step) {
+      for (Rank& r : ranks_) Fill(r, step);
+      ncclGroupStart();
+      for (Rank& r : ranks_) {
+        be_.SetDevice(r.rank);
+        Issue(r, step);
+        if (r.rank == opt_.scenario->race_rank) Race(r);
+      }
+      Check(ncclGroupEnd(), "ncclGroupEnd", 0);
+      long wrong = 0;
+      for (Rank& r : ranks_) Sync(r, step);
+      for (Rank& r : ranks_) wrong += Wrong(r, step);
+      Report(step, wrong);
+    }
+    for (Rank& r : ranks_) Finish(r);
+  }
+
+  long total() const { return total_; }
+
+ private:
+  const Options& opt_;
+  Backend& be_;
+  std::vector<Rank> ranks_;
+  std::vector<ncclUniqueId> ids_;
+  long total_ = 0;
+};
+
+}  // namespace
+
+void Heartbeat() { g_last_progress.store(NowS()); }
+
+[[noreturn]] void ExitHang(const std::string& why) {
+  std::fflush(stdout);
+  std::printf("#hang: %s\n", why.c_str());
+  std::fflush(stdout);
+  _exit(3);  // other threads may be stuck inside NCCL: do not run destructors
+}
+
+void StartWatchdog(int seconds) {
+  Heartbeat();
+  std::thread([seconds] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (NowS() - g_last_progress.load() >= seconds) {
+        ExitHang("no progress for " + std::to_string(seconds) + " s (watchdog)");
+      }
+    }
+  }).detach();
+}
+
+int Run(const Options& opt, Backend& be) {
+  Runner runner(opt, be);
+  if (opt.group)
+    runner.RunGroup();
+  else
+    runner.RunThreads();
+  std::printf("total: #wrong %ld\n", runner.total());
+  return runner.total() > 0 ? 1 : 0;
+}
+
+}  // namespace ncclrr::example
