@@ -1,0 +1,81 @@
+// Runs every ncclrr-example scenario as a subprocess on the host NCCL and checks its exit code
+// and output: the contract in DESIGN.md (0 right, 1 #wrong > 0, 3 hang).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result RunExample(const std::string& args) {
+  const char* bin = std::getenv("NCCLRR_TEST_BIN");
+  const std::string cmd = "NCCLRR_HOST_TIMEOUT_MS=300 " + std::string(bin ? bin : "build/bin") +
+                          "/ncclrr-example " + args + " 2>/dev/null";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+using Case = std::tuple<const char*, int>;  // scenario, exit code on the host NCCL (threads)
+
+class Scenario : public ::testing::TestWithParam<std::tuple<Case, bool>> {};
+
+TEST_P(Scenario, ExitCodeAndReport) {
+  const auto [c, group] = GetParam();
+  const auto [name, expected] = c;
+  // Group mode has one difference: a single group per step launches both communicators' calls
+  // together, so opposite orders across communicators cannot deadlock.
+  const int want = group && std::string(name) == "cross-comm-order" ? 0 : expected;
+  const Result r = RunExample(std::string(name) + (group ? " --group" : ""));
+  EXPECT_EQ(r.code, want) << r.out;
+  if (want == 3) {
+    EXPECT_THAT(r.out, ::testing::HasSubstr("#hang"));
+  } else {
+    EXPECT_THAT(r.out, ::testing::HasSubstr("step 0: #wrong "));
+    EXPECT_THAT(r.out, ::testing::HasSubstr(want == 0 ? "total: #wrong 0\n" : "total: #wrong "));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, Scenario,
+    ::testing::Combine(::testing::Values(Case{"clean", 0}, Case{"swap-same-size", 1},
+                                         Case{"swap-diff-size", 1}, Case{"count-mismatch", 1},
+                                         Case{"missing-collective", 3}, Case{"send-race", 1},
+                                         Case{"dtype-mismatch", 1}, Case{"root-mismatch", 1},
+                                         Case{"p2p-mismatch", 3}, Case{"cross-comm-order", 3}),
+                       ::testing::Bool()));
+
+// The motivating bug, exactly: rank 1 swaps on odd steps, so steps 0 and 2 are right and steps 1
+// and 3 are wrong in both swapped tensors on both ranks (2 x 1024 x 2), every run.
+TEST(Examples, SwapSameSizeIsDeterministic) {
+  const Result a = RunExample("swap-same-size"), b = RunExample("swap-same-size --steps 4");
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_THAT(a.out, ::testing::HasSubstr("step 1: #wrong 4096\nstep 2: #wrong 0\n"));
+}
+
+TEST(Examples, ManyRanks) {
+  EXPECT_EQ(RunExample("clean --ranks 8 --steps 3").code, 0);
+  EXPECT_EQ(RunExample("send-race --ranks 4 --group").code, 1);
+}
+
+TEST(Examples, UsageErrors) {
+  EXPECT_EQ(RunExample("no-such-scenario").code, 2);
+  EXPECT_EQ(RunExample("clean --ranks 1").code, 2);
+}
+
+}  // namespace
