@@ -84,8 +84,11 @@ Status TraceWriter::Impl::OpenFile() {
     return IoError("cannot create trace directory '" + options_.dir + "': " + ec.message() +
                    "; choose a writable directory with -o");
   HeaderData& h = options_.header;
-  h.pid = getpid();
-  h.ppid = getppid();
+  // Importers describe another process; a live recording describes this one.
+  if (h.pid == 0 || forked_.load()) {
+    h.pid = getpid();
+    h.ppid = getppid();
+  }
   if (h.host.empty()) h.host = HostName();
   h.start_mono_ns = MonotonicNs();
   h.start_real_ns = RealtimeNs();
