@@ -1,0 +1,89 @@
+#pragma once
+// Check(model) -> Report: runs every checker over a TraceModel. Each finding kind comes from a
+// small Checker; the data checks (wrong_sum, buffer_race, data-based suspected_swap) plug in as
+// further checkers (add them to BuiltinCheckers() in check.cc, or pass them in CheckOptions).
+//
+// Checkers run in order and share a CheckContext. Structural checkers claim the (comm, seq)
+// positions they explained, so later checkers do not report the same positions again (an
+// order_swap explains the per-position mismatches it causes; a wrong_sum at a swapped position
+// is expected, not news).
+#include <functional>
+#include <memory>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "ncclrr/analysis/finding.h"
+#include "ncclrr/analysis/logical_identity.h"
+#include "ncclrr/analysis/model.h"
+
+namespace ncclrr::analysis {
+
+struct CheckOptions {
+  bool stable = false;         // no addresses, pids or times in messages
+  size_t reorder_window = 64;  // longest run of calls an order_swap may permute
+  // Same-shape reorders are reported as suspected_swap below this logical-identity confidence
+  // unless call sites prove them (see docs/check.md).
+  double swap_confidence_floor = 0.5;
+  std::vector<std::shared_ptr<class Checker>> extra_checkers;  // run after the built-in ones
+  std::function<void(std::string_view)> progress;              // long traces
+};
+
+class CheckContext {
+ public:
+  CheckContext(const TraceModel& model, const CheckOptions& options,
+               const LogicalIdentity& identity)
+      : model_(model), options_(options), identity_(identity) {}
+  const TraceModel& model() const { return model_; }
+  const CheckOptions& options() const { return options_; }
+  const LogicalIdentity& identity() const { return identity_; }
+
+  // Positions already explained by an earlier finding.
+  void Claim(size_t comm_index, uint64_t seq) { claimed_.insert({comm_index, seq}); }
+  bool Claimed(size_t comm_index, uint64_t seq) const {
+    return claimed_.count({comm_index, seq}) != 0;
+  }
+  // Ranks whose tail cannot be trusted on a comm (missing or torn file): no hang reported.
+  void MarkUntrustedTail(size_t comm_index, int rank) { untrusted_.insert({comm_index, rank}); }
+  bool UntrustedTail(size_t comm_index, int rank) const {
+    return untrusted_.count({comm_index, rank}) != 0;
+  }
+
+ private:
+  const TraceModel& model_;
+  const CheckOptions& options_;
+  const LogicalIdentity& identity_;
+  std::set<std::pair<size_t, uint64_t>> claimed_;
+  std::set<std::pair<size_t, int>> untrusted_;
+};
+
+// Where checkers put what they found. Repeats are grouped after all checkers ran.
+class FindingSink {
+ public:
+  void Add(Finding f) { findings_.push_back(std::move(f)); }
+  void AddNote(Note n) { notes_.push_back(std::move(n)); }
+  std::vector<Finding>& findings() { return findings_; }
+  std::vector<Note>& notes() { return notes_; }
+
+ private:
+  std::vector<Finding> findings_;
+  std::vector<Note> notes_;
+};
+
+class Checker {
+ public:
+  virtual ~Checker() = default;
+  virtual std::string_view name() const = 0;
+  virtual void Run(CheckContext& ctx, FindingSink& sink) = 0;
+};
+
+// The built-in checkers in the order they run (notes first, then structure, then data).
+std::vector<std::shared_ptr<Checker>> BuiltinCheckers();
+
+Report Check(const TraceModel& model, const CheckOptions& options = {});
+
+// Groups repeats (same kind, comm, ranks, pattern) and sorts by first occurrence. Exposed for
+// checkers' unit tests.
+std::vector<Finding> GroupRepeats(std::vector<Finding> findings);
+
+}  // namespace ncclrr::analysis

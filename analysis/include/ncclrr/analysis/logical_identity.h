@@ -1,0 +1,42 @@
+#pragma once
+// Logical identity (DESIGN.md): what "the same tensor" means across ranks and steps. The call
+// site when recorded (--stacks); otherwise the (buffer address, count, dtype) key of each call,
+// mapped across ranks by the position it holds in the majority of steps: rank r's key K is the
+// logical tensor of the reference rank that occupies K's positions most often (ties go to the
+// reference key with the same address, then the lowest id). Steps where a rank's key sits at a
+// position its tensor does not usually hold are how same-shape swaps show without data; the
+// replayer's `canonical` order is built from the same mapping.
+#include <cstdint>
+#include <vector>
+
+#include "ncclrr/analysis/model.h"
+
+namespace ncclrr::analysis {
+
+enum class IdentitySource : uint8_t { kNone, kBuffers, kCallSites };
+
+inline constexpr uint32_t kNoLogicalId = ~uint32_t{0};
+
+struct CommIdentity {
+  IdentitySource source = IdentitySource::kNone;
+  int reference_rank = 0;  // the rank whose keys name the logical tensors
+  // ids[rank][slot index into RankView::collectives]: dense logical tensor id, or kNoLogicalId.
+  std::vector<std::vector<uint32_t>> ids;
+  // confidence[rank][slot]: share of the key's occurrences that sit where its tensor does
+  // (1 = the key always co-occurs with the same reference tensor).
+  std::vector<std::vector<float>> confidence;
+  uint32_t tensors = 0;  // number of logical tensors
+};
+
+class LogicalIdentity {
+ public:
+  static LogicalIdentity Compute(const TraceModel& model);
+  const CommIdentity& comm(size_t comm_index) const { return comms_[comm_index]; }
+  uint32_t Of(size_t comm_index, int rank, size_t slot) const;
+  float Confidence(size_t comm_index, int rank, size_t slot) const;
+
+ private:
+  std::vector<CommIdentity> comms_;
+};
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,168 @@
+#pragma once
+// TraceModel: a trace directory organised the way NCCL pairs calls. Per communicator (keyed by
+// commHash and ncclrr's lineage ordinal), per communicator rank: the collectives ordered by
+// their per-communicator sequence number (graph launches expanded into the positions they
+// take), the point-to-point calls, the lifecycle calls and the CUDA-graph templates. Every call
+// is referenced as (file, index) into the TraceDir the model owns, so the viewer can highlight
+// exactly the records a finding names.
+//
+// Times: each file's CLOCK_MONOTONIC nanoseconds map onto one common timeline (CLOCK_REALTIME
+// nanoseconds) through the file's ClockPair records; across hosts the offset is refined from
+// matched collectives, because NTP error (ms) dwarfs a collective (us).
+//
+// The model is immutable once built and safe to share between threads (viewer: build it off the
+// GUI thread, hand the value over).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ncclrr/records.h"
+#include "ncclrr/status.h"
+#include "ncclrr/trace_data.h"
+#include "ncclrr/trace_reader.h"
+
+namespace ncclrr::analysis {
+
+// A call of the trace: TraceDir::files[file].calls[index].
+struct CallRef {
+  uint32_t file = 0;
+  uint32_t index = 0;
+  friend bool operator==(const CallRef&, const CallRef&) = default;
+  friend auto operator<=>(const CallRef&, const CallRef&) = default;
+};
+
+// One position of a rank's per-communicator collective sequence (what NCCL pairs across ranks).
+struct CollectiveSlot {
+  uint64_t seq = 0;     // 0-based per-communicator collective index
+  CallRef call;         // the call; for a graph launch, the captured template
+  uint32_t launch = 0;  // 0: issued eagerly; k > 0: from the k-th launch of the call's graph
+  int64_t time_ns = 0;  // enter time (launch time for graph launches), common timeline
+};
+
+// A Send or Recv. `pair_seq` is its index among calls of the same direction to the same peer.
+struct P2pCall {
+  CallRef call;
+  int peer = -1;
+  bool send = false;
+  uint64_t pair_seq = 0;
+  int64_t time_ns = 0;
+};
+
+// A CUDA graph captured by one rank that holds calls on this communicator.
+struct GraphTemplate {
+  uint64_t graph_id = 0;
+  std::vector<CallRef> calls;            // captured calls on this communicator, in capture order
+  std::vector<int64_t> launch_times_ns;  // common timeline
+};
+
+// What one communicator rank did on one communicator.
+struct RankView {
+  int rank = -1;
+  int32_t file = -1;  // index into TraceDir::files; -1 when no file holds this rank
+  int device = -1;
+  std::vector<CollectiveSlot> collectives;  // sorted by seq (gaps: records not in the trace)
+  std::vector<P2pCall> p2p;                 // issue order
+  std::vector<CallRef> lifecycle;     // init/split/shrink/finalize/destroy/abort/revoke/async-error
+  std::vector<CallRef> other;         // registration, memory, PreMulSum ops...
+  std::vector<GraphTemplate> graphs;  // capture order
+  std::vector<uint32_t> comm_records;  // indices into the file's TraceFile::comms for this rank
+
+  bool has_file() const { return file >= 0; }
+  // Number of collectives the rank issued as far as the trace knows (last seq + 1, or 0).
+  uint64_t issued() const { return collectives.empty() ? 0 : collectives.back().seq + 1; }
+  uint64_t first_seq() const { return collectives.empty() ? 0 : collectives.front().seq; }
+  const CollectiveSlot* AtSeq(uint64_t seq) const;  // nullptr when the trace has no such call
+};
+
+struct CommModel {
+  uint64_t id = 0;  // NCCL-compatible commHash
+  uint32_t lineage = 0;
+  std::string name;  // commName from ncclConfig_t, "" if none
+  int nranks = 0;
+  uint64_t parent_id = 0;
+  int color = 0;
+  CommOrigin origin = CommOrigin::kUnknown;
+  std::vector<RankView> ranks;  // index = communicator rank, size nranks
+  // Inconsistencies between the ranks' CommRecords (nranks disagree, two files claim one rank,
+  // calls on a comm no CommRecord announced): evidence for lifecycle_error.
+  std::vector<std::string> problems;
+
+  uint64_t max_issued() const;  // max over ranks of issued()
+};
+
+// What the model knows about one process file.
+struct FileView {
+  std::string name;  // basename, e.g. "host-1234.ncclrr"
+  std::string host;
+  int pid = 0;
+  int64_t clock_offset_ns = 0;  // common = monotonic + clock_offset_ns
+  bool offset_refined = false;  // corrected from matched collectives (cross-host)
+  bool clean = false;           // closed in order (footer with clean = true)
+  bool has_footer = false;
+  bool torn = false;       // ends inside a frame
+  bool ring_mode = false;  // flight recorder: holds only the last calls
+  uint64_t bad_frames = 0;
+  uint64_t dropped = 0;
+  int64_t last_alive_ns = 0;  // common time of the last sign of life (call, clock pair, footer)
+  std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
+};
+
+struct LoadOptions {
+  int threads = 2;  // files read in parallel
+  // Progress for long traces ("read 12 of 64 files"); called from the loading thread.
+  std::function<void(std::string_view)> progress;
+};
+
+class TraceModel {
+ public:
+  // Reads every *.ncclrr file of `path` (directory or single file) and builds the model.
+  static StatusOr<TraceModel> Load(const std::string& path, const LoadOptions& options = {});
+  // Builds the model from an already loaded trace (tests, viewer).
+  static TraceModel Build(TraceDir dir);
+
+  TraceModel(TraceModel&&) noexcept;
+  TraceModel& operator=(TraceModel&&) noexcept;
+  ~TraceModel();
+
+  const TraceDir& dir() const { return *dir_; }
+  const std::vector<CommModel>& comms() const { return comms_; }
+  const std::vector<FileView>& files() const { return files_; }
+  const CallRecord& call(CallRef r) const { return dir_->files[r.file].calls[r.index]; }
+  const TraceFile& file(uint32_t f) const { return dir_->files[f]; }
+  // Index into comms() of (id, lineage), or -1.
+  int FindComm(uint64_t id, uint32_t lineage = 0) const;
+
+  // Common timeline (CLOCK_REALTIME ns) of a monotonic time recorded in file `f`.
+  int64_t CommonTime(uint32_t f, int64_t mono_ns) const {
+    return mono_ns + files_[f].clock_offset_ns;
+  }
+  int64_t CallTime(CallRef r) const { return CommonTime(r.file, call(r).enter_ns); }
+  int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
+  int64_t end_ns() const { return end_ns_; }
+  uint64_t total_calls() const { return total_calls_; }
+
+  // Sketches recorded for a call (data checks); empty when none.
+  std::vector<const SketchData*> Sketches(CallRef r) const;
+
+  // Messages from reading (torn tails, unreadable files) for notes.
+  const std::vector<std::string>& load_warnings() const { return dir_->warnings; }
+
+ private:
+  TraceModel();
+  friend class ModelBuilder;
+  std::unique_ptr<TraceDir> dir_;
+  std::vector<CommModel> comms_;
+  std::vector<FileView> files_;
+  int64_t start_ns_ = 0, end_ns_ = 0;
+  uint64_t total_calls_ = 0;
+  std::vector<std::unordered_multimap<uint64_t, uint32_t>> sketch_index_;  // per file: uid -> i
+};
+
+// "AllReduce(36864 float32, sum)" -- the short form used in findings (no addresses or times).
+std::string ShortCall(const CallRecord& c);
+
+}  // namespace ncclrr::analysis

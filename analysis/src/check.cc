@@ -1,0 +1,71 @@
+#include "ncclrr/analysis/check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "checkers.h"
+
+namespace ncclrr::analysis {
+
+std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
+  // Order matters: notes first (they mark untrusted tails), then the sequence checker (it claims
+  // the positions it explains), then everything that reads those claims.
+  return {MakeTraceNotesChecker(), MakeSequenceChecker(),  MakeMissingCallChecker(),
+          MakeP2pChecker(),        MakeCrossCommChecker(), MakeGraphChecker(),
+          MakeLifecycleChecker(),  MakeNcclErrorChecker()};
+}
+
+std::vector<Finding> GroupRepeats(std::vector<Finding> findings) {
+  auto earlier = [](const Finding& a, const Finding& b) {
+    return std::make_tuple(a.first_time, a.comm, a.seq.value_or(0), a.kind) <
+           std::make_tuple(b.first_time, b.comm, b.seq.value_or(0), b.kind);
+  };
+  std::stable_sort(findings.begin(), findings.end(), earlier);
+  std::map<std::tuple<FindingKind, size_t, uint64_t, std::vector<int>, std::string>, size_t> first;
+  std::vector<Finding> out;
+  for (Finding& f : findings) {
+    auto key = std::make_tuple(f.kind, f.comm_index, f.comm, f.ranks, f.pattern);
+    auto [it, added] = first.try_emplace(key, out.size());
+    if (added) {
+      out.push_back(std::move(f));
+      continue;
+    }
+    Finding& g = out[it->second];
+    g.repeats += 1 + f.repeats;
+    if (f.seq) g.last_seq = std::max(g.last_seq.value_or(0), f.last_seq.value_or(*f.seq));
+  }
+  return out;
+}
+
+Report Check(const TraceModel& model, const CheckOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Report report;
+  const LogicalIdentity identity = LogicalIdentity::Compute(model);
+  CheckContext ctx(model, options, identity);
+  FindingSink sink;
+  auto checkers = BuiltinCheckers();
+  checkers.insert(checkers.end(), options.extra_checkers.begin(), options.extra_checkers.end());
+  for (const auto& c : checkers) {
+    if (options.progress) options.progress("checking: " + std::string(c->name()));
+    c->Run(ctx, sink);
+  }
+  Summary& s = report.summary;
+  s.occurrences = sink.findings().size();
+  report.findings = GroupRepeats(std::move(sink.findings()));
+  report.notes = std::move(sink.notes());
+  s.files = model.files().size();
+  s.comms = model.comms().size();
+  for (const CommModel& c : model.comms()) s.ranks += c.ranks.size();
+  s.calls = model.total_calls();
+  s.findings = report.findings.size();
+  s.notes = report.notes.size();
+  for (const Finding& f : report.findings) s.by_kind[std::string(FindingKindName(f.kind))]++;
+  for (const Note& n : report.notes) s.by_kind[std::string(NoteKindName(n.kind))]++;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace ncclrr::analysis

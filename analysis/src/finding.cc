@@ -1,0 +1,37 @@
+#include "ncclrr/analysis/finding.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+constexpr std::string_view kKindNames[kNumFindingKinds] = {
+    "op_mismatch",  "count_mismatch", "dtype_mismatch",         "redop_mismatch",  "root_mismatch",
+    "p2p_mismatch", "order_swap",     "cross_comm_order",       "missing_call",    "wrong_sum",
+    "buffer_race",  "suspected_swap", "graph_capture_mismatch", "lifecycle_error", "nccl_error"};
+
+}  // namespace
+
+std::string_view FindingKindName(FindingKind k) {
+  const auto i = static_cast<size_t>(k);
+  return i < kNumFindingKinds ? kKindNames[i] : "unknown";
+}
+
+bool FindingKindFromName(std::string_view name, FindingKind* out) {
+  for (int i = 0; i < kNumFindingKinds; ++i)
+    if (kKindNames[i] == name) {
+      *out = static_cast<FindingKind>(i);
+      return true;
+    }
+  return false;
+}
+
+std::string_view NoteKindName(NoteKind k) {
+  return k == NoteKind::kTraceIncomplete ? "trace_incomplete" : "records_dropped";
+}
+
+int Report::ExitCode(bool strict) const {
+  if (!usable) return 2;
+  if (!findings.empty()) return 1;
+  return strict && !notes.empty() ? 1 : 0;
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,160 @@
+#include "ncclrr/analysis/logical_identity.h"
+
+#include <algorithm>
+#include <map>
+
+#include "flat_map.h"
+#include "signature.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// Per-rank key of a call: its buffer, count and dtype (what "the same tensor" means without
+// call sites).
+uint64_t BufferKey(const CallRecord& c) {
+  const uint64_t buf = c.sendbuff ? c.sendbuff : c.recvbuff;
+  return Mix64(Mix64(Mix64(buf, c.count), c.dtype), c.api);
+}
+
+// The reference rank: the lowest rank of the largest group of ranks with identical shape
+// sequences (ties: the group holding the lowest rank).
+int ReferenceRank(const TraceModel& m, const CommModel& c) {
+  std::map<uint64_t, std::pair<int, int>> groups;  // hash -> (members, lowest rank)
+  for (const RankView& r : c.ranks) {
+    if (!r.has_file() || r.collectives.empty()) continue;
+    uint64_t h = r.first_seq();
+    for (const CollectiveSlot& s : r.collectives) h = Mix64(h, ShapeSignature(m.call(s.call)));
+    auto [it, added] = groups.try_emplace(h, 0, r.rank);
+    it->second.first++;
+  }
+  int best = -1, members = 0;
+  for (const auto& [h, g] : groups)
+    if (g.first > members || (g.first == members && g.second < best)) {
+      members = g.first;
+      best = g.second;
+    }
+  return best < 0 ? 0 : best;
+}
+
+bool AllHaveCallSites(const TraceModel& m, const CommModel& c) {
+  bool any = false;
+  for (const RankView& r : c.ranks)
+    for (const CollectiveSlot& s : r.collectives) {
+      if (m.call(s.call).callsite == 0) return false;
+      any = true;
+    }
+  return any;
+}
+
+void FromCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
+  std::map<std::string, uint32_t> ids;
+  for (const RankView& r : c.ranks)
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const CallRef ref = r.collectives[k].call;
+      const std::string site = m.file(ref.file).String(m.call(ref).callsite);
+      auto [it, added] = ids.try_emplace(site, static_cast<uint32_t>(ids.size()));
+      out->ids[r.rank][k] = it->second;
+      out->confidence[r.rank][k] = 1.0f;
+    }
+  out->tensors = static_cast<uint32_t>(ids.size());
+}
+
+void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out) {
+  const RankView& ref = c.ranks[out->reference_rank];
+  FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
+  std::vector<uint32_t> ref_tensor(ref.collectives.size());
+  for (size_t k = 0; k < ref.collectives.size(); ++k) {
+    const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
+    ref_tensor[k] = tensor_of_key.FindOrInsert(BufferKey(m.call(ref.collectives[k].call)), fresh);
+    out->ids[ref.rank][k] = ref_tensor[k];
+    out->confidence[ref.rank][k] = 1.0f;
+  }
+  out->tensors = static_cast<uint32_t>(tensor_of_key.size());
+  for (const RankView& r : c.ranks) {
+    if (r.rank == ref.rank || !r.has_file()) continue;
+    // Number this rank's keys, then count which reference tensor sits at each key's positions.
+    FlatMap64 key_index(r.collectives.size() / 4 + 16);
+    std::vector<uint32_t> key_of_slot(r.collectives.size());
+    std::vector<uint64_t> keys;
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const uint64_t key = BufferKey(m.call(r.collectives[k].call));
+      bool added = false;
+      key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
+      if (added) keys.push_back(key);
+    }
+    FlatMap64 votes(keys.size() * 2 + 16);  // (key index, tensor) -> co-occurrences
+    std::vector<uint32_t> occurrences(keys.size());
+    ForEachCommonSeq(r, ref, [&](size_t i, size_t j) {
+      const uint32_t k = key_of_slot[i];
+      votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
+      occurrences[k]++;
+    });
+    std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
+    votes.ForEach([&](uint64_t kv, uint32_t n) {
+      const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
+      // Ties: the reference tensor with the same buffer key (same address on both ranks), then
+      // the lowest tensor id, so the result does not depend on hash order.
+      const uint32_t* same = tensor_of_key.Find(keys[k]);
+      const bool t_same = same && *same == t;
+      const bool b_same = same && best[k] != kNoLogicalId && *same == best[k];
+      if (n > best_votes[k] || (n == best_votes[k] && (t_same || (!b_same && t < best[k])))) {
+        best[k] = t;
+        best_votes[k] = n;
+      }
+    });
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const uint32_t key = key_of_slot[k];
+      uint32_t id = best[key];
+      float conf = occurrences[key] ? static_cast<float>(best_votes[key]) / occurrences[key] : 0;
+      if (id == kNoLogicalId) {  // never beside the reference: same buffer key, or unknown
+        const uint32_t* same = tensor_of_key.Find(keys[key]);
+        id = same ? *same : kNoLogicalId;
+        conf = same ? 0.5f : 0.0f;
+      }
+      out->ids[r.rank][k] = id;
+      out->confidence[r.rank][k] = conf;
+    }
+  }
+}
+
+}  // namespace
+
+LogicalIdentity LogicalIdentity::Compute(const TraceModel& m) {
+  LogicalIdentity li;
+  li.comms_.resize(m.comms().size());
+  for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+    const CommModel& c = m.comms()[ci];
+    CommIdentity& out = li.comms_[ci];
+    out.ids.resize(c.ranks.size());
+    out.confidence.resize(c.ranks.size());
+    for (const RankView& r : c.ranks) {
+      out.ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
+      out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
+    }
+    if (c.ranks.empty()) continue;
+    out.reference_rank = ReferenceRank(m, c);
+    if (AllHaveCallSites(m, c)) {
+      out.source = IdentitySource::kCallSites;
+      FromCallSites(m, c, &out);
+    } else {
+      out.source = IdentitySource::kBuffers;
+      FromBuffers(m, c, &out);
+    }
+  }
+  return li;
+}
+
+uint32_t LogicalIdentity::Of(size_t comm_index, int rank, size_t slot) const {
+  const auto& ids = comms_[comm_index].ids;
+  if (rank < 0 || static_cast<size_t>(rank) >= ids.size() || slot >= ids[rank].size())
+    return kNoLogicalId;
+  return ids[rank][slot];
+}
+
+float LogicalIdentity::Confidence(size_t comm_index, int rank, size_t slot) const {
+  const auto& c = comms_[comm_index].confidence;
+  if (rank < 0 || static_cast<size_t>(rank) >= c.size() || slot >= c[rank].size()) return 0;
+  return c[rank][slot];
+}
+
+}  // namespace ncclrr::analysis

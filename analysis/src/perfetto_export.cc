@@ -1,0 +1,223 @@
+// Chrome trace JSON for ui.perfetto.dev. Times are microseconds from the start of the trace on
+// the common timeline. Processes are (file, device) pairs, named after the rank they hold on
+// their largest communicator; threads are streams (track 0 holds findings and host-only calls).
+#include "ncclrr/analysis/perfetto_export.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <fstream>
+#include <map>
+
+#include "json_writer.h"
+#include "ncclrr/analysis/collective_shape.h"
+#include "ncclrr/describe.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+class Exporter {
+ public:
+  Exporter(const TraceModel& m, std::ostream& os, ExportStats* st) : m_(m), os_(os), st_(*st) {}
+
+  void Run(const Report* report, const PerfettoOptions& o) {
+    buf_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+    first_ = true;
+    NameProcesses();
+    for (uint32_t f = 0; f < m_.files().size(); ++f) CallSlices(f);
+    GraphLaunchSlices();
+    if (o.flows) Flows();
+    if (report) Findings(*report);
+    buf_ += "\n]}\n";
+    Flush(true);
+  }
+
+ private:
+  // Microseconds since the trace start, as Chrome's format wants.
+  std::string Us(int64_t common_ns) const {
+    char b[32];
+    const int64_t d = common_ns - m_.start_ns();
+    std::snprintf(b, sizeof b, "%" PRId64 ".%03d", d / 1000, static_cast<int>(std::abs(d % 1000)));
+    return b;
+  }
+  void Event(const std::string& body) {
+    if (!first_) buf_ += ",\n";
+    first_ = false;
+    buf_ += body;
+    ++st_.events;
+    Flush(false);
+  }
+  void Flush(bool all) {
+    if (!all && buf_.size() < (1u << 20)) return;
+    os_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    st_.bytes += buf_.size();
+    buf_.clear();
+  }
+  static std::string Q(std::string_view s) {
+    std::string o = "\"";
+    JsonWriter::Escape(s, &o);
+    return o + "\"";
+  }
+
+  int Pid(uint32_t file, int device) {
+    auto [it, added] = pids_.try_emplace({file, device}, static_cast<int>(pids_.size()) + 1);
+    return it->second;
+  }
+  int Tid(int pid, uint64_t stream) {
+    if (stream == 0) return 1;
+    auto& m = tids_[pid];
+    auto [it, added] = m.try_emplace(stream, static_cast<int>(m.size()) + 2);
+    if (added)
+      Event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
+            ",\"tid\":" + std::to_string(it->second) +
+            ",\"args\":{\"name\":" + Q("stream " + Hex64(stream)) + "}}");
+    return it->second;
+  }
+
+  void NameProcesses() {
+    // The rank a (file, device) holds on its largest communicator names the process.
+    std::map<std::pair<uint32_t, int>, std::pair<int, int>> best;  // -> (nranks, rank)
+    for (const CommModel& c : m_.comms())
+      for (const RankView& r : c.ranks) {
+        if (r.file < 0) continue;
+        auto& b = best[{static_cast<uint32_t>(r.file), r.device}];
+        if (c.nranks > b.first) b = {c.nranks, r.rank};
+      }
+    for (const auto& [key, b] : best) {
+      const int pid = Pid(key.first, key.second);
+      const FileView& v = m_.files()[key.first];
+      Event("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
+            ",\"args\":{\"name\":" +
+            Q("rank " + std::to_string(b.second) + " (" + v.host + " pid " + std::to_string(v.pid) +
+              " dev " + std::to_string(key.second) + ")") +
+            "}}");
+      Event("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
+            ",\"args\":{\"sort_index\":" + std::to_string(b.second) + "}}");
+      Event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
+            ",\"tid\":1,\"args\":{\"name\":\"host calls and findings\"}}");
+    }
+  }
+
+  std::string Slice(const CallRecord& c, uint32_t f, int64_t t, int64_t dur, int launch) {
+    const int pid = Pid(f, c.device);
+    const int tid = Tid(pid, c.stream);
+    std::string s = "{\"ph\":\"X\",\"name\":" + Q(std::string(ApiName(static_cast<Api>(c.api)))) +
+                    ",\"cat\":\"nccl\",\"pid\":" + std::to_string(pid) +
+                    ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Us(t) +
+                    ",\"dur\":" + Us(m_.start_ns() + std::max<int64_t>(dur, 1000)) +
+                    ",\"args\":{\"call\":" + Q(ShortCall(c));
+    if (c.comm_id) s += ",\"comm\":" + Q(Hex64(c.comm_id)) + ",\"rank\":" + std::to_string(c.rank);
+    if (c.seq != kNoSeq) s += ",\"seq\":" + std::to_string(c.seq);
+    if (launch) s += ",\"graph_launch\":" + std::to_string(launch);
+    if (c.result) s += ",\"result\":" + Q(NcclResultName(c.result));
+    return s + "}}";
+  }
+
+  void CallSlices(uint32_t f) {
+    const TraceFile& t = m_.file(f);
+    std::map<uint64_t, const GpuTimeRecord*> gpu;
+    for (const GpuTimeRecord& g : t.gpu_times) gpu[g.call_uid] = &g;
+    for (const CallRecord& c : t.calls) {
+      if (c.capture == 1) continue;  // templates run at their graph's launches
+      int64_t start = c.enter_ns, end = c.exit_ns;
+      if (auto it = gpu.find(c.uid); it != gpu.end() && it->second->end_ns > 0) {
+        start = it->second->start_ns;
+        end = it->second->end_ns;
+      }
+      Event(Slice(c, f, m_.CommonTime(f, start), end - start, 0));
+    }
+  }
+
+  void GraphLaunchSlices() {
+    for (const CommModel& c : m_.comms())
+      for (const RankView& r : c.ranks)
+        for (const CollectiveSlot& s : r.collectives)
+          if (s.launch) Event(Slice(m_.call(s.call), s.call.file, s.time_ns, 1000, s.launch));
+  }
+
+  int64_t SliceTime(const CollectiveSlot& s) const {
+    return s.launch ? s.time_ns : m_.CallTime(s.call);
+  }
+
+  void Flows() {
+    uint64_t id = 0;
+    for (const CommModel& c : m_.comms()) {
+      if (c.ranks.size() < 2) continue;
+      // Walk all ranks' sequences together by seq.
+      std::vector<size_t> pos(c.ranks.size(), 0);
+      while (true) {
+        uint64_t seq = kNoSeq;
+        for (size_t r = 0; r < c.ranks.size(); ++r)
+          if (pos[r] < c.ranks[r].collectives.size())
+            seq = std::min(seq, c.ranks[r].collectives[pos[r]].seq);
+        if (seq == kNoSeq) break;
+        std::vector<const CollectiveSlot*> at;
+        for (size_t r = 0; r < c.ranks.size(); ++r) {
+          const auto& v = c.ranks[r].collectives;
+          if (pos[r] < v.size() && v[pos[r]].seq == seq) at.push_back(&v[pos[r]++]);
+        }
+        if (at.size() < 2) continue;
+        ++id;
+        ++st_.flows;
+        for (size_t k = 0; k < at.size(); ++k) {
+          const CallRecord& call = m_.call(at[k]->call);
+          const int pid = Pid(at[k]->call.file, call.device);
+          const char* ph = k == 0 ? "s" : (k + 1 == at.size() ? "f" : "t");
+          Event(std::string("{\"ph\":\"") + ph +
+                "\",\"bp\":\"e\",\"cat\":\"seq\",\"name\":" + Q("seq " + std::to_string(seq)) +
+                ",\"id\":" + std::to_string(id) + ",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+                std::to_string(Tid(pid, call.stream)) + ",\"ts\":" + Us(SliceTime(*at[k])) + "}");
+        }
+      }
+    }
+  }
+
+  void Findings(const Report& report) {
+    for (const Finding& f : report.findings) {
+      std::map<int, int64_t> pids;  // pid -> time
+      for (const InvolvedCall& c : f.calls) {
+        const int pid = Pid(c.call.file, m_.call(c.call).device);
+        const int64_t t = m_.CallTime(c.call);
+        if (!pids.count(pid) || t < pids[pid]) pids[pid] = t;
+      }
+      if (pids.empty()) pids[1] = f.first_time;
+      for (const auto& [pid, t] : pids)
+        Event("{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"finding\",\"name\":" +
+              Q(std::string(FindingKindName(f.kind))) + ",\"pid\":" + std::to_string(pid) +
+              ",\"tid\":1,\"ts\":" + Us(t) + ",\"args\":{\"short\":" + Q(f.short_text) +
+              ",\"message\":" + Q(f.message) + ",\"repeats\":" + std::to_string(f.repeats) + "}}");
+    }
+  }
+
+  const TraceModel& m_;
+  std::ostream& os_;
+  ExportStats& st_;
+  std::string buf_;
+  bool first_ = true;
+  std::map<std::pair<uint32_t, int>, int> pids_;
+  std::map<int, std::map<uint64_t, int>> tids_;
+};
+
+}  // namespace
+
+Status ExportPerfetto(const TraceModel& model, const Report* report, const PerfettoOptions& o,
+                      std::ostream& out, ExportStats* stats) {
+  ExportStats local;
+  Exporter(model, out, stats ? stats : &local).Run(report, o);
+  if (!out) return IoError("writing the exported trace failed (disk full?)");
+  return Status::Ok();
+}
+
+Status ExportPerfettoFile(const TraceModel& model, const Report* report, const PerfettoOptions& o,
+                          const std::string& path, ExportStats* stats) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return IoError("cannot create '" + path +
+                   "'; check that its directory exists and is "
+                   "writable");
+  NCCLRR_RETURN_IF_ERROR(ExportPerfetto(model, report, o, out, stats));
+  out.close();
+  if (!out) return IoError("writing '" + path + "' failed (disk full?)");
+  return Status::Ok();
+}
+
+}  // namespace ncclrr::analysis

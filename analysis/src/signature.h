@@ -1,0 +1,51 @@
+#pragma once
+// Call signatures compared across ranks: the shape (op, count, dtype, reduction, root) as a
+// 64-bit hash, and helpers that walk two ranks' sequences position by position.
+#include <cstdint>
+
+#include "flat_map.h"
+#include "ncclrr/analysis/model.h"
+
+namespace ncclrr::analysis {
+
+// ncclBcast is ncclBroadcast with in-place buffers: NCCL pairs them with each other.
+inline Api CanonicalApi(Api a) { return a == Api::kBcast ? Api::kBroadcast : a; }
+
+inline bool Reduces(Api a) {
+  return a == Api::kAllReduce || a == Api::kReduce || a == Api::kReduceScatter;
+}
+
+// Reduction op as it matters for pairing: dynamic PreMulSum handles differ per rank, so all of
+// them compare equal (the scalar is a data question).
+inline int32_t PairingOp(const CallRecord& c) {
+  if (!Reduces(static_cast<Api>(c.api))) return -1;
+  if ((c.flags & call_flags::kPreMulSum) || c.op >= kNumBuiltinOps) return 1000;
+  return c.op;
+}
+
+inline uint64_t ShapeSignature(const CallRecord& c) {
+  const Api api = CanonicalApi(static_cast<Api>(c.api));
+  uint64_t h = Mix64(static_cast<uint64_t>(api), c.count);
+  h = Mix64(h, c.dtype);
+  h = Mix64(h, static_cast<uint64_t>(static_cast<int64_t>(PairingOp(c))));
+  if (IsRooted(api)) h = Mix64(h, static_cast<uint64_t>(static_cast<int64_t>(c.root_peer)));
+  return h;
+}
+
+// Calls `f(ia, ib)` for every seq present in both sequences (indices into collectives).
+template <typename F>
+void ForEachCommonSeq(const RankView& a, const RankView& b, F&& f) {
+  size_t i = 0, j = 0;
+  const auto& x = a.collectives;
+  const auto& y = b.collectives;
+  while (i < x.size() && j < y.size()) {
+    if (x[i].seq < y[j].seq)
+      ++i;
+    else if (y[j].seq < x[i].seq)
+      ++j;
+    else
+      f(i++, j++);
+  }
+}
+
+}  // namespace ncclrr::analysis
