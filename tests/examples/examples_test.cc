@@ -33,9 +33,9 @@ Result RunExample(const std::string& args) {
 
 using Case = std::tuple<const char*, int>;  // scenario, exit code on the host NCCL (threads)
 
-class Scenario : public ::testing::TestWithParam<std::tuple<Case, bool>> {};
+class ExampleScenario : public ::testing::TestWithParam<std::tuple<Case, bool>> {};
 
-TEST_P(Scenario, ExitCodeAndReport) {
+TEST_P(ExampleScenario, ExitCodeAndReport) {
   const auto [c, group] = GetParam();
   const auto [name, expected] = c;
   // Group mode has one difference: a single group per step launches both communicators' calls
@@ -52,7 +52,7 @@ TEST_P(Scenario, ExitCodeAndReport) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    All, Scenario,
+    All, ExampleScenario,
     ::testing::Combine(::testing::Values(Case{"clean", 0}, Case{"swap-same-size", 1},
                                          Case{"swap-diff-size", 1}, Case{"count-mismatch", 1},
                                          Case{"missing-collective", 3}, Case{"send-race", 1},
@@ -62,18 +62,18 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The motivating bug, exactly: rank 1 swaps on odd steps, so steps 0 and 2 are right and steps 1
 // and 3 are wrong in both swapped tensors on both ranks (2 x 1024 x 2), every run.
-TEST(Examples, SwapSameSizeIsDeterministic) {
+TEST(ExampleRuns, SwapSameSizeIsDeterministic) {
   const Result a = RunExample("swap-same-size"), b = RunExample("swap-same-size --steps 4");
   EXPECT_EQ(a.out, b.out);
   EXPECT_THAT(a.out, ::testing::HasSubstr("step 1: #wrong 4096\nstep 2: #wrong 0\n"));
 }
 
-TEST(Examples, ManyRanks) {
+TEST(ExampleRuns, ManyRanks) {
   EXPECT_EQ(RunExample("clean --ranks 8 --steps 3").code, 0);
   EXPECT_EQ(RunExample("send-race --ranks 4 --group").code, 1);
 }
 
-TEST(Examples, UsageErrors) {
+TEST(ExampleRuns, UsageErrors) {
   EXPECT_EQ(RunExample("no-such-scenario").code, 2);
   EXPECT_EQ(RunExample("clean --ranks 1").code, 2);
 }

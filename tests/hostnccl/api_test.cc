@@ -12,7 +12,7 @@
 namespace ncclrr::host::testing {
 namespace {
 
-TEST(Api, VersionAndIdentity) {
+TEST(HostApi, VersionAndIdentity) {
   int v = 0;
   ASSERT_EQ(ncclGetVersion(&v), ncclSuccess);
   EXPECT_EQ(v, 22809);
@@ -23,7 +23,7 @@ TEST(Api, VersionAndIdentity) {
                "remote process exited or there was a network error");
 }
 
-TEST(Api, InitAllReportsDevices) {
+TEST(HostApi, InitAllReportsDevices) {
   std::vector<ncclComm_t> comms(3);
   const int devs[3] = {5, 6, 7};
   ASSERT_EQ(ncclCommInitAll(comms.data(), 3, devs), ncclSuccess);
@@ -37,7 +37,7 @@ TEST(Api, InitAllReportsDevices) {
   }
 }
 
-TEST(Api, NonblockingInitAndCollectivesReportInProgress) {
+TEST(HostApi, NonblockingInitAndCollectivesReportInProgress) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
@@ -65,7 +65,7 @@ TEST(Api, NonblockingInitAndCollectivesReportInProgress) {
   ncclrrHostStreamDestroy(s1);
 }
 
-TEST(Api, ShrinkDropsExcludedRanks) {
+TEST(HostApi, ShrinkDropsExcludedRanks) {
   Ranks ranks(3);
   std::vector<ncclComm_t> sub(3, nullptr);
   int excluded = 1;
@@ -88,7 +88,7 @@ TEST(Api, ShrinkDropsExcludedRanks) {
   for (int r : {0, 2}) ncclCommDestroy(sub[r]);
 }
 
-TEST(Api, ArgumentChecksAndMemory) {
+TEST(HostApi, ArgumentChecksAndMemory) {
   Ranks ranks(2);
   int x = 0;
   EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclDataType_t(99), ncclSum, ranks.comms[0], nullptr),
@@ -113,7 +113,7 @@ TEST(Api, ArgumentChecksAndMemory) {
 }
 
 // Null streams are the default stream of each rank's device, so two ranks can both use 0.
-TEST(Api, NullStreamIsPerDevice) {
+TEST(HostApi, NullStreamIsPerDevice) {
   Ranks ranks(2);
   std::vector<int> a(3, 1), b(3, 2);
   ncclAllReduce(a.data(), a.data(), 3, ncclInt32, ncclSum, ranks.comms[0], nullptr);
@@ -123,13 +123,13 @@ TEST(Api, NullStreamIsPerDevice) {
 }
 
 // NCCLRR_HOST_NOOP is read once per process, so this test re-runs itself with it set.
-TEST(Api, NoopModeReturnsAtOnce) {
+TEST(HostApi, NoopModeReturnsAtOnce) {
   if (std::getenv("NCCLRR_HOST_NOOP") == nullptr) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       setenv("NCCLRR_HOST_NOOP", "1", 1);
-      execl("/proc/self/exe", "hostnccl_test", "--gtest_filter=Api.NoopModeReturnsAtOnce",
+      execl("/proc/self/exe", "hostnccl_test", "--gtest_filter=HostApi.NoopModeReturnsAtOnce",
             static_cast<char*>(nullptr));
       _exit(127);
     }

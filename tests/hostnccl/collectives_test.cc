@@ -85,9 +85,9 @@ void ExpectElems(int dt, const Buf& got, size_t first, size_t count,
   }
 }
 
-class Collectives : public ::testing::TestWithParam<int> {};
+class HostCollectives : public ::testing::TestWithParam<int> {};
 
-TEST_P(Collectives, ReductionsMatchReference) {
+TEST_P(HostCollectives, ReductionsMatchReference) {
   const int dt = GetParam();
   const int n = 3;
   Ranks ranks(n);
@@ -142,7 +142,7 @@ TEST_P(Collectives, ReductionsMatchReference) {
   }
 }
 
-TEST_P(Collectives, DataMovementMatchesReference) {
+TEST_P(HostCollectives, DataMovementMatchesReference) {
   const int dt = GetParam();
   const int n = 3;
   Ranks ranks(n);
@@ -188,10 +188,10 @@ TEST_P(Collectives, DataMovementMatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, Collectives, ::testing::Range(0, int(ncclNumTypes)));
+INSTANTIATE_TEST_SUITE_P(AllTypes, HostCollectives, ::testing::Range(0, int(ncclNumTypes)));
 
 // Sizes that take many rounds through the staging chunks, in place, one thread per rank.
-TEST(CollectivesLarge, InPlaceMultiRoundOnThreads) {
+TEST(HostCollectivesLarge, InPlaceMultiRoundOnThreads) {
   const int n = 2;
   const size_t count = 3u << 20;  // 12 MB of floats: several rounds of the staging chunk
   ncclUniqueId id;

@@ -18,7 +18,7 @@ T Bits(int dt, double v) {
   return b;
 }
 
-TEST(Dtype, Sizes) {
+TEST(HostDtype, Sizes) {
   EXPECT_EQ(DtypeSize(ncclInt8), 1u);
   EXPECT_EQ(DtypeSize(ncclFloat16), 2u);
   EXPECT_EQ(DtypeSize(ncclBfloat16), 2u);
@@ -27,7 +27,7 @@ TEST(Dtype, Sizes) {
   EXPECT_EQ(DtypeSize(ncclNumTypes), 0u);
 }
 
-TEST(Dtype, HalfRoundsToNearestEven) {
+TEST(HostDtype, HalfRoundsToNearestEven) {
   EXPECT_EQ(Bits<uint16_t>(ncclFloat16, 1.0), 0x3c00);
   EXPECT_EQ(Bits<uint16_t>(ncclFloat16, 1.0 / 3), 0x3555);
   EXPECT_EQ(Bits<uint16_t>(ncclFloat16, 65504.0), 0x7bff);
@@ -38,13 +38,13 @@ TEST(Dtype, HalfRoundsToNearestEven) {
   EXPECT_EQ(LoadAsDouble(ncclFloat16, &h), -2.0);
 }
 
-TEST(Dtype, Bfloat16) {
+TEST(HostDtype, Bfloat16) {
   EXPECT_EQ(Bits<uint16_t>(ncclBfloat16, 1.0), 0x3f80);
   EXPECT_EQ(Bits<uint16_t>(ncclBfloat16, 1.0 + 1.0 / 256), 0x3f80);  // tie: even
   EXPECT_EQ(Bits<uint16_t>(ncclBfloat16, 1.0 + 3.0 / 256), 0x3f82);
 }
 
-TEST(Dtype, Fp8SaturatesLikeCuda) {
+TEST(HostDtype, Fp8SaturatesLikeCuda) {
   EXPECT_EQ(Bits<uint8_t>(ncclFloat8e4m3, 1.0), 0x38);
   EXPECT_EQ(Bits<uint8_t>(ncclFloat8e4m3, 448.0), 0x7e);
   EXPECT_EQ(Bits<uint8_t>(ncclFloat8e4m3, 1000.0), 0x7e);  // satfinite
@@ -58,7 +58,7 @@ TEST(Dtype, Fp8SaturatesLikeCuda) {
   EXPECT_EQ(LoadAsDouble(ncclFloat8e4m3, &sub), std::ldexp(1.0, -9));
 }
 
-TEST(Dtype, IntegerSumWraps) {
+TEST(HostDtype, IntegerSumWraps) {
   int8_t a[2] = {127, 100}, b[2] = {1, 100}, out[2];
   const void* ins[2] = {a, b};
   Reduce(ncclInt8, RedKind::kSum, out, ins, 2, 2, nullptr);

@@ -8,7 +8,7 @@
 namespace ncclrr::host::testing {
 namespace {
 
-TEST(Groups, OneThreadInitsAndDrivesFourRanks) {
+TEST(HostGroups, OneThreadInitsAndDrivesFourRanks) {
   const int n = 4;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
@@ -39,7 +39,7 @@ TEST(Groups, OneThreadInitsAndDrivesFourRanks) {
   }
 }
 
-TEST(Groups, NestedGroupIssuesAtOutermostEnd) {
+TEST(HostGroups, NestedGroupIssuesAtOutermostEnd) {
   Ranks ranks(2);
   std::vector<int> a(4, 1), b(4, 2);
   ncclGroupStart();
@@ -57,7 +57,7 @@ TEST(Groups, NestedGroupIssuesAtOutermostEnd) {
 
 // Sends and receives of one group run together, whatever order each rank lists them in, also
 // for messages many times the staging chunk.
-TEST(Groups, GroupedSendRecvInOppositeOrdersOnThreads) {
+TEST(HostGroups, GroupedSendRecvInOppositeOrdersOnThreads) {
   const size_t count = 1 << 20;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
@@ -84,7 +84,7 @@ TEST(Groups, GroupedSendRecvInOppositeOrdersOnThreads) {
   EXPECT_EQ(in[1], out[0]);
 }
 
-TEST(Groups, ThreadPerRankManySteps) {
+TEST(HostGroups, ThreadPerRankManySteps) {
   const int n = 4, steps = 200;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
@@ -107,7 +107,7 @@ TEST(Groups, ThreadPerRankManySteps) {
   EXPECT_EQ(wrong, std::vector<int>(n, 0));
 }
 
-TEST(Groups, SplitByColorOrdersByKey) {
+TEST(HostGroups, SplitByColorOrdersByKey) {
   Ranks ranks(4);
   std::vector<ncclComm_t> sub(4);
   ncclGroupStart();
@@ -132,7 +132,7 @@ TEST(Groups, SplitByColorOrdersByKey) {
   for (auto c : sub) ncclCommDestroy(c);
 }
 
-TEST(Groups, SplitNoColorGivesNull) {
+TEST(HostGroups, SplitNoColorGivesNull) {
   Ranks ranks(2);
   std::vector<ncclComm_t> sub(2);
   ncclGroupStart();

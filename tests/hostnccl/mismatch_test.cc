@@ -19,7 +19,7 @@ double Seconds(Clock::time_point since) {
 
 // The motivating bug: rank 1 issues two same-size allreduces in the other order. NCCL pairs by
 // position, so the results are A0+B1 and B0+A1: plausible numbers, no error.
-TEST(Mismatch, SwappedSameSizeAllreducesGiveCrossedSums) {
+TEST(HostMismatch, SwappedSameSizeAllreducesGiveCrossedSums) {
   Ranks ranks(2);
   const size_t n = 64;
   std::vector<float> a0(n, 1), b0(n, 10), a1(n, 100), b1(n, 1000);
@@ -36,7 +36,7 @@ TEST(Mismatch, SwappedSameSizeAllreducesGiveCrossedSums) {
 
 // Counts that differ: the common prefix is reduced over every rank, the rest of each receive
 // buffer is left as it was, and the call completes without an error.
-TEST(Mismatch, CountMismatchReducesCommonPrefixOnly) {
+TEST(HostMismatch, CountMismatchReducesCommonPrefixOnly) {
   Ranks ranks(2);
   std::vector<int> s0(10, 1), s1(8, 2), r0(10, -7), r1(8, -7);
   ncclAllReduce(s0.data(), r0.data(), 10, ncclInt32, ncclSum, ranks.comms[0], ranks.streams[0]);
@@ -46,7 +46,7 @@ TEST(Mismatch, CountMismatchReducesCommonPrefixOnly) {
   EXPECT_EQ(r1, std::vector<int>(8, 3));
 }
 
-TEST(Mismatch, MissingCallTimesOutNamingPositionAndRank) {
+TEST(HostMismatch, MissingCallTimesOutNamingPositionAndRank) {
   Ranks ranks(2);
   std::vector<float> x(16, 1);
   ::testing::internal::CaptureStderr();
@@ -70,7 +70,7 @@ TEST(Mismatch, MissingCallTimesOutNamingPositionAndRank) {
       ncclRemoteError);
 }
 
-TEST(Mismatch, DifferentCollectivesCannotCompleteAndTimeOut) {
+TEST(HostMismatch, DifferentCollectivesCannotCompleteAndTimeOut) {
   Ranks ranks(2);
   std::vector<float> x(16, 1), y(16, 2);
   ::testing::internal::CaptureStderr();
@@ -85,7 +85,7 @@ TEST(Mismatch, DifferentCollectivesCannotCompleteAndTimeOut) {
 
 // Two communicators on the same two streams used in opposite orders: each stream's head waits
 // for the other rank's head, which is behind the other call. On GPUs this hangs; here it times out.
-TEST(Mismatch, CrossCommunicatorOrderDeadlocksThenTimesOut) {
+TEST(HostMismatch, CrossCommunicatorOrderDeadlocksThenTimesOut) {
   Ranks a(2), b(2);
   std::vector<float> x(8, 1), y(8, 1), z(8, 1), w(8, 1);
   ::testing::internal::CaptureStderr();
@@ -97,7 +97,7 @@ TEST(Mismatch, CrossCommunicatorOrderDeadlocksThenTimesOut) {
   ::testing::internal::GetCapturedStderr();
 }
 
-TEST(Mismatch, P2pSizeMismatchTimesOut) {
+TEST(HostMismatch, P2pSizeMismatchTimesOut) {
   Ranks ranks(2);
   std::vector<char> s(100), r(90);
   ::testing::internal::CaptureStderr();
@@ -107,7 +107,7 @@ TEST(Mismatch, P2pSizeMismatchTimesOut) {
   EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("sizes differ"));
 }
 
-TEST(Mismatch, RootMismatchEachRankReadsTheRootItNamed) {
+TEST(HostMismatch, RootMismatchEachRankReadsTheRootItNamed) {
   Ranks ranks(2);
   std::vector<int> b0(4, 5), b1(4, 9);
   // Both ranks believe they are the root: each keeps its own data, silently.
@@ -118,7 +118,7 @@ TEST(Mismatch, RootMismatchEachRankReadsTheRootItNamed) {
   EXPECT_EQ(b1[0], 9);
 }
 
-TEST(Mismatch, InitWithAMissingRankTimesOut) {
+TEST(HostMismatch, InitWithAMissingRankTimesOut) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   ncclComm_t comm = nullptr;
@@ -130,7 +130,7 @@ TEST(Mismatch, InitWithAMissingRankTimesOut) {
 
 // Abort from another thread unblocks a synchronize waiting for a peer that never comes, and the
 // peer's later calls fail at once with a remote error instead of waiting for the timeout.
-TEST(Mismatch, AbortUnblocksWaitersAndPeers) {
+TEST(HostMismatch, AbortUnblocksWaitersAndPeers) {
   Ranks ranks(2);
   std::vector<float> x(8, 1);
   ncclAllReduce(x.data(), x.data(), 8, ncclFloat, ncclSum, ranks.comms[0], ranks.streams[0]);

@@ -39,7 +39,7 @@ int RunRank(const ncclUniqueId& id, int n, int r) {
   return wrong;
 }
 
-TEST(Processes, ThreeProcessesAllreduceAllgatherSendRecv) {
+TEST(HostProcesses, ThreeProcessesAllreduceAllgatherSendRecv) {
   const int n = 3;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
