@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       return Usage(("unknown option " + a).c_str());
     }
   }
-  if (opt.ranks < 2 || opt.steps < 1) return Usage("--ranks must be >= 2 and --steps >= 1");
+  if (opt.ranks < 1 || opt.steps < 1) return Usage("--ranks must be >= 1 and --steps >= 1");
   if (backend != "host" && backend != "nccl") return Usage("--backend must be host or nccl");
   if (backend == "nccl" && LoadedHostNccl()) return ReexecWithRealNccl(argv);
 

@@ -75,7 +75,7 @@ TEST(ExampleRuns, ManyRanks) {
 
 TEST(ExampleRuns, UsageErrors) {
   EXPECT_EQ(RunExample("no-such-scenario").code, 2);
-  EXPECT_EQ(RunExample("clean --ranks 1").code, 2);
+  EXPECT_EQ(RunExample("clean --ranks 0").code, 2);
 }
 
 }  // namespace
