@@ -153,3 +153,41 @@ TEST(HostApi, NoopModeReturnsAtOnce) {
 
 }  // namespace
 }  // namespace ncclrr::host::testing
+
+namespace ncclrr::host {
+namespace {
+
+// Host callbacks run in stream order: one enqueued before a collective sees the send buffer as
+// the collective will read it; one enqueued after sees the result.
+TEST(HostApi, StreamCallbacksRunInStreamOrder) {
+  testing::Ranks r(2);
+  std::vector<std::vector<float>> buf(2, std::vector<float>(4));
+  std::vector<float> seen_before(2), seen_after(2);
+  struct Probe {
+    const float* p;
+    float* out;
+  };
+  std::vector<Probe> before(2), after(2);
+  testing::OnThreads(2, [&](int rank) {
+    for (auto& v : buf[rank]) v = static_cast<float>(rank + 1);
+    before[rank] = {buf[rank].data(), &seen_before[rank]};
+    after[rank] = {buf[rank].data(), &seen_after[rank]};
+    auto probe = [](void* a) {
+      auto* pr = static_cast<Probe*>(a);
+      *pr->out = pr->p[0];
+    };
+    ncclrrHostStreamAddCallback(r.streams[rank], rank, probe, &before[rank]);
+    ASSERT_EQ(ncclAllReduce(buf[rank].data(), buf[rank].data(), 4, ncclFloat, ncclSum,
+                            r.comms[rank], r.streams[rank]),
+              ncclSuccess);
+    ncclrrHostStreamAddCallback(r.streams[rank], rank, probe, &after[rank]);
+    ASSERT_EQ(ncclrrHostStreamSynchronize(r.streams[rank]), ncclSuccess);
+  });
+  EXPECT_EQ(seen_before[0], 1.0f);
+  EXPECT_EQ(seen_before[1], 2.0f);
+  EXPECT_EQ(seen_after[0], 3.0f);
+  EXPECT_EQ(seen_after[1], 3.0f);
+}
+
+}  // namespace
+}  // namespace ncclrr::host

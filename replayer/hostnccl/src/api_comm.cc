@@ -361,6 +361,15 @@ int ncclrrHostStreamBusy(cudaStream_t stream) {
 
 void ncclrrHostSetDevice(int device) { ThreadDevice() = device; }
 
+void ncclrrHostStreamAddCallback(cudaStream_t stream, int device, void (*fn)(void*), void* arg) {
+  if (fn == nullptr) return;
+  if (NoopMode()) return fn(arg);
+  auto task = std::make_unique<Task>();
+  task->host_fn = fn;
+  task->host_arg = arg;
+  Enqueue(StreamFor(stream, device), std::move(task));
+}
+
 }  // extern "C"
 
 NCCLRR_WEAK_ALIAS(ncclGetVersion)

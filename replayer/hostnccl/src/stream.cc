@@ -31,6 +31,10 @@ bool DriveStream(HostStream& s, WaitHint* hint) {
       if (s.queue.empty()) break;
       t = s.queue.front().get();
     }
+    if (t->host_fn) {
+      t->host_fn(t->host_arg);  // the head of its stream: everything before it has finished
+      t->host_fn = nullptr;
+    }
     bool all_done = true;
     ncclResult_t first_error = ncclSuccess;
     for (Op& op : t->ops) {

@@ -23,6 +23,10 @@ namespace ncclrr::host {
 
 struct Task {
   std::vector<Op> ops;
+  // A host function run in stream order instead of ops (ncclrrHostStreamAddCallback), like
+  // cudaLaunchHostFunc: what the interposer uses to sketch buffers before and after a call.
+  void (*host_fn)(void*) = nullptr;
+  void* host_arg = nullptr;
 };
 
 class HostStream {

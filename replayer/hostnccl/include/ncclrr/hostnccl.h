@@ -33,6 +33,11 @@ void ncclrrHostStreamDestroy(cudaStream_t stream);
 /* 1 while the stream has unfinished work (like cudaStreamQuery returning cudaErrorNotReady). */
 int ncclrrHostStreamBusy(cudaStream_t stream);
 
+/* Runs fn(arg) on a driving thread once all work enqueued on the stream before it has finished,
+ * and before any work enqueued after it starts (like cudaLaunchHostFunc). The null stream is the
+ * default stream of `device`. fn must not call NCCL. */
+void ncclrrHostStreamAddCallback(cudaStream_t stream, int device, void (*fn)(void*), void* arg);
+
 /* The device that communicators initialized by this thread report through ncclCommCuDevice and
  * whose default stream the null stream names (like cudaSetDevice). Unset: the rank. */
 void ncclrrHostSetDevice(int device);
