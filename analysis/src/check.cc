@@ -11,11 +11,36 @@
 namespace ncclrr::analysis {
 
 std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
-  // Order matters: notes first (they mark untrusted tails), then the sequence checker (it claims
-  // the positions it explains), then everything that reads those claims.
-  return {MakeTraceNotesChecker(), MakeSequenceChecker(),  MakeMissingCallChecker(),
-          MakeP2pChecker(),        MakeCrossCommChecker(), MakeGraphChecker(),
-          MakeLifecycleChecker(),  MakeNcclErrorChecker()};
+  // Order matters: notes first (they mark untrusted tails), then the sequence checker and the
+  // cross-communicator check (they claim the positions they explain), then missing calls and
+  // everything else that reads those claims.
+  return {MakeTraceNotesChecker(),  MakeSequenceChecker(), MakeCrossCommChecker(),
+          MakeMissingCallChecker(), MakeP2pChecker(),      MakeGraphChecker(),
+          MakeLifecycleChecker(),   MakeNcclErrorChecker()};
+}
+
+void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {
+  auto& m = claimed_[comm_index];
+  // Merge with every interval that overlaps or touches [first, last] (kNoSeq: to the end).
+  auto touches = [](uint64_t a_last, uint64_t b_first) {
+    return a_last == kNoSeq || a_last + 1 >= b_first;
+  };
+  auto it = m.upper_bound(first);
+  if (it != m.begin() && touches(std::prev(it)->second, first)) --it;
+  while (it != m.end() && touches(last, it->first)) {
+    first = std::min(first, it->first);
+    last = std::max(last, it->second);
+    it = m.erase(it);
+  }
+  m[first] = last;
+}
+
+bool CheckContext::Claimed(size_t comm_index, uint64_t seq) const {
+  auto c = claimed_.find(comm_index);
+  if (c == claimed_.end()) return false;
+  auto it = c->second.upper_bound(seq);
+  if (it == c->second.begin()) return false;
+  return std::prev(it)->second >= seq;
 }
 
 std::vector<Finding> GroupRepeats(std::vector<Finding> findings) {

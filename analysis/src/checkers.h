@@ -17,3 +17,17 @@ std::shared_ptr<Checker> MakeLifecycleChecker();    // lifecycle_error
 std::shared_ptr<Checker> MakeNcclErrorChecker();    // nccl_error
 
 }  // namespace ncclrr::analysis
+
+namespace ncclrr::analysis {
+
+// A finding about communicator `ci` (kind, comm id and name filled in).
+inline Finding FindingOn(FindingKind kind, const TraceModel& m, size_t ci) {
+  Finding f;
+  f.kind = kind;
+  f.comm_index = ci;
+  f.comm = m.comms()[ci].id;
+  f.comm_name = m.comms()[ci].name;
+  return f;
+}
+
+}  // namespace ncclrr::analysis

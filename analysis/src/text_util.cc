@@ -8,8 +8,12 @@
 namespace ncclrr::analysis {
 
 std::string Thousands(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  const std::string digits = std::to_string(v);
+  std::string s;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
   return s;
 }
 
@@ -94,6 +98,31 @@ std::string Wrap(const std::string& text, size_t width, const std::string& inden
   }
   if (!line.empty()) flush();
   return out;
+}
+
+}  // namespace ncclrr::analysis
+
+namespace ncclrr::analysis {
+
+std::string CompactRanks(const std::vector<int>& in) {
+  std::vector<int> r = in;
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  std::string s;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(r[i]);
+    if (j > i) s += "-" + std::to_string(r[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+std::string SeqRange(uint64_t first, size_t n) {
+  if (n <= 1) return std::to_string(first);
+  return std::to_string(first) + "-" + std::to_string(first + n - 1);
 }
 
 }  // namespace ncclrr::analysis

@@ -19,3 +19,8 @@ std::string Plural(uint64_t n, const std::string& one, const std::string& many);
 std::string Wrap(const std::string& text, size_t width, const std::string& indent);
 
 }  // namespace ncclrr::analysis
+
+namespace ncclrr::analysis {
+std::string CompactRanks(const std::vector<int>& ranks);  // "0", "0,2-5" (table cells)
+std::string SeqRange(uint64_t first, size_t n);           // "41", "41-42"
+}  // namespace ncclrr::analysis

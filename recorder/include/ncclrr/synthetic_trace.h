@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ncclrr/records.h"
 #include "ncclrr/status.h"
 
 namespace ncclrr {
@@ -36,5 +37,57 @@ struct SyntheticTraceResult {
 };
 
 StatusOr<SyntheticTraceResult> WriteSyntheticTrace(const SyntheticTraceOptions& options);
+
+// Scripted traces: every call of every process spelled out, for golden tests of the analysis
+// (p2p, several communicators, splits, mismatches of every kind, graphs, flight-recorder and torn
+// files). Sequence numbers are assigned as the interposer does: per communicator for
+// collectives (graph launches advance them by the graph's captured collectives), per (peer,
+// direction) for Send/Recv, per graph for captured templates.
+struct ScriptComm {
+  uint64_t id = 0;
+  std::string name;
+  std::vector<int> members;  // process indices in communicator-rank order
+  uint64_t parent = 0;
+  int color = 0;
+  CommOrigin origin = CommOrigin::kInitRank;
+  int nranks_override = 0;  // > 0: the CommRecords claim this many ranks
+};
+
+struct ScriptCall {
+  Api api = Api::kAllReduce;
+  int comm = 0;  // index into SyntheticScript::comms
+  uint64_t count = 1024;
+  Dtype dtype = Dtype::kFloat32;
+  int32_t op = 0;             // ncclRedOp_t
+  int root_peer = -1;         // root of rooted collectives, peer (comm rank) of Send/Recv
+  int tensor = 0;             // logical tensor: the buffer address derives from it
+  int8_t result = 0;          // ncclResult_t returned
+  uint64_t group = 0;         // nonzero: issued inside this group scope
+  uint64_t graph = 0;         // with capture = 1: captured into this graph
+  uint8_t capture = 0;        // 1 captured, 2 capture invalidated
+  uint64_t stream = 0;        // 0: the process's default stream
+  uint32_t callsite = 0;      // nonzero: recorded call site "site<N>"
+  int64_t gap_ns = 20'000;    // time since the process's previous event
+  uint64_t launch_graph = 0;  // nonzero: not a call but a launch of this graph
+};
+
+struct ScriptProcess {
+  std::vector<ScriptCall> calls;  // issue order
+  bool close = true;              // false: no footer, as if killed
+  uint64_t truncate_bytes = 0;    // > 0: cut this many bytes off the end (a torn tail)
+  uint32_t ring_keep = 0;         // > 0: flight-recorder file holding only the last N calls
+  int64_t alive_until_ns = 0;     // > 0: a clock pair this long after the first call (alive)
+  uint64_t max_file_bytes = 0;    // > 0: the writer drops (and counts) records past this size
+  std::string host = "synthetic";
+};
+
+struct SyntheticScript {
+  std::string dir;
+  std::vector<ScriptComm> comms;
+  std::vector<ScriptProcess> processes;  // file i is "synthetic-rank<i>.ncclrr"
+  bool compress = true;
+};
+
+StatusOr<SyntheticTraceResult> WriteSyntheticScript(const SyntheticScript& script);
 
 }  // namespace ncclrr

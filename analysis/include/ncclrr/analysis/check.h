@@ -8,6 +8,7 @@
 // order_swap explains the per-position mismatches it causes; a wrong_sum at a swapped position
 // is expected, not news).
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -38,10 +39,19 @@ class CheckContext {
   const CheckOptions& options() const { return options_; }
   const LogicalIdentity& identity() const { return identity_; }
 
-  // Positions already explained by an earlier finding.
-  void Claim(size_t comm_index, uint64_t seq) { claimed_.insert({comm_index, seq}); }
-  bool Claimed(size_t comm_index, uint64_t seq) const {
-    return claimed_.count({comm_index, seq}) != 0;
+  // Positions already explained by an earlier finding: seqs first..last (inclusive).
+  void Claim(size_t comm_index, uint64_t first, uint64_t last);
+  void Claim(size_t comm_index, uint64_t seq) { Claim(comm_index, seq, seq); }
+  bool Claimed(size_t comm_index, uint64_t seq) const;
+  // A rank that skipped (delta > 0) or added (delta < 0) calls mid-stream, as the sequence
+  // alignment found: the missing-call check adds it back before comparing how many calls each
+  // rank issued, so one skipped call is reported once.
+  void ExplainIssuedDifference(size_t comm_index, int rank, int64_t delta) {
+    explained_[{comm_index, rank}] += delta;
+  }
+  int64_t ExplainedDifference(size_t comm_index, int rank) const {
+    auto it = explained_.find({comm_index, rank});
+    return it == explained_.end() ? 0 : it->second;
   }
   // Ranks whose tail cannot be trusted on a comm (missing or torn file): no hang reported.
   void MarkUntrustedTail(size_t comm_index, int rank) { untrusted_.insert({comm_index, rank}); }
@@ -53,8 +63,9 @@ class CheckContext {
   const TraceModel& model_;
   const CheckOptions& options_;
   const LogicalIdentity& identity_;
-  std::set<std::pair<size_t, uint64_t>> claimed_;
+  std::map<size_t, std::map<uint64_t, uint64_t>> claimed_;  // comm -> first -> last, disjoint
   std::set<std::pair<size_t, int>> untrusted_;
+  std::map<std::pair<size_t, int>, int64_t> explained_;
 };
 
 // Where checkers put what they found. Repeats are grouped after all checkers ran.

@@ -1,0 +1,34 @@
+#pragma once
+// Aligns one rank's per-communicator signature sequence to the reference rank's and explains
+// each disagreement as the smallest edit: a reordering of a short run (order_swap), calls one
+// side skipped or added (missing_call), or a single differing call (a per-position mismatch).
+// NCCL pairs by position, so positions are compared as seqs; the alignment only decides what
+// the user meant, to report the cause once instead of every mispaired position after it.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ncclrr::analysis {
+
+// Signature 0 means "unknown here" (dropped record): it matches anything.
+inline constexpr uint64_t kUnknownSignature = 0;
+
+struct AlignParams {
+  size_t reorder_window = 64;  // longest run a reordering may permute
+  size_t resync = 8;           // calls that must agree after an edit for it to count
+  size_t max_indel = 3;        // longest run of skipped or added calls considered
+};
+
+struct AlignOp {
+  enum Type { kReorder, kSkip, kExtra, kMismatch } type;
+  size_t pos = 0;      // index into `seq` where it starts
+  size_t ref_pos = 0;  // index into `ref` where it starts
+  size_t len = 1;      // calls on the rank's side (kSkip: 0)
+  size_t ref_len = 1;  // calls on the reference side (kExtra: 0)
+};
+
+std::vector<AlignOp> AlignSequences(std::span<const uint64_t> ref, std::span<const uint64_t> seq,
+                                    const AlignParams& params);
+
+}  // namespace ncclrr::analysis

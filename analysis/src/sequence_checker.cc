@@ -1,0 +1,116 @@
+// The sequence checker: per communicator, aligns every rank's collective sequence to the
+// reference rank's (signature = op, count, dtype, reduction, root and logical identity) and
+// reports each disagreement once, by its cause: a reordering (order_swap, or suspected_swap when
+// only buffer identity tells the calls apart), calls a rank skipped or added mid-stream
+// (missing_call), or a single mispaired call (op/count/dtype/redop/root mismatch).
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "checkers.h"
+#include "sequence_align.h"
+#include "sequence_findings.h"
+#include "signature.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// A rank's sequence from seq `lo` on, indexed by seq - lo (gaps hold kUnknownSignature).
+struct DenseSequence {
+  uint64_t lo = 0;
+  std::vector<uint64_t> sig;
+  std::vector<uint32_t> slot;
+};
+
+constexpr uint32_t kNoSlot = ~uint32_t{0};
+
+class SequenceChecker : public Checker {
+ public:
+  std::string_view name() const override { return "sequence alignment"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, sink);
+  }
+
+ private:
+  static std::vector<uint64_t> Signatures(const CheckContext& ctx, size_t ci, const RankView& r) {
+    std::vector<uint64_t> sig(r.collectives.size());
+    for (size_t k = 0; k < sig.size(); ++k) {
+      const uint64_t shape = ShapeSignature(ctx.model().call(r.collectives[k].call));
+      const uint32_t id = ctx.identity().Of(ci, r.rank, k);
+      sig[k] = Mix64(shape, id) | 1;  // never kUnknownSignature
+    }
+    return sig;
+  }
+
+  static DenseSequence Dense(const RankView& r, const std::vector<uint64_t>& sig, uint64_t lo) {
+    DenseSequence d;
+    d.lo = lo;
+    const uint64_t hi = r.issued();
+    if (hi <= lo) return d;
+    d.sig.assign(hi - lo, kUnknownSignature);
+    d.slot.assign(hi - lo, kNoSlot);
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const uint64_t s = r.collectives[k].seq;
+      if (s < lo) continue;
+      d.sig[s - lo] = sig[k];
+      d.slot[s - lo] = static_cast<uint32_t>(k);
+    }
+    return d;
+  }
+
+  static uint64_t SequenceHash(const RankView& r, const std::vector<uint64_t>& sig) {
+    uint64_t h = r.first_seq();
+    for (size_t k = 0; k < sig.size(); ++k) h = Mix64(h, sig[k] ^ r.collectives[k].seq);
+    return h;
+  }
+
+  void CheckComm(CheckContext& ctx, size_t ci, FindingSink& sink) {
+    const CommModel& c = ctx.model().comms()[ci];
+    if (c.ranks.size() < 2) return;
+    const int ref = ctx.identity().comm(ci).reference_rank;
+    const RankView& rv_ref = c.ranks[ref];
+    if (!rv_ref.has_file() || rv_ref.collectives.empty()) return;
+    SequenceContext sc{ctx, ci, ref, {}};
+    sc.sigs.resize(c.ranks.size());
+    for (const RankView& r : c.ranks) sc.sigs[r.rank] = Signatures(ctx, ci, r);
+    const uint64_t ref_hash = SequenceHash(rv_ref, sc.sigs[ref]);
+    AlignParams params;
+    params.reorder_window = ctx.options().reorder_window;
+    std::map<std::tuple<int, uint64_t, uint64_t, size_t, size_t, std::string>, RawEvent> merged;
+    for (const RankView& r : c.ranks) {
+      if (r.rank == ref || !r.has_file() || r.collectives.empty()) continue;
+      if (SequenceHash(r, sc.sigs[r.rank]) == ref_hash) continue;  // the common case: agree
+      const uint64_t lo = std::max(r.first_seq(), rv_ref.first_seq());
+      const DenseSequence a = Dense(rv_ref, sc.sigs[ref], lo);
+      const DenseSequence b = Dense(r, sc.sigs[r.rank], lo);
+      for (const AlignOp& op : AlignSequences(a.sig, b.sig, params)) {
+        RawEvent e;
+        e.op = op;
+        e.seq = lo + op.pos;
+        e.ref_seq = lo + op.ref_pos;
+        for (size_t k = 0; k < op.len; ++k) e.slots.push_back(b.slot[op.pos + k]);
+        for (size_t k = 0; k < op.ref_len; ++k) e.ref_slots.push_back(a.slot[op.ref_pos + k]);
+        // For a skip, show what the rank issued instead (the call NCCL paired it with).
+        if (op.type == AlignOp::kSkip && op.pos < b.slot.size()) e.slots.push_back(b.slot[op.pos]);
+        if (std::count(e.slots.begin(), e.slots.end(), kNoSlot) ||
+            std::count(e.ref_slots.begin(), e.ref_slots.end(), kNoSlot))
+          continue;  // a gap in the records: nothing to say
+        const std::string pattern = EventPattern(sc, r.rank, e);
+        auto key = std::make_tuple(static_cast<int>(op.type), e.seq, e.ref_seq, op.len, op.ref_len,
+                                   pattern);
+        auto [it, added] = merged.try_emplace(key, e);
+        it->second.ranks.push_back(r.rank);
+        it->second.rank_slots.push_back(e.slots);
+        it->second.pattern = pattern;
+      }
+    }
+    for (auto& [key, e] : merged) EmitFinding(sc, e, sink);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeSequenceChecker() { return std::make_shared<SequenceChecker>(); }
+
+}  // namespace ncclrr::analysis

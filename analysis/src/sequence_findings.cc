@@ -1,0 +1,343 @@
+#include "sequence_findings.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "checkers.h"
+#include "ncclrr/analysis/collective_shape.h"
+#include "signature.h"
+#include "text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// Everything one finding needs about its two sides.
+class EventView {
+ public:
+  EventView(const SequenceContext& sc, const RawEvent& e)
+      : sc_(sc), e_(e), m_(sc.ctx.model()), c_(m_.comms()[sc.ci]) {}
+
+  const CallRecord& Call(int rank, uint32_t slot) const {
+    return m_.call(c_.ranks[rank].collectives[slot].call);
+  }
+  const CallRecord& Mine(size_t k) const { return Call(e_.ranks[0], e_.rank_slots[0][k]); }
+  const CallRecord& Ref(size_t k) const { return Call(sc_.ref, e_.ref_slots[k]); }
+  uint32_t Tensor(int rank, uint32_t slot) const {
+    return sc_.ctx.identity().Of(sc_.ci, rank, slot);
+  }
+
+  std::string Describe(int rank, uint32_t slot, bool tags) const {
+    std::string s = ShortCall(Call(rank, slot));
+    const uint32_t t = Tensor(rank, slot);
+    if (tags && t != kNoLogicalId) s += " [tensor #" + std::to_string(t + 1) + "]";
+    return s;
+  }
+  std::string Side(int rank, const std::vector<uint32_t>& slots, bool tags) const {
+    // Long runs are abbreviated: the first calls tell the story, the table gives the range.
+    constexpr size_t kShown = 4;
+    std::string s;
+    for (size_t k = 0; k < slots.size() && k < kShown; ++k)
+      s += (k ? " then " : "") + Describe(rank, slots[k], tags);
+    if (slots.size() > kShown) s += " then " + std::to_string(slots.size() - kShown) + " more";
+    return s;
+  }
+
+  // Ranks other than the deviating ones that issued what the reference issued at ref_seq.
+  std::vector<int> Agreeing() const {
+    std::vector<int> out;
+    if (e_.ref_slots.empty()) return {sc_.ref};
+    const uint64_t want = sc_.sigs[sc_.ref][e_.ref_slots[0]];
+    for (const RankView& r : c_.ranks) {
+      if (!r.has_file() || std::count(e_.ranks.begin(), e_.ranks.end(), r.rank)) continue;
+      if (r.rank == sc_.ref) {
+        out.push_back(r.rank);
+        continue;
+      }
+      const CollectiveSlot* s = r.AtSeq(e_.ref_seq);
+      if (s && sc_.sigs[r.rank][static_cast<size_t>(s - r.collectives.data())] == want)
+        out.push_back(r.rank);
+    }
+    return out;
+  }
+
+  float Confidence() const {
+    float conf = 1.0f;
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        conf = std::min(conf, sc_.ctx.identity().Confidence(sc_.ci, e_.ranks[i], s));
+    return conf;
+  }
+
+  int64_t FirstTime() const {
+    int64_t t = INT64_MAX;
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        t = std::min(t, c_.ranks[e_.ranks[i]].collectives[s].time_ns);
+    for (uint32_t s : e_.ref_slots) t = std::min(t, c_.ranks[sc_.ref].collectives[s].time_ns);
+    return t == INT64_MAX ? 0 : t;
+  }
+
+  std::vector<InvolvedCall> Calls() const {
+    std::vector<InvolvedCall> out;
+    auto add = [&](int rank, uint32_t slot) {
+      const CollectiveSlot& s = c_.ranks[rank].collectives[slot];
+      out.push_back({s.call, rank, s.seq});
+    };
+    for (uint32_t s : e_.ref_slots) add(sc_.ref, s);
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i]) add(e_.ranks[i], s);
+    return out;
+  }
+
+  const CommModel& comm() const { return c_; }
+
+ private:
+  const SequenceContext& sc_;
+  const RawEvent& e_;
+  const TraceModel& m_;
+  const CommModel& c_;
+};
+
+FindingKind MismatchKind(const CallRecord& a, const CallRecord& b) {
+  if (CanonicalApi(static_cast<Api>(a.api)) != CanonicalApi(static_cast<Api>(b.api)))
+    return FindingKind::kOpMismatch;
+  if (a.dtype != b.dtype) return FindingKind::kDtypeMismatch;
+  if (a.count != b.count) return FindingKind::kCountMismatch;
+  if (PairingOp(a) != PairingOp(b)) return FindingKind::kRedopMismatch;
+  if (IsRooted(static_cast<Api>(a.api)) && a.root_peer != b.root_peer)
+    return FindingKind::kRootMismatch;
+  return FindingKind::kSuspectedSwap;  // same shape: only the logical identity differs
+}
+
+std::string ApiStr(const CallRecord& c) { return std::string(ApiName(static_cast<Api>(c.api))); }
+
+// What goes wrong when NCCL pairs `a` with `b`.
+std::string PairingConsequence(const CallRecord& a, const CallRecord& b) {
+  switch (MismatchKind(a, b)) {
+    case FindingKind::kOpMismatch:
+      return "two different collectives, which hangs or produces garbage";
+    case FindingKind::kDtypeMismatch:
+      return "calls of different datatypes: each rank reads the other's bytes as its own type";
+    case FindingKind::kCountMismatch:
+      return "calls of different sizes, which hangs or reads and writes past the smaller buffer";
+    case FindingKind::kRedopMismatch:
+      return "calls with different reduction ops, so no rank gets the result it asked for";
+    case FindingKind::kRootMismatch:
+      return "calls with different roots, which hangs or moves data from the wrong rank";
+    default:
+      return "two different tensors of the same shape: no error and no hang, just silently "
+             "wrong values (A0+B1 instead of A0+A1)";
+  }
+}
+
+std::string PerPositionMessage(FindingKind kind, const CallRecord& mine, const CallRecord& ref,
+                               const std::string& who, const std::string& others, int nranks) {
+  std::string m;
+  switch (kind) {
+    case FindingKind::kOpMismatch:
+      m = "The ranks took different code paths: make every rank issue the same collective at "
+          "this point.";
+      break;
+    case FindingKind::kDtypeMismatch:
+      m = "NCCL reduces each rank's bytes as that rank's type, so values are garbage; the "
+          "element sizes (" +
+          std::to_string(DtypeSize(mine.dtype)) + " vs " + std::to_string(DtypeSize(ref.dtype)) +
+          " bytes) also make the transfer sizes disagree. Use the same datatype on every rank.";
+      break;
+    case FindingKind::kCountMismatch: {
+      const CollectiveShape a = ShapeOf(mine, nranks), b = ShapeOf(ref, nranks);
+      m = "For " + ApiStr(ref) + ", " + CountRelationship(static_cast<Api>(ref.api)) + ": " + who +
+          " sends " + Thousands(a.send_elems) + " and receives " + Thousands(a.recv_elems) +
+          " elements where " + others + " send " + Thousands(b.send_elems) + " and receive " +
+          Thousands(b.recv_elems) +
+          ". NCCL does not compare counts across ranks: the collective hangs, or reads and "
+          "writes past the smaller buffers. Pass the same count on every rank.";
+      break;
+    }
+    case FindingKind::kRedopMismatch:
+      m = "Use the same reduction op on every rank (for PreMulSum, the same scalar).";
+      break;
+    case FindingKind::kRootMismatch:
+      m = "The ranks disagree on which rank is the root: pass the same root everywhere.";
+      break;
+    default:
+      break;
+  }
+  return "At seq " + std::to_string(mine.seq) + " NCCL paired " + ShortCall(mine) + " on " + who +
+         " with " + ShortCall(ref) + " on " + others + ": " + PairingConsequence(mine, ref) + ". " +
+         m;
+}
+
+}  // namespace
+
+std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e) {
+  const TraceModel& m = sc.ctx.model();
+  const CommModel& c = m.comms()[sc.ci];
+  std::string p = std::to_string(static_cast<int>(e.op.type)) + ":";
+  auto side = [&](int r, const std::vector<uint32_t>& slots) {
+    for (uint32_t s : slots)
+      p += ShortCall(m.call(c.ranks[r].collectives[s].call)) + "#" +
+           std::to_string(sc.ctx.identity().Of(sc.ci, r, s)) + ";";
+  };
+  side(rank, e.slots);
+  p += "|";
+  side(sc.ref, e.ref_slots);
+  return p;
+}
+
+void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
+  const EventView v(sc, e);
+  const CommModel& c = v.comm();
+  const bool call_sites = sc.ctx.identity().comm(sc.ci).source == IdentitySource::kCallSites;
+  std::vector<int> agreeing = v.Agreeing();
+  Finding f = FindingOn(FindingKind::kOrderSwap, sc.ctx.model(), sc.ci);
+  f.seq = e.seq;
+  f.ranks = e.ranks;
+  if (e.ranks.size() >= agreeing.size())  // a tie: nobody is the majority
+    f.ranks.insert(f.ranks.end(), agreeing.begin(), agreeing.end());
+  std::sort(f.ranks.begin(), f.ranks.end());
+  f.first_time = v.FirstTime();
+  f.calls = v.Calls();
+  f.pattern = e.pattern;
+  const std::string who = RankList(e.ranks), others = RankList(agreeing);
+  const int r0 = e.ranks[0];
+  const auto& mine = e.rank_slots[0];
+
+  // Same shape at every position: only the logical identity tells the calls apart.
+  bool same_shape = e.op.type == AlignOp::kReorder || e.op.type == AlignOp::kMismatch;
+  for (size_t k = 0; same_shape && k < mine.size() && k < e.ref_slots.size(); ++k)
+    same_shape = ShapeSignature(v.Mine(k)) == ShapeSignature(v.Ref(k));
+  const bool tags = same_shape;
+  f.table.push_back({CompactRanks(agreeing), SeqRange(e.ref_seq, e.ref_slots.size()),
+                     v.Side(sc.ref, e.ref_slots, tags), false});
+  f.table.push_back(
+      {CompactRanks(e.ranks), SeqRange(e.seq, mine.size()), v.Side(r0, mine, tags), true});
+  const std::string my_side = v.Side(r0, mine, tags), ref_side = v.Side(sc.ref, e.ref_slots, tags);
+
+  switch (e.op.type) {
+    case AlignOp::kReorder: {
+      sc.ctx.Claim(sc.ci, e.seq, e.seq + mine.size() - 1);
+      const bool suspected = same_shape && !call_sites;
+      if (suspected) {
+        const float conf = v.Confidence();
+        if (conf < sc.ctx.options().swap_confidence_floor) return;
+        f.confidence = conf;
+      }
+      f.kind = suspected ? FindingKind::kSuspectedSwap : FindingKind::kOrderSwap;
+      f.short_text = mine.size() == 2
+                         ? who + " issued " + my_side + "; " + others + " the opposite order"
+                         : who + " issued " + std::to_string(mine.size()) +
+                               " calls in a different order than " + others;
+      f.message = "From seq " + std::to_string(e.seq) + ", " + who + " issued " + my_side +
+                  " while " + others + " issued " + ref_side +
+                  ". NCCL pairs the k-th collective of every rank, so seq " +
+                  std::to_string(e.seq) + " paired " + v.Describe(sc.ref, e.ref_slots[0], tags) +
+                  " with " + v.Describe(r0, mine[0], tags) + ": " +
+                  PairingConsequence(v.Mine(0), v.Ref(0)) +
+                  ". The alignment of the whole sequence explains the mismatches at seq " +
+                  SeqRange(e.seq, mine.size()) +
+                  " as this one reordering, so they are not reported one by one. ";
+      if (suspected) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * *f.confidence);
+        f.message += "The calls are told apart only by their buffers (logical identity): " + who +
+                     "'s buffers hold these positions in " + pct +
+                     " of the steps. Without data this is a suspicion: record with `ncclrr "
+                     "record --sketch` to have it confirmed as wrong_sum, or replay with "
+                     "`ncclrr replay --order canonical`. ";
+      } else if (same_shape) {
+        f.message += "The call sites recorded with --stacks tell the calls apart. ";
+      }
+      f.message +=
+          "Issue these collectives in one order on every rank (e.g. launch gradient "
+          "buckets in a fixed order rather than as they become ready).";
+      break;
+    }
+    case AlignOp::kSkip:
+    case AlignOp::kExtra: {
+      const bool skip = e.op.type == AlignOp::kSkip;
+      const size_t n = skip ? e.op.ref_len : e.op.len;
+      for (size_t i = 0; i < e.ranks.size(); ++i)
+        sc.ctx.ExplainIssuedDifference(sc.ci, e.ranks[i], skip ? int64_t(n) : -int64_t(n));
+      sc.ctx.Claim(sc.ci, std::min(e.seq, e.ref_seq), kNoSeq);
+      f.kind = FindingKind::kMissingCall;
+      if (skip) f.seq = e.ref_seq;
+      if (skip) {
+        f.table[1].what = mine.empty() ? "(nothing)" : "(skipped) next: " + my_side;
+        f.table[1].seq = std::to_string(e.seq);
+        f.short_text = who + " never issued " + ref_side + ", which " + others + " issued at seq " +
+                       std::to_string(e.ref_seq);
+        f.message = who + " skipped " + ref_side + " that " + others + " issued at seq " +
+                    std::to_string(e.ref_seq) +
+                    (mine.empty() ? ""
+                                  : "; its next call, " + my_side + ", took seq " +
+                                        std::to_string(e.seq) + " instead") +
+                    ". NCCL pairs by position, so from there every call of " + who +
+                    " was paired with the call after it on the other ranks, and at the end the "
+                    "other ranks' last " +
+                    Plural(n, "call", "calls") +
+                    " had no partner: a hang, preceded by wrong results or a crash where the "
+                    "mispaired calls differ. A collective inside a rank-dependent branch is the "
+                    "usual cause: make every rank issue it.";
+      } else {
+        f.table[0].what = "(nothing)";
+        f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) +
+                       ", which " + others + " never issued";
+        f.message = who + " issued " + Plural(n, "extra call", "extra calls") + ", " + my_side +
+                    ", at seq " + std::to_string(e.seq) + " that " + others +
+                    " never issued. NCCL pairs by position, so from there every call of " + others +
+                    " was paired with an earlier call of " + who + ", and " + who + "'s last " +
+                    Plural(n, "call", "calls") +
+                    " had no partner: a hang. A collective inside a rank-dependent branch is "
+                    "the usual cause.";
+      }
+      break;
+    }
+    case AlignOp::kMismatch: {
+      sc.ctx.Claim(sc.ci, e.seq);
+      const CallRecord& a = v.Mine(0);
+      const CallRecord& b = v.Ref(0);
+      f.kind = MismatchKind(a, b);
+      if (f.kind == FindingKind::kSuspectedSwap) {
+        if (call_sites) {
+          f.kind = FindingKind::kOrderSwap;
+        } else {
+          const float conf = v.Confidence();
+          if (conf < sc.ctx.options().swap_confidence_floor) return;
+          f.confidence = conf;
+        }
+        f.short_text = who + " issued " + my_side + " where " + others + " issued " + ref_side;
+        f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
+                    others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
+                    ". Make every rank issue the same tensor at this point.";
+        break;
+      }
+      switch (f.kind) {
+        case FindingKind::kOpMismatch:
+          f.short_text = who + " issued " + ApiStr(a) + " where " + others + " issued " + ApiStr(b);
+          break;
+        case FindingKind::kDtypeMismatch:
+          f.short_text = who + " passed " + std::string(DtypeName(a.dtype)) + " to " + ApiStr(a) +
+                         ", " + others + " " + std::string(DtypeName(b.dtype));
+          break;
+        case FindingKind::kCountMismatch:
+          f.short_text = who + " passed count " + Thousands(a.count) + " to " + ApiStr(a) + ", " +
+                         others + " " + Thousands(b.count);
+          break;
+        case FindingKind::kRedopMismatch:
+          f.short_text = who + " reduces with " + std::string(RedOpName(a.op, a.flags)) + ", " +
+                         others + " with " + std::string(RedOpName(b.op, b.flags));
+          break;
+        default:
+          f.short_text = who + " passed root " + std::to_string(a.root_peer) + " to " + ApiStr(a) +
+                         ", " + others + " root " + std::to_string(b.root_peer);
+          break;
+      }
+      f.message = PerPositionMessage(f.kind, a, b, who, others, c.nranks);
+      break;
+    }
+  }
+  sink.Add(std::move(f));
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,32 @@
+#pragma once
+// Turns the sequence alignment's edits into findings with per-rank tables and messages.
+#include <string>
+#include <vector>
+
+#include "ncclrr/analysis/check.h"
+#include "sequence_align.h"
+
+namespace ncclrr::analysis {
+
+struct SequenceContext {
+  CheckContext& ctx;
+  size_t ci;                                // comm index
+  int ref;                                  // reference rank
+  std::vector<std::vector<uint64_t>> sigs;  // [rank][slot] full signature (shape + identity)
+};
+
+// One edit, merged over the ranks that made the same one at the same place.
+struct RawEvent {
+  AlignOp op;
+  uint64_t seq = 0;                        // first seq on the deviating ranks' side
+  uint64_t ref_seq = 0;                    // first seq on the reference side
+  std::vector<uint32_t> slots, ref_slots;  // slot indices (first rank's side, reference side)
+  std::vector<int> ranks;
+  std::vector<std::vector<uint32_t>> rank_slots;  // per entry of `ranks`
+  std::string pattern;
+};
+
+std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e);
+void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink);
+
+}  // namespace ncclrr::analysis
