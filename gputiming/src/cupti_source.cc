@@ -1,0 +1,234 @@
+#include "cupti_source.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ncclrr::gputiming {
+namespace {
+
+// The source whose buffers CUPTI fills: CUPTI's callbacks carry no user pointer.
+std::atomic<CuptiSource*> g_active{nullptr};
+
+constexpr size_t kBufferBytes = size_t{2} << 20;
+constexpr size_t kBufferAlign = 8;  // CUPTI's requirement
+
+void NoopCallback(void*, int, uint32_t, const void*) {}
+
+}  // namespace
+
+CuptiSource::CuptiSource(cupti::Api api)
+    : api_(std::move(api)), clock_([this] {
+        uint64_t t = 0;
+        api_.GetTimestamp(&t);
+        return t;
+      }) {}
+
+CuptiSource::~CuptiSource() {
+  CuptiSource* self = this;
+  g_active.compare_exchange_strong(self, nullptr);
+}
+
+StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& library) {
+  auto api = cupti::LoadApi(library);
+  if (!api.ok()) return api.status();
+
+  // CUPTI admits one subscriber. If someone holds it, the job (or a tool around it) uses CUPTI:
+  // ncclrr leaves CUPTI to them. The probe is released at once so that a later client can have it.
+  void* subscriber = nullptr;
+  const cupti::Result probe = api->Subscribe(&subscriber, NoopCallback, nullptr);
+  if (probe == cupti::kErrorMultipleSubscribers) {
+    return Unsupported(
+        "another CUPTI client is active in this process (the PyTorch profiler, Nsight Systems or "
+        "another tool): ncclrr does not take CUPTI from it");
+  }
+  if (probe != cupti::kSuccess) {
+    return Unsupported("CUPTI (" + api->path + ") cannot start: " + api->ErrorText(probe) +
+                       ". Is there a GPU and a CUDA driver that matches this CUPTI?");
+  }
+  api->Unsubscribe(subscriber);
+
+  if (g_active.load() != nullptr)
+    return Unsupported("another ncclrr GPU timer already uses CUPTI in this process");
+  std::unique_ptr<CuptiSource> src(new CuptiSource(std::move(api).value()));
+  g_active.store(src.get());
+  cupti::Api& a = src->api_;
+  cupti::Result r = a.ActivityRegisterCallbacks(OnBufferRequested, OnBufferCompleted);
+  if (r != cupti::kSuccess) {
+    g_active.store(nullptr);
+    return Unsupported("CUPTI refused activity buffers: " + a.ErrorText(r));
+  }
+  auto enable = [&](int kind) {
+    const cupti::Result e = a.ActivityEnable(kind);
+    if (e == cupti::kSuccess) src->enabled_kinds_.push_back(kind);
+    return e;
+  };
+  r = enable(cupti::kKindConcurrentKernel);
+  if (r == cupti::kSuccess) r = enable(cupti::kKindExternalCorrelation);
+  if (r == cupti::kSuccess) {
+    // External ids are attached to API records: enable those of the launch entry points only
+    // (CUPTI 12.6+), else every driver API record.
+    bool narrow = a.ActivityEnableDriverApi != nullptr;
+    for (uint32_t cbid : cupti::kLaunchDriverCallbacks) {
+      if (!narrow) break;
+      narrow = a.ActivityEnableDriverApi(cbid, 1) == cupti::kSuccess;
+    }
+    src->narrow_driver_api_ = narrow;
+    if (!narrow) r = enable(cupti::kKindDriver);
+  }
+  if (r != cupti::kSuccess) {
+    for (int kind : src->enabled_kinds_) a.ActivityDisable(kind);
+    g_active.store(nullptr);
+    return Unsupported("CUPTI cannot record kernels: " + a.ErrorText(r) +
+                       ". Is there a GPU, and may this user profile it "
+                       "(NVreg_RestrictProfilingToAdminUsers)?");
+  }
+  src->clock_.Calibrate();
+  return src;
+}
+
+std::string CuptiSource::Describe() const {
+  return std::string("CUPTI kernel records from ") + api_.path +
+         (api_.already_loaded ? " (already loaded by the process)" : "") +
+         (narrow_driver_api_ ? "" : "; all driver API records enabled (CUPTI older than 12.6)");
+}
+
+uint64_t CuptiSource::Push(uint64_t ext_id) {
+  if (stopped_.load(std::memory_order_relaxed)) return 0;
+  if (api_.ActivityPushExternalCorrelationId(cupti::kExternalKindCustom2, ext_id) !=
+      cupti::kSuccess) {
+    push_failures_.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  return 1;
+}
+
+uint64_t CuptiSource::BeginScope(uint64_t ext_id, const TimedCall* members, size_t n) {
+  const bool group = (ext_id & kGroupTag) != 0;
+  bool nonblocking = false;
+  for (size_t i = 0; i < n; ++i) nonblocking |= members[i].nonblocking;
+  if (group || nonblocking) {
+    std::vector<ScopeMember> m;
+    m.reserve(n);
+    for (size_t i = 0; i < n; ++i) m.push_back({members[i].uid, members[i].device});
+    std::lock_guard<std::mutex> lock(mu_);
+    // Registered before the launch: a nonblocking comm's kernel may start before EndScope.
+    if (nonblocking) correlator_.AddNonblockingScope(ext_id, m);
+    if (group) correlator_.AddGroup(ext_id, std::move(m));
+  }
+  return Push(ext_id);
+}
+
+void CuptiSource::EndScope(uint64_t, uint64_t token, const TimedCall*, size_t) {
+  // Popped even after Stop: the id must not stay on this thread's CUPTI stack.
+  if (token != 0) api_.ActivityPopExternalCorrelationId(cupti::kExternalKindCustom2, nullptr);
+}
+
+void CuptiSource::AddGraphTemplate(uint64_t graph, const TimedCall& call, uint64_t group_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  correlator_.AddGraphTemplate(graph, {call.uid, call.device}, group_id);
+}
+
+uint64_t CuptiSource::BeginGraphLaunch(uint64_t ext_id, uint64_t graph) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    correlator_.AddGraphLaunch(ext_id, graph);
+  }
+  return Push(ext_id);
+}
+
+void CuptiSource::EndGraphLaunch(uint64_t ext_id, uint64_t token) {
+  EndScope(ext_id, token, nullptr, 0);
+}
+
+void CuptiSource::ForgetGraph(uint64_t graph) {
+  std::lock_guard<std::mutex> lock(mu_);
+  correlator_.ForgetGraph(graph);
+}
+
+void CuptiSource::OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CuptiSource::OnBufferCompleted(void* context, uint32_t stream_id, uint8_t* buffer, size_t,
+                                    size_t valid_size) {
+  if (CuptiSource* self = g_active.load()) {
+    self->ParseBuffer(buffer, valid_size);
+    size_t dropped = 0;
+    if (self->api_.ActivityGetNumDroppedRecords != nullptr &&
+        self->api_.ActivityGetNumDroppedRecords(context, stream_id, &dropped) == cupti::kSuccess)
+      self->dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  std::free(buffer);
+}
+
+void CuptiSource::ParseBuffer(uint8_t* buffer, size_t valid_size) {
+  if (buffer == nullptr || valid_size == 0) return;
+  std::vector<KernelActivity> kernels;
+  std::vector<std::pair<uint32_t, uint64_t>> correlations;
+  void* record = nullptr;
+  while (api_.ActivityGetNextRecord(buffer, valid_size, &record) == cupti::kSuccess) {
+    uint32_t kind = 0;
+    std::memcpy(&kind, record, sizeof kind);
+    if (kind == cupti::kKindConcurrentKernel) {
+      const auto* k = static_cast<const cupti::KernelRecordPrefix*>(record);
+      if (!cupti::IsNcclKernelName(k->name)) continue;
+      // The duration is kept exact; only the start moves to the host clock.
+      const int64_t start = clock_.ToMonotonic(k->start);
+      const int64_t duration = k->end > k->start ? static_cast<int64_t>(k->end - k->start) : 0;
+      kernels.push_back(
+          {k->correlation_id, static_cast<int32_t>(k->device_id), start, start + duration});
+    } else if (kind == cupti::kKindExternalCorrelation) {
+      const auto* e = static_cast<const cupti::ExternalCorrelationRecord*>(record);
+      if (e->external_kind == cupti::kExternalKindCustom2)
+        correlations.push_back({e->correlation_id, e->external_id});
+    }
+  }
+  if (kernels.empty() && correlations.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [corr, ext] : correlations) correlator_.AddExternalCorrelation(corr, ext);
+  for (const KernelActivity& k : kernels) correlator_.AddKernel(k);
+}
+
+void CuptiSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
+  std::lock_guard<std::mutex> collect(collect_mu_);
+  if (!stopped_.load()) {
+    clock_.Calibrate();
+    // Completed records only (a forced flush at the end): kernels still running stay in CUPTI.
+    api_.ActivityFlushAll(final ? cupti::kFlushForced : 0);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  correlator_.Match(final, emit, note);
+}
+
+void CuptiSource::Stop(const EmitFn& emit, const NoteFn& note) {
+  if (stopped_.load()) return;
+  Collect(/*final=*/true, emit, note);
+  std::lock_guard<std::mutex> collect(collect_mu_);
+  stopped_.store(true);
+  for (int kind : enabled_kinds_) api_.ActivityDisable(kind);
+  if (narrow_driver_api_)
+    for (uint32_t cbid : cupti::kLaunchDriverCallbacks) api_.ActivityEnableDriverApi(cbid, 0);
+  enabled_kinds_.clear();
+  api_.ActivityFlushAll(cupti::kFlushForced);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    correlator_.Match(true, emit, note);
+  }
+  CuptiSource* self = this;
+  g_active.compare_exchange_strong(self, nullptr);
+}
+
+void CuptiSource::AddStats(GpuTimerStats* s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CorrelatorStats& c = correlator_.stats();
+  s->nccl_kernels += c.kernels;
+  s->matched_kernels += c.matched;
+  s->unmatched_kernels += c.unmatched;
+  s->records += c.records;
+  s->skipped_calls += push_failures_.load();
+  s->cupti_dropped += dropped_.load();
+}
+
+}  // namespace ncclrr::gputiming

@@ -1,0 +1,235 @@
+#include "event_pair_source.h"
+
+#include <algorithm>
+
+#include "ncclrr/records.h"
+
+namespace ncclrr::gputiming {
+namespace {
+
+constexpr int64_t kRefPeriodNs = 1'000'000'000;  // float ms keeps ~60 ns over one second
+constexpr size_t kMaxRefs = 16;
+constexpr size_t kMaxPending = 1 << 16;  // pairs not yet complete; past it calls go untimed
+
+// The collector runs in relaxed capture mode: in global mode a query by this thread while
+// another thread captures would invalidate that capture.
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(const cuda::Api& api) : api_(api) {
+    if (api_.ThreadExchangeStreamCaptureMode != nullptr)
+      ok_ = api_.ThreadExchangeStreamCaptureMode(&mode_) == cuda::kSuccess;
+  }
+  ~RelaxedCaptureMode() {
+    if (ok_) api_.ThreadExchangeStreamCaptureMode(&mode_);
+  }
+
+ private:
+  const cuda::Api& api_;
+  int mode_ = cuda::kCaptureModeRelaxed;
+  bool ok_ = false;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<EventPairSource>> EventPairSource::Start(
+    const std::string& driver_library) {
+  auto api = cuda::LoadApi(driver_library);
+  if (!api.ok()) return api.status();
+  return std::unique_ptr<EventPairSource>(new EventPairSource(std::move(api).value()));
+}
+
+EventPairSource::~EventPairSource() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Pair& p : pending_) Release(p);
+  pending_.clear();
+}
+
+std::string EventPairSource::Describe() const {
+  return "CUDA event pairs on each call's stream (driver " + api_.path + ")";
+}
+
+cuda::Event EventPairSource::TakeEvent(cuda::Context ctx) {
+  ContextState& cs = contexts_[ctx];
+  if (!cs.free_events.empty()) {
+    cuda::Event e = cs.free_events.back();
+    cs.free_events.pop_back();
+    return e;
+  }
+  cuda::Event e = nullptr;
+  if (api_.CtxPushCurrent(ctx) != cuda::kSuccess) return nullptr;
+  if (api_.EventCreate(&e, cuda::kEventDefault) != cuda::kSuccess) e = nullptr;
+  cuda::Context popped = nullptr;
+  api_.CtxPopCurrent(&popped);
+  return e;
+}
+
+void EventPairSource::Release(const Pair& p) {
+  ContextState& cs = contexts_[p.ctx];
+  if (p.start != nullptr) cs.free_events.push_back(p.start);
+  if (p.end != nullptr) cs.free_events.push_back(p.end);
+}
+
+uint64_t EventPairSource::BeginScope(uint64_t, const TimedCall* members, size_t n) {
+  // One pair per distinct stream among the members that can be timed this way.
+  auto pairs = std::make_unique<std::vector<Pair>>();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const TimedCall& c = members[i];
+    if (c.captured || c.nonblocking || stopped_ || pending_.size() >= kMaxPending) {
+      ++skipped_;
+      continue;
+    }
+    const auto stream = reinterpret_cast<cuda::Stream>(c.stream);
+    auto same = std::find_if(pairs->begin(), pairs->end(),
+                             [&](const Pair& p) { return p.stream == stream; });
+    if (same != pairs->end()) {
+      same->uids.push_back(c.uid);
+      continue;
+    }
+    Pair p;
+    p.uids = {c.uid};
+    p.stream = stream;
+    if (api_.StreamGetCtx(stream, &p.ctx) != cuda::kSuccess ||
+        (p.start = TakeEvent(p.ctx)) == nullptr ||
+        api_.EventRecord(p.start, stream) != cuda::kSuccess) {
+      if (p.start != nullptr) Release(p);
+      ++failed_;
+      continue;
+    }
+    p.host_ns = MonotonicNs();
+    pairs->push_back(std::move(p));
+  }
+  if (pairs->empty()) return 0;
+  return reinterpret_cast<uint64_t>(pairs.release());
+}
+
+void EventPairSource::EndScope(uint64_t, uint64_t token, const TimedCall*, size_t) {
+  if (token == 0) return;
+  std::unique_ptr<std::vector<Pair>> pairs(reinterpret_cast<std::vector<Pair>*>(token));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pair& p : *pairs) {
+    p.end = TakeEvent(p.ctx);
+    if (p.end == nullptr || api_.EventRecord(p.end, p.stream) != cuda::kSuccess) {
+      Release(p);
+      ++failed_;
+      continue;
+    }
+    pending_.push_back(std::move(p));
+  }
+}
+
+uint64_t EventPairSource::BeginGraphLaunch(uint64_t, uint64_t) {
+  // A graph launch bracketed by events would time the whole graph, not its NCCL kernels.
+  std::lock_guard<std::mutex> lock(mu_);
+  ++skipped_;
+  return 0;
+}
+
+bool EventPairSource::EnsureRef(cuda::Context ctx, int64_t now) {
+  ContextState& cs = contexts_[ctx];
+  if (!cs.refs.empty() && now - cs.refs.back().mono_ns < kRefPeriodNs) return true;
+  if (api_.CtxPushCurrent(ctx) != cuda::kSuccess) return false;
+  bool ok = cs.private_stream != nullptr ||
+            api_.StreamCreate(&cs.private_stream, cuda::kStreamNonBlocking) == cuda::kSuccess;
+  Ref ref{nullptr, 0};
+  ok = ok && api_.EventCreate(&ref.event, cuda::kEventDefault) == cuda::kSuccess;
+  if (ok) {
+    // The private stream is idle: the event completes as soon as the GPU sees it, between the
+    // two host reads.
+    const int64_t t0 = MonotonicNs();
+    ok = api_.EventRecord(ref.event, cs.private_stream) == cuda::kSuccess &&
+         api_.EventSynchronize(ref.event) == cuda::kSuccess;
+    const int64_t t1 = MonotonicNs();
+    ref.mono_ns = t0 + (t1 - t0) / 2;
+  }
+  cuda::Context popped = nullptr;
+  api_.CtxPopCurrent(&popped);
+  if (!ok) {
+    if (ref.event != nullptr) api_.EventDestroy(ref.event);
+    return !cs.refs.empty();
+  }
+  cs.refs.push_back(ref);
+  if (cs.refs.size() > kMaxRefs) {
+    api_.EventDestroy(cs.refs.front().event);
+    cs.refs.erase(cs.refs.begin());
+  }
+  return true;
+}
+
+bool EventPairSource::TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out) {
+  const std::vector<Ref>& refs = contexts_[ctx].refs;
+  if (refs.empty()) return false;
+  // The latest reference taken before the event was recorded keeps the elapsed time positive and
+  // short; an event older than every reference is measured backwards from the first.
+  auto it = std::upper_bound(refs.begin(), refs.end(), host_ns,
+                             [](int64_t v, const Ref& r) { return v < r.mono_ns; });
+  const Ref& ref = it == refs.begin() ? refs.front() : *(it - 1);
+  float ms = 0;
+  if (api_.EventElapsedTime(&ms, ref.event, e) != cuda::kSuccess) return false;
+  *out = ref.mono_ns + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  return true;
+}
+
+void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
+  RelaxedCaptureMode relaxed(api_);
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = MonotonicNs();
+  std::deque<Pair> still;
+  for (Pair& p : pending_) {
+    const cuda::Result q = api_.EventQuery(p.end);
+    if (q == cuda::kNotReady) {
+      if (final) {
+        ++skipped_;  // never wait at the end: a hung collective must not hang the exit
+        Release(p);
+      } else {
+        still.push_back(std::move(p));
+      }
+      continue;
+    }
+    int64_t start = 0, end = 0;
+    if (q != cuda::kSuccess || !EnsureRef(p.ctx, now) ||
+        !TimeOf(p.ctx, p.start, p.host_ns, &start) || !TimeOf(p.ctx, p.end, p.host_ns, &end)) {
+      ++failed_;
+      Release(p);
+      continue;
+    }
+    ++completed_;
+    for (uint64_t uid : p.uids) {
+      GpuTimeRecord r{};
+      r.call_uid = uid;
+      r.start_ns = start;
+      r.end_ns = std::max(start, end);
+      r.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
+      emit(r);
+      ++records_;
+    }
+    Release(p);
+  }
+  pending_.swap(still);
+  if (final && failed_ > 0 && note)
+    note(std::to_string(failed_) +
+         " calls could not be timed with CUDA events (event creation, "
+         "recording or reading failed)");
+}
+
+void EventPairSource::Stop(const EmitFn& emit, const NoteFn& note) {
+  Collect(/*final=*/true, emit, note);
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  for (auto& [ctx, cs] : contexts_) {
+    for (cuda::Event e : cs.free_events) api_.EventDestroy(e);
+    for (const Ref& r : cs.refs) api_.EventDestroy(r.event);
+    cs.free_events.clear();
+    cs.refs.clear();
+  }
+}
+
+void EventPairSource::AddStats(GpuTimerStats* s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  s->nccl_kernels += completed_;
+  s->matched_kernels += completed_;
+  s->records += records_;
+  s->skipped_calls += skipped_ + failed_;
+}
+
+}  // namespace ncclrr::gputiming

@@ -1,0 +1,73 @@
+#pragma once
+// GPU times from CUDA events recorded on the call's stream before and after the launching code
+// (the fallback when CUPTI is missing or belongs to the job). The start is when the stream reached
+// the call, so it includes waiting for the stream's earlier work; the end follows NCCL's kernel.
+//
+// Events are never recorded into a stream that is being captured (a captured call runs later, at
+// graph launch) nor around a nonblocking communicator's call (NCCL enqueues it later from its own
+// thread): those calls are counted as not timed. The collector reads events in relaxed
+// stream-capture mode, so it cannot disturb a capture running on another thread.
+//
+// Event times become CLOCK_MONOTONIC through a reference event per CUDA context, recorded on a
+// private stream and synchronized, renewed every second (cuEventElapsedTime is a float of ms).
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda_driver_api.h"
+#include "timing_source.h"
+
+namespace ncclrr::gputiming {
+
+class EventPairSource : public TimingSource {
+ public:
+  static StatusOr<std::unique_ptr<EventPairSource>> Start(const std::string& driver_library);
+  ~EventPairSource() override;
+
+  GpuTimeSource kind() const override { return GpuTimeSource::kEventPair; }
+  std::string Describe() const override;
+  uint64_t BeginScope(uint64_t ext_id, const TimedCall* members, size_t n) override;
+  void EndScope(uint64_t ext_id, uint64_t token, const TimedCall* members, size_t n) override;
+  void AddGraphTemplate(uint64_t, const TimedCall&, uint64_t) override {}
+  uint64_t BeginGraphLaunch(uint64_t ext_id, uint64_t graph) override;
+  void EndGraphLaunch(uint64_t, uint64_t) override {}
+  void ForgetGraph(uint64_t) override {}
+  void Collect(bool final, const EmitFn& emit, const NoteFn& note) override;
+  void Stop(const EmitFn& emit, const NoteFn& note) override;
+  void AddStats(GpuTimerStats* stats) const override;
+
+ private:
+  struct Pair {
+    std::vector<uint64_t> uids;
+    cuda::Context ctx = nullptr;
+    cuda::Stream stream = nullptr;
+    cuda::Event start = nullptr, end = nullptr;
+    int64_t host_ns = 0;  // when the start event was recorded
+  };
+  struct Ref {
+    cuda::Event event;
+    int64_t mono_ns;
+  };
+  struct ContextState {
+    std::vector<cuda::Event> free_events;
+    std::vector<Ref> refs;  // increasing mono_ns
+    cuda::Stream private_stream = nullptr;
+  };
+
+  explicit EventPairSource(cuda::Api api) : api_(std::move(api)) {}
+  cuda::Event TakeEvent(cuda::Context ctx);                                      // mu_ held
+  bool EnsureRef(cuda::Context ctx, int64_t now);                                // mu_ held
+  bool TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out);  // mu_ held
+  void Release(const Pair& p);                                                   // mu_ held
+
+  cuda::Api api_;
+  mutable std::mutex mu_;
+  std::unordered_map<cuda::Context, ContextState> contexts_;
+  std::deque<Pair> pending_;
+  uint64_t completed_ = 0, records_ = 0, skipped_ = 0, failed_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace ncclrr::gputiming

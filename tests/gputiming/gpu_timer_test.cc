@@ -1,0 +1,330 @@
+// GpuTimer end to end through its real loading paths: the real libcupti on a machine without a
+// GPU (Start must say why it cannot run), and stand-in libcupti / libcuda libraries that behave
+// like a GPU (tests/gputiming/fake_*.cc) for the CUPTI source, the event-pair fallback and the
+// hand-over of CUPTI to a job that starts using it.
+#include "ncclrr/gputiming/gpu_timer.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace ncclrr::gputiming {
+namespace {
+
+struct Sink {
+  std::mutex mu;
+  std::map<uint64_t, std::vector<GpuTimeRecord>> by_uid;
+  std::vector<std::string> notes;
+  GpuTimerOptions Options(SourceChoice choice) {
+    GpuTimerOptions o;
+    o.choice = choice;
+    o.collect_interval_ms = 0;
+    o.cupti_library = FAKE_CUPTI_PATH;
+    o.cuda_driver_library = FAKE_CUDA_PATH;
+    o.sink = [this](const GpuTimeRecord& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      by_uid[r.call_uid].push_back(r);
+    };
+    o.note = [this](NoteLevel, const std::string& t) {
+      std::lock_guard<std::mutex> lock(mu);
+      notes.push_back(t);
+    };
+    return o;
+  }
+  std::string AllNotes() {
+    std::string all;
+    for (const auto& n : notes) all += n + "\n";
+    return all;
+  }
+};
+
+// The stand-ins' controls.
+struct Fakes {
+  void* cupti = dlopen(FAKE_CUPTI_PATH, RTLD_NOW | RTLD_LOCAL);
+  void* cuda = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+  template <typename F>
+  F Get(void* h, const char* name) {
+    return reinterpret_cast<F>(dlsym(h, name));
+  }
+  void Reset() { Get<void (*)()>(cupti, "fakeCuptiReset")(); }
+  void OtherSubscriber(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetOtherSubscriber")(on); }
+  void NoGpu(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetNoGpu")(on); }
+  void SplitBuffers(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetSplitBuffers")(on); }
+  int Enabled(int kind) { return Get<int (*)(int)>(cupti, "fakeCuptiEnabled")(kind); }
+  int DriverApi(uint32_t cbid) {
+    return Get<int (*)(uint32_t)>(cupti, "fakeCuptiDriverApiEnabled")(cbid);
+  }
+  int Pushed() { return Get<int (*)()>(cupti, "fakeCuptiPushedDepth")(); }
+  uint32_t Launch(int device, const char* name, int64_t delay, int64_t duration) {
+    return Get<uint32_t (*)(int, const char*, int64_t, int64_t)>(cupti, "fakeCuptiLaunch")(
+        device, name, delay, duration);
+  }
+  void StreamDelay(uint64_t stream, int64_t ns) {
+    Get<void (*)(void*, int64_t)>(cuda, "fakeCudaSetStreamDelay")(reinterpret_cast<void*>(stream),
+                                                                  ns);
+  }
+  int Records() { return Get<int (*)()>(cuda, "fakeCudaRecords")(); }
+  int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }
+};
+
+constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgs)";
+
+class GpuTimerFake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(fakes.cupti, nullptr) << dlerror();
+    ASSERT_NE(fakes.cuda, nullptr) << dlerror();
+    fakes.Reset();
+  }
+  std::unique_ptr<GpuTimer> StartTimer(SourceChoice choice) {
+    auto t = GpuTimer::Start(sink.Options(choice));
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return t.ok() ? std::move(t).value() : nullptr;
+  }
+  Fakes fakes;
+  Sink sink;
+};
+
+TEST(GpuTimerNoGpu, RealCuptiWithoutAGpuFailsWithAClearStatus) {
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    GTEST_SKIP() << "this machine has a CUDA driver";
+  }
+  GpuTimerOptions o;
+  o.collect_interval_ms = 0;
+  o.sink = [](const GpuTimeRecord&) {};
+  auto timer = GpuTimer::Start(o);
+  ASSERT_FALSE(timer.ok());
+  const std::string& m = timer.status().message();
+  EXPECT_NE(m.find("GPU timing cannot start"), std::string::npos) << m;
+  EXPECT_NE(m.find("CUPTI"), std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA events: no CUDA driver in this process"), std::string::npos) << m;
+
+  o.choice = SourceChoice::kCupti;
+  auto cupti = GpuTimer::Start(o);
+  ASSERT_FALSE(cupti.ok());
+  EXPECT_NE(cupti.status().message().find("GPU timing with CUPTI cannot start"), std::string::npos)
+      << cupti.status().message();
+}
+
+TEST(GpuTimerNoGpu, MissingSinkIsRejected) {
+  auto timer = GpuTimer::Start(GpuTimerOptions{});
+  ASSERT_FALSE(timer.ok());
+  EXPECT_EQ(timer.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(GpuTimerFake, CuptiTimesASingleCallAndIgnoresOtherKernels) {
+  auto timer = StartTimer(SourceChoice::kCupti);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_EQ(timer->source(), GpuTimeSource::kCupti);
+  EXPECT_EQ(fakes.Enabled(10), 1) << "CONCURRENT_KERNEL";
+  EXPECT_EQ(fakes.Enabled(39), 1) << "EXTERNAL_CORRELATION";
+  EXPECT_EQ(fakes.Enabled(4), 0) << "only the launch entry points, not every driver call";
+  EXPECT_EQ(fakes.DriverApi(652), 1) << "cuLaunchKernelEx";
+
+  const int64_t before = MonotonicNs();
+  timer->BeginCall({1001, 0, 0x10, false, false});
+  EXPECT_EQ(fakes.Pushed(), 1);
+  fakes.Launch(0, "void at::native::vectorized_elementwise_kernel<...>", 0, 100);
+  fakes.Launch(0, kNcclKernel, 5000, 20000);
+  timer->EndCall();
+  EXPECT_EQ(fakes.Pushed(), 0);
+  timer->Collect();
+  timer->Collect();
+  ASSERT_EQ(sink.by_uid.size(), 1u);
+  const GpuTimeRecord& r = sink.by_uid[1001].at(0);
+  EXPECT_EQ(r.source, static_cast<uint8_t>(GpuTimeSource::kCupti));
+  EXPECT_EQ(r.end_ns - r.start_ns, 20000);
+  // CUPTI's realtime stamps land on CLOCK_MONOTONIC, 5 us after the launch.
+  EXPECT_GE(r.start_ns, before + 5000 - 50'000);
+  EXPECT_LE(r.start_ns, MonotonicNs() + 5000 + 50'000);
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(fakes.Enabled(10), 0) << "Stop disables what ncclrr enabled";
+  EXPECT_EQ(fakes.DriverApi(652), 0);
+  const GpuTimerStats s = timer->Stats();
+  EXPECT_EQ(s.nccl_kernels, 1u);
+  EXPECT_EQ(s.records, 1u);
+}
+
+TEST_F(GpuTimerFake, GroupEndKernelsGoToTheMembersOfEachDevice) {
+  auto timer = StartTimer(SourceChoice::kCupti);
+  ASSERT_NE(timer, nullptr);
+  timer->AddGroupMember({11, 0, 0x10, false, false});
+  timer->AddGroupMember({21, 1, 0x20, false, false});
+  timer->BeginGroupEnd();
+  fakes.Launch(0, kNcclKernel, 0, 1000);
+  fakes.Launch(1, kNcclKernel, 0, 3000);
+  timer->EndGroupEnd();
+  timer->AddGroupMember({31, 0, 0x10, false, false});
+  timer->DiscardGroup();  // ncclGroupSimulateEnd: nothing launched, nothing recorded
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid.size(), 2u);
+  EXPECT_EQ(sink.by_uid[11][0].end_ns - sink.by_uid[11][0].start_ns, 1000);
+  EXPECT_EQ(sink.by_uid[21][0].end_ns - sink.by_uid[21][0].start_ns, 3000);
+}
+
+TEST_F(GpuTimerFake, NonblockingCommKernelsLaunchedByAnotherThread) {
+  auto timer = StartTimer(SourceChoice::kCupti);
+  ASSERT_NE(timer, nullptr);
+  timer->BeginCall({501, 0, 0x10, false, true});
+  timer->EndCall();
+  std::thread nccl_thread([&] { fakes.Launch(0, kNcclKernel, 0, 700); });
+  nccl_thread.join();
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid.count(501), 1u);
+  EXPECT_EQ(sink.by_uid[501][0].end_ns - sink.by_uid[501][0].start_ns, 700);
+}
+
+TEST_F(GpuTimerFake, GraphLaunchesTimeEachTemplatePerLaunch) {
+  auto timer = StartTimer(SourceChoice::kCupti);
+  ASSERT_NE(timer, nullptr);
+  const uint64_t graph = 0xfeed;
+  // Captured: no kernel runs at capture.
+  timer->AddGraphTemplate(graph, {71, 0, 0x10, true, false}, 0);
+  timer->AddGraphTemplate(graph, {72, 0, 0x10, true, false}, 0);
+  for (int launch = 0; launch < 3; ++launch) {
+    timer->BeginGraphLaunch(graph);
+    fakes.Launch(0, kNcclKernel, 1000, 10);
+    fakes.Launch(0, kNcclKernel, 2000, 20);
+    timer->EndGraphLaunch();
+  }
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid[71].size(), 3u);
+  ASSERT_EQ(sink.by_uid[72].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sink.by_uid[71][i].end_ns - sink.by_uid[71][i].start_ns, 10);
+    EXPECT_EQ(sink.by_uid[72][i].end_ns - sink.by_uid[72][i].start_ns, 20);
+  }
+}
+
+TEST_F(GpuTimerFake, CorrelationRecordsArrivingAFlushLateStillMatch) {
+  fakes.SplitBuffers(1);
+  auto timer = StartTimer(SourceChoice::kCupti);
+  ASSERT_NE(timer, nullptr);
+  timer->BeginCall({900, 0, 0, false, false});
+  fakes.Launch(0, kNcclKernel, 0, 55);
+  timer->EndCall();
+  timer->Collect();  // kernels only
+  timer->Collect();  // the correlation records
+  timer->Collect();
+  ASSERT_EQ(sink.by_uid.count(900), 1u);
+  EXPECT_EQ(timer->Stats().unmatched_kernels, 0u);
+}
+
+TEST_F(GpuTimerFake, AnotherCuptiClientMeansEventPairs) {
+  fakes.OtherSubscriber(1);
+  auto cupti_only = GpuTimer::Start(sink.Options(SourceChoice::kCupti));
+  ASSERT_FALSE(cupti_only.ok());
+  EXPECT_NE(cupti_only.status().message().find("another CUPTI client"), std::string::npos);
+
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_EQ(timer->source(), GpuTimeSource::kEventPair);
+  EXPECT_NE(timer->Describe().find("another CUPTI client"), std::string::npos) << timer->Describe();
+  EXPECT_EQ(fakes.Enabled(10), 0) << "ncclrr left CUPTI alone";
+
+  const uint64_t stream = 0x5150;
+  fakes.StreamDelay(stream, 2'000'000);  // the stream is busy for 2 ms
+  const int64_t begin = MonotonicNs();
+  timer->BeginCall({77, 0, stream, false, false});
+  timer->EndCall();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  timer->Collect();
+  ASSERT_EQ(sink.by_uid.count(77), 1u);
+  const GpuTimeRecord& r = sink.by_uid[77][0];
+  EXPECT_EQ(r.source, static_cast<uint8_t>(GpuTimeSource::kEventPair));
+  EXPECT_NEAR(static_cast<double>(r.start_ns - begin), 2e6, 5e5);
+  EXPECT_GE(fakes.CaptureExchanges(), 2) << "collected in relaxed capture mode";
+  EXPECT_TRUE(timer->Stop().ok());
+}
+
+TEST_F(GpuTimerFake, EventPairsNeverTouchCapturedOrNonblockingCalls) {
+  auto timer = StartTimer(SourceChoice::kEventPair);
+  ASSERT_NE(timer, nullptr);
+  const int records = fakes.Records();
+  timer->BeginCall({1, 0, 0x1, /*captured=*/true, false});
+  timer->EndCall();
+  timer->BeginCall({2, 0, 0x1, false, /*nonblocking=*/true});
+  timer->EndCall();
+  timer->BeginGraphLaunch(0x33);
+  timer->EndGraphLaunch();
+  EXPECT_EQ(fakes.Records(), records) << "no event was recorded";
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(timer->Stats().skipped_calls, 3u);
+  EXPECT_TRUE(sink.by_uid.empty());
+}
+
+TEST_F(GpuTimerFake, GroupMembersOnOneStreamShareOnePair) {
+  auto timer = StartTimer(SourceChoice::kEventPair);
+  ASSERT_NE(timer, nullptr);
+  const int records = fakes.Records();
+  timer->AddGroupMember({5, 0, 0x7, false, false});
+  timer->AddGroupMember({6, 0, 0x7, false, false});
+  timer->AddGroupMember({7, 1, 0x8, false, false});
+  timer->BeginGroupEnd();
+  timer->EndGroupEnd();
+  EXPECT_EQ(fakes.Records() - records, 4) << "two streams, two events each";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(sink.by_uid.size(), 3u);
+  EXPECT_EQ(sink.by_uid[5][0].start_ns, sink.by_uid[6][0].start_ns);
+}
+
+TEST_F(GpuTimerFake, JobTakingCuptiSwitchesToEventPairsWithoutLosingRecords) {
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  ASSERT_EQ(timer->source(), GpuTimeSource::kCupti);
+  timer->BeginCall({10, 0, 0x3, false, false});
+  fakes.Launch(0, kNcclKernel, 0, 40);
+  timer->EndCall();
+  // The interposer's cuptiActivityRegisterCallbacks wrapper, before forwarding the job's call.
+  timer->OnForeignCuptiUse("cuptiActivityRegisterCallbacks");
+  EXPECT_EQ(fakes.Enabled(10), 0) << "handed over";
+  EXPECT_EQ(fakes.Enabled(39), 0);
+  ASSERT_EQ(sink.by_uid.count(10), 1u) << "flushed at the hand-over";
+  EXPECT_EQ(timer->source(), GpuTimeSource::kEventPair);
+  timer->BeginCall({11, 0, 0x3, false, false});
+  timer->EndCall();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid.count(11), 1u);
+  EXPECT_EQ(sink.by_uid[11][0].source, static_cast<uint8_t>(GpuTimeSource::kEventPair));
+  EXPECT_NE(sink.AllNotes().find("hands CUPTI over"), std::string::npos) << sink.AllNotes();
+  EXPECT_NE(timer->Describe().find("CUPTI handed over"), std::string::npos);
+}
+
+TEST_F(GpuTimerFake, CuptiThatCannotEnableKernelsFallsBackOrFails) {
+  fakes.NoGpu(1);
+  auto cupti = GpuTimer::Start(sink.Options(SourceChoice::kCupti));
+  ASSERT_FALSE(cupti.ok());
+  EXPECT_NE(cupti.status().message().find("cannot start"), std::string::npos)
+      << cupti.status().message();
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_EQ(timer->source(), GpuTimeSource::kEventPair);
+}
+
+TEST_F(GpuTimerFake, CollectorThreadDeliversWithoutExplicitCollect) {
+  GpuTimerOptions o = sink.Options(SourceChoice::kCupti);
+  o.collect_interval_ms = 5;
+  auto timer = GpuTimer::Start(o);
+  ASSERT_TRUE(timer.ok()) << timer.status().message();
+  (*timer)->BeginCall({123, 0, 0, false, false});
+  fakes.Launch(0, kNcclKernel, 0, 1);
+  (*timer)->EndCall();
+  for (int i = 0; i < 400; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(sink.mu);
+      if (sink.by_uid.count(123)) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::lock_guard<std::mutex> lock(sink.mu);
+  EXPECT_EQ(sink.by_uid.count(123), 1u);
+}
+
+}  // namespace
+}  // namespace ncclrr::gputiming
