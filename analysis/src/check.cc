@@ -80,6 +80,10 @@ Report Check(const TraceModel& model, const CheckOptions& options) {
   Summary& s = report.summary;
   s.occurrences = sink.findings().size();
   report.findings = GroupRepeats(std::move(sink.findings()));
+  // Messages are sentences; checkers often start them with "rank 3 ..." (but never capitalise
+  // an identifier such as ncclCommFinalize).
+  for (Finding& f : report.findings)
+    if (f.message.rfind("rank", 0) == 0) f.message[0] = 'R';
   report.notes = std::move(sink.notes());
   s.files = model.files().size();
   s.comms = model.comms().size();

@@ -30,6 +30,11 @@ struct Before {
   bool issued = true;  // false: the view never issued Y:y_seq (blocked before it)
 };
 
+// "A" for a named communicator, its commHash otherwise.
+std::string Short(const CommModel& c) {
+  return c.name.empty() ? Hex64(c.id) : "\"" + c.name + "\"";
+}
+
 class CrossCommChecker : public Checker {
  public:
   std::string_view name() const override { return "cross-communicator order"; }
@@ -181,23 +186,35 @@ class CrossCommChecker : public Checker {
         f.first_time = std::min(f.first_time, sx->time_ns);
       }
     }
-    const std::string X = CommLabel(cx) + " seq " + std::to_string(a) + " (" + xcall + ")";
-    const std::string Y = CommLabel(cy) + " seq " + std::to_string(yseq) + " (" + ycall + ")";
-    const std::string xs = "A: " + CommLabel(cx).substr(5) + " seq " + std::to_string(a);
-    const std::string ys = "B: " + CommLabel(cy).substr(5) + " seq " + std::to_string(yseq);
-    f.table.push_back({CompactRanks(rb), "-", xs + " then " + ys, rb == minority || tie});
-    f.table.push_back({CompactRanks(ra), "-", ys + " then " + xs, ra == minority || tie});
-    f.short_text = RankList(rb) + " issued comm " + Hex64(cx.id) + " seq " + std::to_string(a) +
-                   " before comm " + Hex64(cy.id) + " seq " + std::to_string(yseq) + ", " +
-                   RankList(ra) + " the other way round";
-    f.message = "On " + RankList(rb) + " (ranks of " + CommLabel(cx) + ") " + X +
-                " was issued before " + Y + "; on " + RankList(ra) +
-                " the opposite. Each device "
-                "runs its collectives in issue order (one stream, or the host waiting between "
-                "them), so the first ranks wait in A for ranks that wait in B: a deadlock, or "
-                "one waiting to happen when separate streams happen to overlap. Issue the "
-                "collectives of different communicators in one global order on every rank, or "
-                "put both in one ncclGroupStart/ncclGroupEnd.";
+    // Did every view of a group issue the call it should have issued second?
+    auto all_issued = [&](const std::vector<size_t>& views, bool want_y) {
+      for (size_t v : views) {
+        const auto& view_ranks = rank_in.at(vs[v]);
+        const CommModel& c = want_y ? cy : cx;
+        if (!c.ranks[view_ranks.at(want_y ? y : x)].AtSeq(want_y ? yseq : a)) return false;
+      }
+      return true;
+    };
+    const std::string xs = Short(cx) + " seq " + std::to_string(a);
+    const std::string ys = Short(cy) + " seq " + std::to_string(yseq);
+    const bool b_done = all_issued(before, true), a_done = all_issued(after, false);
+    auto second = [](const std::string& s, bool done) {
+      return done ? " then " + s : ", then blocked (never issued " + s + ")";
+    };
+    f.table.push_back({CompactRanks(rb), "-", xs + second(ys, b_done), rb == minority || tie});
+    f.table.push_back({CompactRanks(ra), "-", ys + second(xs, a_done), ra == minority || tie});
+    f.short_text = RankList(rb) + " issued " + xs + " before " + ys + ", " + RankList(ra) +
+                   " the other way round";
+    f.message = "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" +
+                xcall + ") was issued before " + CommLabel(cy) + " seq " + std::to_string(yseq) +
+                " (" + ycall + ")" + (b_done ? "" : ", which never came") + "; on " + RankList(ra) +
+                " (ranks of " + Short(cx) + ") the opposite" +
+                (a_done ? "" : ", and the first never came") +
+                ". Each device runs its collectives in issue order (one stream, or the host "
+                "waiting between them), so each side waits in one communicator for ranks that "
+                "wait in the other: a deadlock, or one waiting to happen where separate streams "
+                "happen to overlap. Issue the collectives of different communicators in one "
+                "global order on every rank, or put both in one ncclGroupStart/ncclGroupEnd.";
     // The hang that follows on both communicators is this finding's consequence.
     ctx.Claim(x, a, kNoSeq);
     ctx.Claim(y, yseq, kNoSeq);

@@ -46,9 +46,9 @@ class GraphChecker : public Checker {
     f.first_time = ctx.model().start_ns();
     std::string listing;
     for (const auto& [v, rs] : groups) {
-      const bool differs = &rs != major || major->size() * 2 <= value.size();
+      const bool differs = &rs != major || major->size() * 2 <= value.size();  // ties: all
       if (differs) f.ranks.insert(f.ranks.end(), rs.begin(), rs.end());
-      f.table.push_back({CompactRanks(rs), seq ? std::to_string(*seq) : "-", v, &rs != major});
+      f.table.push_back({CompactRanks(rs), seq ? std::to_string(*seq) : "-", v, differs});
       listing += (listing.empty() ? "" : "; ") + RankList(rs) + ": " + v;
     }
     std::sort(f.ranks.begin(), f.ranks.end());

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "flat_map.h"
+#include "sequence_align.h"
 #include "signature.h"
 
 namespace ncclrr::analysis {
@@ -34,6 +35,39 @@ int ReferenceRank(const TraceModel& m, const CommModel& c) {
       best = g.second;
     }
   return best < 0 ? 0 : best;
+}
+
+// Calls f(i, j) for slots of `r` and `ref` that hold the same position once the shape
+// sequences are aligned (a call one rank skipped shifts every later position; a reordering of
+// calls of different shapes says nothing about which tensor is which), and have the same shape.
+template <typename F>
+void ForEachShapeAlignedPair(const TraceModel& m, const RankView& r, const RankView& ref, F&& f) {
+  const uint64_t lo = std::max(r.first_seq(), ref.first_seq());
+  auto dense = [&](const RankView& v, std::vector<uint64_t>* sig, std::vector<uint32_t>* slot) {
+    const uint64_t hi = v.issued();
+    if (hi <= lo) return;
+    sig->assign(hi - lo, kUnknownSignature);
+    slot->assign(hi - lo, ~uint32_t{0});
+    for (size_t k = 0; k < v.collectives.size(); ++k) {
+      if (v.collectives[k].seq < lo) continue;
+      (*sig)[v.collectives[k].seq - lo] = ShapeSignature(m.call(v.collectives[k].call)) | 1;
+      (*slot)[v.collectives[k].seq - lo] = static_cast<uint32_t>(k);
+    }
+  };
+  std::vector<uint64_t> a, b;
+  std::vector<uint32_t> sa, sb;
+  dense(ref, &a, &sa);
+  dense(r, &b, &sb);
+  auto pair = [&](size_t p, size_t q) {
+    if (p < b.size() && q < a.size() && b[p] == a[q] && b[p] != kUnknownSignature) f(sb[p], sa[q]);
+  };
+  size_t p = 0, q = 0;
+  for (const AlignOp& op : AlignSequences(a, b, AlignParams{})) {
+    for (; p < op.pos && q < op.ref_pos; ++p, ++q) pair(p, q);
+    p = op.pos + op.len;
+    q = op.ref_pos + op.ref_len;
+  }
+  for (; p < b.size() && q < a.size(); ++p, ++q) pair(p, q);
 }
 
 bool AllHaveCallSites(const TraceModel& m, const CommModel& c) {
@@ -84,7 +118,7 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out) {
     }
     FlatMap64 votes(keys.size() * 2 + 16);  // (key index, tensor) -> co-occurrences
     std::vector<uint32_t> occurrences(keys.size());
-    ForEachCommonSeq(r, ref, [&](size_t i, size_t j) {
+    ForEachShapeAlignedPair(m, r, ref, [&](size_t i, size_t j) {
       const uint32_t k = key_of_slot[i];
       votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
       occurrences[k]++;

@@ -66,9 +66,9 @@ class P2pChecker : public Checker {
                    {std::to_string(dst), std::to_string(k), ShortCall(b), true}};
         f.pattern = "size:" + ShortCall(a) + "|" + ShortCall(b);
         const bool dtype = a.dtype != b.dtype;
-        f.short_text = "Send #" + std::to_string(k) + " from rank " + std::to_string(src) +
-                       " to rank " + std::to_string(dst) + " is " + ShortCall(a) +
-                       " but the matching Recv is " + ShortCall(b);
+        f.short_text = "the " + Nth(k) + " Send from rank " + std::to_string(src) + " to rank " +
+                       std::to_string(dst) + " is " + ShortCall(a) + " but its Recv is " +
+                       ShortCall(b);
         f.message = "Point-to-point calls pair by (sender, receiver, order): the " + Nth(k) +
                     " Send from rank " + std::to_string(src) + " to rank " + std::to_string(dst) +
                     " meets the " + Nth(k) + " Recv on rank " + std::to_string(dst) +

@@ -85,7 +85,8 @@ std::string FormatText(const Report& report, const TraceModel* model, const Form
          Plural(s.notes, "note", "notes") + (kinds.empty() ? "" : " (" + kinds + ")") + " in " +
          Plural(s.files, "process file", "process files") + ", " +
          Plural(s.comms, "communicator", "communicators") + ", " +
-         Plural(s.ranks, "rank", "ranks") + ", " + Plural(s.calls, "call", "calls");
+         Plural(s.ranks, "communicator rank", "communicator ranks") + ", " +
+         Plural(s.calls, "call", "calls");
   if (o.strict && !report.notes.empty()) out += "; --strict: notes count as findings";
   if (!o.stable) {
     char buf[64];

@@ -80,7 +80,10 @@ std::vector<AlignOp> AlignSequences(std::span<const uint64_t> ref, std::span<con
     // periodic sequence also looks like a rotation of the next period).
     size_t run = 0;
     const size_t w = ReorderLength(ref, q, seq, p, a, &run);
-    if (w && (indel.type == AlignOp::kMismatch || run >= indel_run)) {
+    // On equal evidence the smaller edit wins.
+    const size_t indel_len = std::max(indel.len, indel.ref_len);
+    if (w && (indel.type == AlignOp::kMismatch || run > indel_run ||
+              (run == indel_run && w <= indel_len))) {
       ops.push_back({AlignOp::kReorder, p, q, w, w});
       p += w;
       q += w;

@@ -45,8 +45,10 @@ class EventView {
   // Ranks other than the deviating ones that issued what the reference issued at ref_seq.
   std::vector<int> Agreeing() const {
     std::vector<int> out;
-    if (e_.ref_slots.empty()) return {sc_.ref};
-    const uint64_t want = sc_.sigs[sc_.ref][e_.ref_slots[0]];
+    const RankView& ref = c_.ranks[sc_.ref];
+    const CollectiveSlot* at = ref.AtSeq(e_.ref_seq);
+    if (!at) return {sc_.ref};
+    const uint64_t want = sc_.sigs[sc_.ref][static_cast<size_t>(at - ref.collectives.data())];
     for (const RankView& r : c_.ranks) {
       if (!r.has_file() || std::count(e_.ranks.begin(), e_.ranks.end(), r.rank)) continue;
       if (r.rank == sc_.ref) {
@@ -130,8 +132,10 @@ std::string PairingConsequence(const CallRecord& a, const CallRecord& b) {
   }
 }
 
-std::string PerPositionMessage(FindingKind kind, const CallRecord& mine, const CallRecord& ref,
-                               const std::string& who, const std::string& others, int nranks) {
+std::string PerPositionMessage(FindingKind kind, uint64_t seq, const CallRecord& mine,
+                               const CallRecord& ref, const std::string& who,
+                               const std::string& others, bool others_plural, int nranks) {
+  const std::string s = others_plural ? "" : "s";  // verb agreement for `others`
   std::string m;
   switch (kind) {
     case FindingKind::kOpMismatch:
@@ -139,19 +143,17 @@ std::string PerPositionMessage(FindingKind kind, const CallRecord& mine, const C
           "this point.";
       break;
     case FindingKind::kDtypeMismatch:
-      m = "NCCL reduces each rank's bytes as that rank's type, so values are garbage; the "
-          "element sizes (" +
-          std::to_string(DtypeSize(mine.dtype)) + " vs " + std::to_string(DtypeSize(ref.dtype)) +
+      m = "The element sizes (" + std::to_string(DtypeSize(mine.dtype)) + " vs " +
+          std::to_string(DtypeSize(ref.dtype)) +
           " bytes) also make the transfer sizes disagree. Use the same datatype on every rank.";
       break;
     case FindingKind::kCountMismatch: {
       const CollectiveShape a = ShapeOf(mine, nranks), b = ShapeOf(ref, nranks);
       m = "For " + ApiStr(ref) + ", " + CountRelationship(static_cast<Api>(ref.api)) + ": " + who +
           " sends " + Thousands(a.send_elems) + " and receives " + Thousands(a.recv_elems) +
-          " elements where " + others + " send " + Thousands(b.send_elems) + " and receive " +
-          Thousands(b.recv_elems) +
-          ". NCCL does not compare counts across ranks: the collective hangs, or reads and "
-          "writes past the smaller buffers. Pass the same count on every rank.";
+          " elements where " + others + " send" + s + " " + Thousands(b.send_elems) +
+          " and receive" + s + " " + Thousands(b.recv_elems) +
+          ". NCCL does not compare counts across ranks. Pass the same count on every rank.";
       break;
     }
     case FindingKind::kRedopMismatch:
@@ -163,7 +165,7 @@ std::string PerPositionMessage(FindingKind kind, const CallRecord& mine, const C
     default:
       break;
   }
-  return "At seq " + std::to_string(mine.seq) + " NCCL paired " + ShortCall(mine) + " on " + who +
+  return "At seq " + std::to_string(seq) + " NCCL paired " + ShortCall(mine) + " on " + who +
          " with " + ShortCall(ref) + " on " + others + ": " + PairingConsequence(mine, ref) + ". " +
          m;
 }
@@ -275,7 +277,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                     ". NCCL pairs by position, so from there every call of " + who +
                     " was paired with the call after it on the other ranks, and at the end the "
                     "other ranks' last " +
-                    Plural(n, "call", "calls") +
+                    (n == 1 ? std::string("call") : Plural(n, "call", "calls")) +
                     " had no partner: a hang, preceded by wrong results or a crash where the "
                     "mispaired calls differ. A collective inside a rank-dependent branch is the "
                     "usual cause: make every rank issue it.";
@@ -287,7 +289,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                     ", at seq " + std::to_string(e.seq) + " that " + others +
                     " never issued. NCCL pairs by position, so from there every call of " + others +
                     " was paired with an earlier call of " + who + ", and " + who + "'s last " +
-                    Plural(n, "call", "calls") +
+                    (n == 1 ? std::string("call") : Plural(n, "call", "calls")) +
                     " had no partner: a hang. A collective inside a rank-dependent branch is "
                     "the usual cause.";
       }
@@ -318,22 +320,24 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           break;
         case FindingKind::kDtypeMismatch:
           f.short_text = who + " passed " + std::string(DtypeName(a.dtype)) + " to " + ApiStr(a) +
-                         ", " + others + " " + std::string(DtypeName(b.dtype));
+                         " where " + others + " passed " + std::string(DtypeName(b.dtype));
           break;
         case FindingKind::kCountMismatch:
-          f.short_text = who + " passed count " + Thousands(a.count) + " to " + ApiStr(a) + ", " +
-                         others + " " + Thousands(b.count);
+          f.short_text = who + " passed count " + Thousands(a.count) + " to " + ApiStr(a) +
+                         " where " + others + " passed " + Thousands(b.count);
           break;
         case FindingKind::kRedopMismatch:
-          f.short_text = who + " reduces with " + std::string(RedOpName(a.op, a.flags)) + ", " +
-                         others + " with " + std::string(RedOpName(b.op, b.flags));
+          f.short_text = who + " passed op " + std::string(RedOpName(a.op, a.flags)) + " to " +
+                         ApiStr(a) + " where " + others + " passed " +
+                         std::string(RedOpName(b.op, b.flags));
           break;
         default:
           f.short_text = who + " passed root " + std::to_string(a.root_peer) + " to " + ApiStr(a) +
                          ", " + others + " root " + std::to_string(b.root_peer);
           break;
       }
-      f.message = PerPositionMessage(f.kind, a, b, who, others, c.nranks);
+      f.message =
+          PerPositionMessage(f.kind, e.seq, a, b, who, others, agreeing.size() > 1, c.nranks);
       break;
     }
   }

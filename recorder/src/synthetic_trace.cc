@@ -140,6 +140,7 @@ class ScriptedProcessWriter {
     for (size_t i = first; i < records.size(); ++i) {
       tw.Append(records[i]);
       *calls += records[i].kind == RecordKind::kCall;
+      if (p_.flush_every && (i - first + 1) % p_.flush_every == 0) tw.Flush();
     }
     if (p_.alive_until_ns > 0) {
       Record r{};

@@ -78,6 +78,7 @@ struct ScriptProcess {
   uint32_t ring_keep = 0;         // > 0: flight-recorder file holding only the last N calls
   int64_t alive_until_ns = 0;     // > 0: a clock pair this long after the first call (alive)
   uint64_t max_file_bytes = 0;    // > 0: the writer drops (and counts) records past this size
+  uint32_t flush_every = 0;       // > 0: flush a frame after every N records (torn-tail tests)
   std::string host = "synthetic";
 };
 

@@ -1,0 +1,452 @@
+#include "scenarios.h"
+
+namespace ncclrr::testing {
+
+ScriptCall AllReduce(uint64_t count, int tensor, Dtype dtype) {
+  ScriptCall c;
+  c.api = Api::kAllReduce;
+  c.count = count;
+  c.tensor = tensor;
+  c.dtype = dtype;
+  return c;
+}
+
+ScriptCall Collective(Api api, uint64_t count, int tensor, int root) {
+  ScriptCall c;
+  c.api = api;
+  c.count = count;
+  c.tensor = tensor;
+  c.root_peer = root;
+  return c;
+}
+
+namespace {
+
+ScriptCall Lifecycle(Api api) {
+  ScriptCall c;
+  c.api = api;
+  c.count = 0;
+  return c;
+}
+
+ScriptCall P2p(Api api, uint64_t count, int peer, int tensor, uint64_t group = 0) {
+  ScriptCall c;
+  c.api = api;
+  c.count = count;
+  c.root_peer = peer;
+  c.tensor = tensor;
+  c.group = group;
+  return c;
+}
+
+std::vector<int> Range(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// A training-like step: one allreduce per tensor, counts[i] for tensor i + 1. `order` (tensor
+// indices) changes the issue order on the processes it is given for.
+void Step(ScriptBuilder& b, int comm, const std::vector<uint64_t>& counts,
+          const std::function<void(int process, std::vector<int>& order)>& reorder = nullptr) {
+  for (int p : b.s.comms[comm].members) {
+    std::vector<int> order = Range(static_cast<int>(counts.size()));
+    if (reorder) reorder(p, order);
+    for (int i : order) {
+      ScriptCall c = AllReduce(counts[i], i + 1);
+      c.comm = comm;
+      b.On(p, c);
+    }
+  }
+}
+
+const std::vector<uint64_t> kBuckets = {1728, 36864, 512};
+const std::vector<uint64_t> kSameShape = {1728, 36864, 36864, 512};
+
+SyntheticScript CleanTwoRanks() {
+  ScriptBuilder b(2);
+  const int dp = b.Comm(0x11, "dp", {0, 1});
+  for (int step = 0; step < 6; ++step) Step(b, dp, kSameShape);
+  return b.s;
+}
+
+SyntheticScript CleanManyComms() {
+  ScriptBuilder b(8);
+  const int world = b.Comm(0x100, "world", Range(8));
+  std::vector<int> tp, dp;
+  for (int k = 0; k < 4; ++k)
+    tp.push_back(b.Comm(0x200 + k, "tp" + std::to_string(k), {2 * k, 2 * k + 1}));
+  dp.push_back(b.Comm(0x300, "dp.even", {0, 2, 4, 6}));
+  dp.push_back(b.Comm(0x301, "dp.odd", {1, 3, 5, 7}));
+  for (ScriptComm& c : b.s.comms)
+    if (c.id != 0x100) {
+      c.parent = 0x100;
+      c.origin = CommOrigin::kSplit;
+    }
+  b.All(world, Lifecycle(Api::kCommSplit));
+  b.All(world, Lifecycle(Api::kCommSplit));
+  b.All(world, Collective(Api::kBroadcast, 16, 9, 0));
+  for (int step = 0; step < 3; ++step) {
+    for (int c : tp) {
+      b.All(c, Collective(Api::kAllGather, 256, 1));
+      b.All(c, Collective(Api::kReduceScatter, 128, 2));
+    }
+    for (int c : dp) b.All(c, AllReduce(4096, 3));
+    for (int p = 0; p < 8; ++p) {  // a ring exchange in one group
+      ScriptCall s = P2p(Api::kSend, 64, (p + 1) % 8, 4, step + 1);
+      ScriptCall r = P2p(Api::kRecv, 64, (p + 7) % 8, 5, step + 1);
+      s.comm = r.comm = world;
+      b.On(p, s);
+      b.On(p, r);
+    }
+    b.All(world, Collective(Api::kReduce, 32, 6, 2));
+    b.All(world, Collective(Api::kAlltoAll, 8, 7));
+  }
+  for (size_t c = 0; c < b.s.comms.size(); ++c)
+    b.All(static_cast<int>(c), Lifecycle(Api::kCommDestroy));
+  return b.s;
+}
+
+SyntheticScript CountMismatch() {
+  ScriptBuilder b(4);
+  const int dp = b.Comm(0x5a17c0de00000001ull, "dp", Range(4));
+  for (int step = 0; step < 5; ++step) {
+    b.All(dp, AllReduce(1728, 1));
+    b.All(dp, AllReduce(36864, 2), [&](int p, ScriptCall& c) {
+      if (p == 2 && step >= 2) c.count = 36928;
+    });
+    b.All(dp, AllReduce(512, 3));
+  }
+  return b.s;
+}
+
+SyntheticScript AllGatherCount() {
+  ScriptBuilder b(4);
+  const int w = b.Comm(0x21, "world", Range(4));
+  for (int step = 0; step < 2; ++step) {
+    b.All(w, Collective(Api::kAllGather, 1000, 1), [&](int p, ScriptCall& c) {
+      if (p == 3 && step == 1) c.count = 1024;
+    });
+    b.All(w, AllReduce(10, 2));
+  }
+  return b.s;
+}
+
+SyntheticScript DtypeMismatch() {
+  ScriptBuilder b(2);
+  const int w = b.Comm(0x22, "world", {0, 1});
+  for (int step = 0; step < 3; ++step)
+    b.All(w, AllReduce(4096, 1), [&](int p, ScriptCall& c) {
+      if (p == 1 && step == 1) c.dtype = Dtype::kFloat16;
+    });
+  return b.s;
+}
+
+SyntheticScript OpMismatch() {
+  ScriptBuilder b(3);
+  const int w = b.Comm(0x23, "world", Range(3));
+  for (int step = 0; step < 2; ++step) {
+    b.All(w, AllReduce(100, 1));
+    b.All(w, Collective(Api::kBroadcast, 100, 2, 0), [&](int p, ScriptCall& c) {
+      if (p == 2 && step == 1) c = AllReduce(100, 2);
+    });
+  }
+  return b.s;
+}
+
+SyntheticScript RedopMismatch() {
+  ScriptBuilder b(3);
+  const int w = b.Comm(0x24, "world", Range(3));
+  for (int step = 0; step < 3; ++step)
+    b.All(w, AllReduce(64, 1), [&](int p, ScriptCall& c) {
+      if (p == 1 && step == 2) c.op = 2;  // max
+    });
+  return b.s;
+}
+
+SyntheticScript RootMismatch() {
+  ScriptBuilder b(4);
+  const int w = b.Comm(0x25, "world", Range(4));
+  for (int step = 0; step < 3; ++step)
+    b.All(w, Collective(Api::kBroadcast, 256, 1, 0), [&](int p, ScriptCall& c) {
+      if (p == 3 && step == 0) c.root_peer = 1;
+    });
+  return b.s;
+}
+
+SyntheticScript OrderSwap() {
+  ScriptBuilder b(2);
+  const int dp = b.Comm(0x5a17c0de00000001ull, "synthetic.dp", {0, 1});
+  for (int step = 0; step < 8; ++step)
+    Step(b, dp, kBuckets, [&](int p, std::vector<int>& o) {
+      if (p == 1 && step >= 5) std::swap(o[0], o[1]);
+    });
+  return b.s;
+}
+
+SyntheticScript SuspectedSwap(bool call_sites) {
+  ScriptBuilder b(4);
+  const int dp = b.Comm(0x31, "dp", Range(4));
+  for (int step = 0; step < 8; ++step)
+    Step(b, dp, kSameShape, [&](int p, std::vector<int>& o) {
+      if (p == 3 && step == 2) std::swap(o[1], o[2]);
+    });
+  if (call_sites)
+    for (ScriptProcess& p : b.s.processes)
+      for (ScriptCall& c : p.calls) c.callsite = static_cast<uint32_t>(c.tensor);
+  return b.s;
+}
+
+SyntheticScript MissingCallEnd() {
+  ScriptBuilder b(4);
+  const int dp = b.Comm(0x41, "dp", Range(4));
+  for (int step = 0; step < 5; ++step) Step(b, dp, kBuckets);
+  b.s.processes[1].calls.resize(10);  // rank 1 stops after seq 9
+  return b.s;
+}
+
+SyntheticScript MissingCallSkip() {
+  ScriptBuilder b(3);
+  const int dp = b.Comm(0x42, "dp", Range(3));
+  for (int step = 0; step < 6; ++step)
+    Step(b, dp, kBuckets, [&](int p, std::vector<int>& o) {
+      if (p == 2 && step == 2) o.pop_back();  // rank 2 skips AllReduce(512) once
+    });
+  return b.s;
+}
+
+SyntheticScript ExtraCall() {
+  ScriptBuilder b(3);
+  const int dp = b.Comm(0x43, "dp", Range(3));
+  for (int step = 0; step < 6; ++step) {
+    Step(b, dp, kBuckets);
+    if (step == 3)
+      b.On(0, [&] {
+        ScriptCall c = AllReduce(4, 9);
+        c.comm = dp;
+        return c;
+      }());
+  }
+  return b.s;
+}
+
+SyntheticScript P2pMismatch() {
+  ScriptBuilder b(2);
+  const int pp = b.Comm(0x51, "pp", {0, 1});
+  for (int step = 0; step < 4; ++step) {
+    ScriptCall s = P2p(Api::kSend, 1024, 1, 1);
+    ScriptCall r = P2p(Api::kRecv, step == 2 ? 512 : 1024, 0, 2);
+    s.comm = r.comm = pp;
+    b.On(0, s);
+    b.On(1, r);
+  }
+  ScriptCall extra = P2p(Api::kSend, 8, 1, 3);
+  extra.comm = pp;
+  b.On(0, extra);
+  return b.s;
+}
+
+SyntheticScript CrossCommOrder() {
+  ScriptBuilder b(2);
+  const int a = b.Comm(0xa1, "A", {0, 1});
+  const int c = b.Comm(0xb1, "B", {0, 1});
+  for (int step = 0; step < 2; ++step) {
+    ScriptCall x = AllReduce(1024, 1), y = AllReduce(2048, 2);
+    x.comm = a;
+    y.comm = c;
+    b.On(0, x);
+    b.On(0, y);
+    b.On(1, step == 1 ? y : x);
+    b.On(1, step == 1 ? x : y);
+  }
+  return b.s;
+}
+
+SyntheticScript CrossCommBlocked() {
+  ScriptBuilder b(2);
+  const int a = b.Comm(0xa2, "A", {0, 1});
+  const int c = b.Comm(0xb2, "B", {0, 1});
+  ScriptCall x = AllReduce(1024, 1), y = AllReduce(2048, 2);
+  x.comm = a;
+  y.comm = c;
+  b.On(0, x);  // each rank blocks in its first call: neither issues the second
+  b.On(1, y);
+  return b.s;
+}
+
+// Each process captures two allreduces into a graph (ids differ per process) and launches it.
+SyntheticScript Graphs(bool template_differs, bool launches_differ) {
+  ScriptBuilder b(2);
+  const int w = b.Comm(0x61, "graphs", {0, 1});
+  for (int p = 0; p < 2; ++p) {
+    const uint64_t graph = 0x6000 + p;
+    ScriptCall eager = AllReduce(16, 1);
+    eager.comm = w;
+    b.On(p, eager);
+    for (int k = 0; k < 2; ++k) {
+      ScriptCall t = AllReduce(k == 0 ? 1024 : 2048, 2 + k);
+      t.comm = w;
+      t.capture = 1;
+      t.graph = graph;
+      if (template_differs && p == 1 && k == 1) t.count = 4096;
+      b.On(p, t);
+    }
+    const int launches = launches_differ && p == 1 ? 2 : 3;
+    for (int l = 0; l < launches; ++l) {
+      ScriptCall launch;
+      launch.launch_graph = graph;
+      b.On(p, launch);
+    }
+    b.On(p, eager);
+  }
+  return b.s;
+}
+
+SyntheticScript LifecycleErrors() {
+  ScriptBuilder b(3);
+  const int c = b.Comm(0x71, "lifecycle", Range(3));
+  b.All(c, AllReduce(8, 1));
+  b.All(c, AllReduce(8, 1));
+  b.On(1, [&] {
+    ScriptCall d = Lifecycle(Api::kCommDestroy);
+    d.comm = c;
+    return d;
+  }());
+  b.All(c, AllReduce(8, 1));  // rank 1 issues it after destroying the comm
+  for (int p : {0, 2}) {
+    ScriptCall f = Lifecycle(Api::kCommFinalize);
+    f.comm = c;
+    b.On(p, f);
+  }
+  return b.s;
+}
+
+SyntheticScript SplitMismatch() {
+  ScriptBuilder b(4);
+  const int world = b.Comm(0x81, "world", Range(4));
+  const int sub = b.Comm(0x82, "sub", {0, 1, 2});
+  b.s.comms[sub].parent = 0x81;
+  b.s.comms[sub].origin = CommOrigin::kSplit;
+  b.All(world, AllReduce(8, 1));
+  for (int p : {0, 1, 2}) {
+    ScriptCall s = Lifecycle(Api::kCommSplit);
+    s.comm = world;
+    b.On(p, s);
+  }
+  b.All(sub, AllReduce(8, 2));
+  return b.s;
+}
+
+SyntheticScript NcclErrors() {
+  ScriptBuilder b(2);
+  const int w = b.Comm(0x91, "world", {0, 1});
+  for (int step = 0; step < 3; ++step)
+    b.All(w, AllReduce(128, 1), [&](int p, ScriptCall& c) {
+      if (p == 1 && step == 1) c.result = 6;  // ncclRemoteError
+    });
+  ScriptCall async = Lifecycle(Api::kAsyncErrorChange);
+  async.comm = w;
+  async.result = 6;
+  b.On(0, async);
+  return b.s;
+}
+
+SyntheticScript RingModeClean() {
+  ScriptBuilder b(4);
+  const int dp = b.Comm(0xd1, "dp", Range(4));
+  for (int step = 0; step < 20; ++step) Step(b, dp, kBuckets);
+  for (int p = 0; p < 4; ++p) b.s.processes[p].ring_keep = 10 + 3 * p;
+  return b.s;
+}
+
+SyntheticScript RingModeSwap() {
+  ScriptBuilder b(2);
+  const int dp = b.Comm(0xd2, "dp", {0, 1});
+  for (int step = 0; step < 20; ++step)
+    Step(b, dp, kBuckets, [&](int p, std::vector<int>& o) {
+      if (p == 1 && step == 19) std::swap(o[1], o[2]);
+    });
+  for (ScriptProcess& p : b.s.processes) p.ring_keep = 12;
+  return b.s;
+}
+
+SyntheticScript TornFile() {
+  ScriptBuilder b(3);
+  const int dp = b.Comm(0xe1, "dp", Range(3));
+  for (int step = 0; step < 10; ++step) Step(b, dp, kBuckets);
+  for (ScriptProcess& p : b.s.processes) p.flush_every = 6;
+  b.s.processes[2].close = false;
+  b.s.processes[2].truncate_bytes = 40;  // the last frame is cut: where rank 2 stopped is lost
+  b.s.processes[2].calls.resize(20);
+  return b.s;
+}
+
+SyntheticScript UnclosedAlive() {
+  ScriptBuilder b(3);
+  const int dp = b.Comm(0xe2, "dp", Range(3));
+  for (int step = 0; step < 10; ++step) Step(b, dp, kBuckets);
+  b.s.processes[1].close = false;  // killed after a long wait: its file has no footer ...
+  b.s.processes[1].calls.resize(20);
+  b.s.processes[1].alive_until_ns = 30'000'000'000;  // ... but it was alive 30 s later
+  return b.s;
+}
+
+SyntheticScript MissingRankFile() {
+  ScriptBuilder b(3);
+  const int dp = b.Comm(0xe3, "dp", Range(3));
+  b.s.comms[dp].nranks_override = 4;  // rank 3's process was not recorded
+  for (int step = 0; step < 3; ++step) Step(b, dp, kBuckets);
+  return b.s;
+}
+
+SyntheticScript ManyRanks() {
+  ScriptBuilder b(64);
+  const int w = b.Comm(0xf1, "world", Range(64));
+  for (int step = 0; step < 10; ++step) {
+    b.All(w, AllReduce(1000, 1));
+    b.All(w, Collective(Api::kAllGather, 64, 2), [&](int p, ScriptCall& c) {
+      if (p == 37 && step == 4) c.count = 65;
+    });
+    b.All(w, Collective(Api::kReduceScatter, 32, 3));
+  }
+  return b.s;
+}
+
+}  // namespace
+
+const std::vector<Scenario>& GoldenScenarios() {
+  static const std::vector<Scenario> kAll = {
+      {"clean_two_ranks", CleanTwoRanks},
+      {"clean_many_comms", CleanManyComms},
+      {"count_mismatch", CountMismatch},
+      {"allgather_count", AllGatherCount},
+      {"dtype_mismatch", DtypeMismatch},
+      {"op_mismatch", OpMismatch},
+      {"redop_mismatch", RedopMismatch},
+      {"root_mismatch", RootMismatch},
+      {"order_swap", OrderSwap},
+      {"suspected_swap", [] { return SuspectedSwap(false); }},
+      {"order_swap_callsites", [] { return SuspectedSwap(true); }},
+      {"missing_call_end", MissingCallEnd},
+      {"missing_call_skip", MissingCallSkip},
+      {"extra_call", ExtraCall},
+      {"p2p_mismatch", P2pMismatch},
+      {"cross_comm_order", CrossCommOrder},
+      {"cross_comm_blocked", CrossCommBlocked},
+      {"graphs_clean", [] { return Graphs(false, false); }},
+      {"graph_template_mismatch", [] { return Graphs(true, false); }},
+      {"graph_launch_mismatch", [] { return Graphs(false, true); }},
+      {"lifecycle_errors", LifecycleErrors},
+      {"split_mismatch", SplitMismatch},
+      {"nccl_errors", NcclErrors},
+      {"ring_mode_clean", RingModeClean},
+      {"ring_mode_swap", RingModeSwap},
+      {"torn_file", TornFile},
+      {"unclosed_alive", UnclosedAlive},
+      {"missing_rank_file", MissingRankFile},
+      {"many_ranks", ManyRanks},
+  };
+  return kAll;
+}
+
+}  // namespace ncclrr::testing
