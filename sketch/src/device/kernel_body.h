@@ -1,0 +1,273 @@
+#pragma once
+// The body of the sketch kernel, written once against an execution policy X so that the same
+// source runs as CUDA (sketch_kernel.cu, X = DeviceExec) and on the host emulator that the CI
+// tests use (tests/sketch/kernel_emulator.cc, X = one OS thread per GPU thread). X provides:
+//   int tid(); uint32_t cta(); void sync();            // __syncthreads
+//   T shfl_down(T v, int offset);                      // within the warp, all 32 lanes
+//   uint32_t atomic_add(uint32_t* p, uint32_t v);      // device-scope atomic
+//   void fence(); void fence_system();                 // __threadfence(_system)
+//   uint64_t load_cg(const uint64_t* p);               // load that bypasses L1
+//
+// One CTA (8 warps) handles one tile: T chunks of one block (T a power of two >= 8). Chunks are
+// taken 8 per round, one per warp; each warp computes a chunk's partial exactly as
+// host_sketch.cc does (sketch_core.h), the round is reduced by the stride tree's first three
+// levels and pushed onto a per-word TreeStack, and the tile's node goes to scratch. The last CTA
+// to finish (arrival counter) runs the remaining stride-tree levels over the tiles of each block,
+// gathers the samples and publishes the results into the pinned slot.
+#include "device/kernel_abi.h"
+#include "sketch_core.h"
+
+#if defined(__CUDACC__)
+#define NCCLRR_KD __device__ __forceinline__
+#define NCCLRR_UNROLL _Pragma("unroll")
+#else
+#define NCCLRR_KD inline
+#define NCCLRR_UNROLL
+#endif
+
+namespace ncclrr::sketch::kbody {
+
+using core::kPartialWords;
+using core::kStackDepth;
+using kabi::Job;
+using kabi::kWarpsPerCta;
+
+struct CtaShared {
+  uint32_t eta[core::kLanes][16];  // eta words of each lane's positions (same for every warp)
+  uint64_t part[kWarpsPerCta][kPartialWords];  // chunk partials of the current round
+  uint64_t main_stack[kStackDepth][kPartialWords];
+  uint64_t race_stack[kStackDepth][kPartialWords];
+  uint64_t generation;
+  uint32_t is_last;
+};
+
+// One lane's elements of one row, kept packed in 32-bit words (16 bytes; 32 for 8-byte types)
+// so that a batch of rows costs few registers; ExtractRaw unpacks element v (little endian).
+template <class D>
+inline constexpr int kRowWords = int(sizeof(typename D::Raw) * D::V / 4);
+
+template <class D>
+NCCLRR_KD void LoadRowWords(const typename D::Raw* p, bool vector_ok, uint32_t* w) {
+#if defined(__CUDA_ARCH__)
+  if (vector_ok) {
+    NCCLRR_UNROLL
+    for (int i = 0; i < kRowWords<D> / 4; ++i) {
+      const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+      w[4 * i] = v.x;
+      w[4 * i + 1] = v.y;
+      w[4 * i + 2] = v.z;
+      w[4 * i + 3] = v.w;
+    }
+    return;
+  }
+#endif
+  (void)vector_ok;
+  memcpy(w, p, sizeof(uint32_t) * kRowWords<D>);
+}
+
+template <class D>
+NCCLRR_KD typename D::Raw ExtractRaw(const uint32_t* w, int v) {
+  using Raw = typename D::Raw;
+  if constexpr (sizeof(Raw) == 1) return Raw(w[v >> 2] >> ((v & 3) * 8));
+  if constexpr (sizeof(Raw) == 2) return Raw(w[v >> 1] >> ((v & 1) * 16));
+  if constexpr (sizeof(Raw) == 4) return Raw(w[v]);
+  if constexpr (sizeof(Raw) == 8) return Raw(uint64_t(w[2 * v]) | (uint64_t(w[2 * v + 1]) << 32));
+}
+
+// The partial of chunk `chunk` of a block, computed by one warp; lane 0 writes it to `dst`.
+template <class D, class X>
+NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_count,
+                         uint64_t block_first, uint64_t chunk, int lane, const uint32_t* eta,
+                         uint64_t* dst) {
+  using Raw = typename D::Raw;
+  constexpr uint32_t kRow = core::kRowElems<D>;
+  constexpr uint32_t kRows = core::kRows<D>;
+  const uint64_t off = chunk * core::kChunk;
+  const uint64_t rest = block_count - off;
+  const uint64_t n = rest < core::kChunk ? rest : core::kChunk;
+  const Raw* p = block + off;
+  const uint64_t g = block_first + off;
+  core::LaneState<D> s;
+  core::LaneInit(s);
+  if (n == core::kChunk) {
+    // Full chunk: every lane has all its elements; rows are loaded in batches to keep several
+    // loads in flight per lane.
+    const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+    constexpr uint32_t kBatch = sizeof(Raw) == 8 ? 4 : 8;
+    static_assert(kRows % kBatch == 0, "rows come in whole batches");
+    for (uint32_t r0 = 0; r0 < kRows; r0 += kBatch) {
+      uint32_t words[kBatch][kRowWords<D>];
+      NCCLRR_UNROLL
+      for (uint32_t i = 0; i < kBatch; ++i)
+        LoadRowWords<D>(p + (r0 + i) * kRow + uint32_t(lane) * D::V, vector_ok, words[i]);
+      NCCLRR_UNROLL
+      for (uint32_t i = 0; i < kBatch; ++i) {
+        const uint64_t pos = uint64_t(r0 + i) * kRow + uint64_t(lane) * D::V;
+        const uint32_t eps = core::EpsBits(g + pos, D::V);
+        NCCLRR_UNROLL
+        for (int v = 0; v < D::V; ++v)
+          core::LaneElement(s, v, ExtractRaw<D>(words[i], v), (eps >> v) & 1u);
+      }
+    }
+  } else {
+    for (uint32_t r = 0; r < kRows; ++r) {
+      const uint64_t pos = uint64_t(r) * kRow + uint64_t(lane) * D::V;
+      if (pos >= n) break;
+      const int nv = n - pos < uint64_t(D::V) ? int(n - pos) : D::V;
+      const uint32_t eps = core::EpsBits(g + pos, D::V);
+      for (int v = 0; v < nv; ++v) core::LaneElement(s, v, p[pos + v], (eps >> v) & 1u);
+    }
+  }
+  core::DotType<D> dots[core::kDots];
+  core::LaneDots(s, eta, dots);
+  auto ss = s.ss;
+  uint32_t nan = s.nan, posinf = s.posinf, neginf = s.neginf;
+  for (int offset = core::kLanes / 2; offset >= 1; offset >>= 1) {
+    NCCLRR_UNROLL
+    for (int k = 0; k < core::kDots; ++k)
+      dots[k] = core::LaneSum(dots[k], x.shfl_down(dots[k], offset));
+    ss = core::LaneSum(ss, x.shfl_down(ss, offset));
+    nan += x.shfl_down(nan, offset);
+    posinf += x.shfl_down(posinf, offset);
+    neginf += x.shfl_down(neginf, offset);
+  }
+  if (lane == 0) {
+    core::Partial part;
+    core::ChunkPartial<D>(dots, double(ss), nan, posinf, neginf, part);
+    for (int w = 0; w < kPartialWords; ++w) dst[w] = part.w[w];
+  }
+}
+
+// One tile: rounds of up to 8 leaves (chunks in full mode, sampled chunks in race-only mode).
+template <class D, class X>
+NCCLRR_KD void TileWork(X& x, const Job& job, uint32_t t, CtaShared& sh) {
+  const bool int_dots = D::kKind == core::AccKind::kInt;
+  const bool full = job.mode & kabi::kModeFull, race = job.mode & kabi::kModeRace;
+  const uint32_t b = t / job.tiles_per_block, tb = t % job.tiles_per_block;
+  const uint64_t cpb = (job.block_count + core::kChunk - 1) / core::kChunk;
+  const uint64_t c0 = uint64_t(tb) * job.tile_chunks;
+  const uint64_t c1 = c0 + job.tile_chunks < cpb ? c0 + job.tile_chunks : cpb;
+  const uint64_t span = c1 > c0 ? c1 - c0 : 0;
+  const uint64_t leaves = full ? span : (span + core::kRaceStride - 1) / core::kRaceStride;
+  const uint64_t rounds = (leaves + kWarpsPerCta - 1) / kWarpsPerCta;
+  const uint64_t block_first = job.g0 + uint64_t(b) * job.gstride;
+  const auto* block = static_cast<const typename D::Raw*>(job.data) + uint64_t(b) * job.block_count;
+  const int tid = x.tid(), warp = tid / core::kLanes, lane = tid % core::kLanes;
+  if (warp == 0) core::LaneEta<D>(block_first, lane, sh.eta[lane]);
+  x.sync();
+  const uint32_t* eta = sh.eta[lane];
+  for (uint64_t q = 0; q < rounds; ++q) {
+    const uint64_t leaf = q * kWarpsPerCta + uint64_t(warp);
+    if (leaf < leaves) {
+      const uint64_t chunk = c0 + (full ? leaf : leaf * core::kRaceStride);
+      ChunkWarp<D>(x, block, job.block_count, block_first, chunk, lane, eta, sh.part[warp]);
+    }
+    x.sync();
+    if (tid < kPartialWords) {
+      const uint64_t rest = leaves - q * kWarpsPerCta;
+      const int m = rest < uint64_t(kWarpsPerCta) ? int(rest) : kWarpsPerCta;
+      if (full && race)  // one race leaf per round: the round's first chunk (c % 8 == 0)
+        core::StackPushWord(sh.race_stack, q, sh.part[0][tid], tid, int_dots);
+      const uint64_t node = core::RoundTreeWord(sh.part, m, tid, int_dots);
+      core::StackPushWord(full ? sh.main_stack : sh.race_stack, q, node, tid, int_dots);
+    }
+    x.sync();
+  }
+  if (tid < kPartialWords) {
+    const uint32_t ntiles = kabi::JobCtas(job);
+    if (full) job.scratch[t].w[tid] = core::StackFoldWord(sh.main_stack, rounds, tid, int_dots);
+    if (race)
+      job.scratch[ntiles + t].w[tid] = core::StackFoldWord(sh.race_stack, rounds, tid, int_dots);
+  }
+}
+
+// The last CTA of a job: remaining tree levels, samples, publication.
+template <class D, class X>
+NCCLRR_KD void FinishJob(X& x, const Job& job, CtaShared& sh) {
+  const bool int_dots = D::kKind == core::AccKind::kInt;
+  const int tid = x.tid();
+  const uint32_t tpb = job.tiles_per_block, ntiles = kabi::JobCtas(job);
+  if (tid == 0) {
+    const uint64_t gen = job.control->generation + 1;
+    job.control->generation = gen;
+    job.control->arrived = 0;  // ready for the next launch of this slot (graphs relaunch)
+    sh.generation = gen;
+    job.header->begin = gen;
+    x.fence_system();
+  }
+  x.sync();
+  uint64_t* words = &job.scratch[0].w[0];
+  for (uint32_t s = 1; s < tpb; s <<= 1) {
+    const uint32_t pairs = (tpb + 2 * s - 1) / (2 * s);
+    // Trees to reduce: blocks [0, nblocks) of the main region, [nblocks, 2 nblocks) of the race
+    // region, as the mode asks.
+    const uint32_t bb0 = (job.mode & kabi::kModeFull) ? 0 : job.nblocks;
+    const uint32_t bb1 = (job.mode & kabi::kModeRace) ? 2 * job.nblocks : job.nblocks;
+    const uint32_t work = (bb1 - bb0) * pairs * kPartialWords;
+    for (uint32_t i = uint32_t(tid); i < work; i += kabi::kThreadsPerCta) {
+      const uint32_t w = i % kPartialWords, rest = i / kPartialWords;
+      const uint32_t pair = rest % pairs, bb = bb0 + rest / pairs;
+      const uint32_t left = pair * 2 * s;
+      if (left + s >= tpb) continue;
+      const uint64_t base = (bb >= job.nblocks ? ntiles + (bb - job.nblocks) * tpb : bb * tpb);
+      uint64_t* a = words + (base + left) * kPartialWords + w;
+      const uint64_t* c = words + (base + left + s) * kPartialWords + w;
+      *a = core::WordAdd(x.load_cg(a), x.load_cg(c), int(w), int_dots);
+    }
+    x.sync();
+  }
+  for (uint32_t i = uint32_t(tid); i < job.nblocks * kPartialWords; i += kabi::kThreadsPerCta) {
+    const uint32_t b = i / kPartialWords, w = i % kPartialWords;
+    if (job.mode & kabi::kModeFull) job.out_main[b].w[w] = x.load_cg(&job.scratch[b * tpb].w[w]);
+    if (job.mode & kabi::kModeRace)
+      job.out_race[b].w[w] = x.load_cg(&job.scratch[ntiles + b * tpb].w[w]);
+  }
+  const auto* data = static_cast<const typename D::Raw*>(job.data);
+  const uint32_t per_block = (job.mode & kabi::kModeFull) ? job.samples_per_block : 0;
+  const uint32_t race_samples = (job.mode & kabi::kModeRace) ? job.race_samples : 0;
+  const uint32_t nsamples = job.nblocks * per_block + race_samples;
+  for (uint32_t i = uint32_t(tid); i < nsamples; i += kabi::kThreadsPerCta) {
+    uint64_t index;
+    if (i < job.nblocks * per_block) {
+      const uint32_t b = i / per_block, j = i % per_block;
+      if (j >= core::SampleCount(job.block_count, per_block)) continue;
+      index = uint64_t(b) * job.block_count + core::SampleIndex(job.block_count, per_block, j);
+    } else {
+      const uint32_t j = i - job.nblocks * per_block;
+      const uint64_t total = job.block_count * job.nblocks;
+      if (j >= core::SampleCount(total, race_samples)) continue;
+      index = core::SampleIndex(total, race_samples, j);
+    }
+    job.out_samples[i] = core::SampleValue<D>(data[index]);
+  }
+  x.fence_system();
+  x.sync();
+  if (tid == 0) job.header->done = sh.generation;
+}
+
+template <class D, class X>
+NCCLRR_KD void RunJob(X& x, const Job& job, uint32_t t, CtaShared& sh) {
+  TileWork<D>(x, job, t, sh);
+  x.fence();  // this CTA's tile partials before its arrival
+  x.sync();
+  if (x.tid() == 0) {
+    const uint32_t before = x.atomic_add(&job.control->arrived, 1u);
+    sh.is_last = before + 1 == kabi::JobCtas(job);
+  }
+  x.sync();
+  if (!sh.is_last) return;
+  x.fence();  // see every other CTA's tile partials
+  FinishJob<D>(x, job, sh);
+}
+
+// Every job of a launch has datatype D (one kernel per datatype keeps each one's register
+// allocation to what it needs).
+template <class D, class X>
+NCCLRR_KD void CtaMain(X& x, const kabi::Launch& launch, CtaShared& sh) {
+  const uint32_t cta = x.cta();
+  uint32_t j = 0;
+  while (j + 1 < launch.njobs && cta >= launch.jobs[j + 1].cta_begin) ++j;
+  RunJob<D>(x, launch.jobs[j], cta - launch.jobs[j].cta_begin, sh);
+}
+
+}  // namespace ncclrr::sketch::kbody

@@ -1,0 +1,487 @@
+#pragma once
+// The sketch algorithm, shared word for word by the host implementation (host_sketch.cc) and the
+// CUDA kernel (device/sketch_kernel.cu). Everything that decides a rounding step lives here, so
+// that both produce bit-identical results; docs/sketches.md states the algorithm in prose.
+//
+// Rules for this file: no allocation, no standard library beyond these headers, every
+// function usable on host and device (NCCLRR_HD), every floating-point operation spelled out
+// through Add/Mul (no contraction into FMA, no reassociation).
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define NCCLRR_HD __host__ __device__ __forceinline__
+#else
+#define NCCLRR_HD inline
+#endif
+
+namespace ncclrr::sketch::core {
+
+inline constexpr int kDots = 16;              // signed projections per sketch
+inline constexpr uint64_t kChunk = 4096;      // elements per fp32 partial
+inline constexpr int kLanes = 32;             // lanes (GPU warp width) per chunk
+inline constexpr uint32_t kClasses = 128;     // projection signs repeat with period 128
+inline constexpr uint64_t kRaceStride = 8;    // the race sample re-reads chunks c % 8 == 0
+inline constexpr uint32_t kMaxSamples = 256;  // raw values kept per sketch
+
+// ---- Hashing and signs -------------------------------------------------------------------
+// Element g (global index) gets 16 signs s_k(g) = eps(g) * eta_k(g mod 128):
+//  * eps(g) is bit (g mod 64) of Mix64(g / 64): one 64-bit hash per 64 elements;
+//  * eta_k(c) = (-1)^popcount(c & EtaMask(k)): 16 distinct rows of the 128x128 Hadamard matrix,
+//    so the 16 projections of any class-balanced error are uncorrelated.
+// Every element then costs one signed add into its position's accumulator; the 16 projections
+// are formed once per lane and chunk (see LaneDots), which is what lets 1- and 2-byte types run
+// at memory speed on the GPU.
+NCCLRR_HD uint64_t Mix64(uint64_t z) {  // splitmix64 finalizer
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+NCCLRR_HD uint32_t EtaMask(int k) { return uint32_t((k + 1) * 79) & (kClasses - 1); }
+
+NCCLRR_HD int Popcount32(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __popc(v);
+#else
+  return __builtin_popcount(v);
+#endif
+}
+
+// Bit k set: projection k subtracts elements of class c (before eps is applied).
+NCCLRR_HD uint32_t EtaWord(uint32_t c) {
+  uint32_t w = 0;
+  for (int k = 0; k < kDots; ++k) w |= uint32_t(Popcount32(c & EtaMask(k)) & 1) << k;
+  return w;
+}
+
+// Bits v = 0..n-1 (n <= 32): eps(g + v).
+NCCLRR_HD uint32_t EpsBits(uint64_t g, int n) {
+  const uint32_t off = uint32_t(g & 63);
+  uint64_t bits = Mix64(g >> 6) >> off;
+  if (off + uint32_t(n) > 64) bits |= Mix64((g >> 6) + 1) << (64 - off);
+  return uint32_t(bits) & (n >= 32 ? 0xffffffffu : ((1u << n) - 1));
+}
+
+// ---- Exact arithmetic helpers --------------------------------------------------------------
+NCCLRR_HD float AddF(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+NCCLRR_HD float MulF(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+NCCLRR_HD double AddD(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+NCCLRR_HD double MulD(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+#if defined(__CUDA_ARCH__)
+NCCLRR_HD float BitsToF(uint32_t u) { return __uint_as_float(u); }
+NCCLRR_HD uint32_t FToBits(float f) { return __float_as_uint(f); }
+NCCLRR_HD double BitsToD(uint64_t u) { return __longlong_as_double((long long)u); }
+NCCLRR_HD uint64_t DToBits(double d) { return (uint64_t)__double_as_longlong(d); }
+#else
+NCCLRR_HD float BitsToF(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+NCCLRR_HD uint32_t FToBits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+NCCLRR_HD double BitsToD(uint64_t u) {
+  double d;
+  memcpy(&d, &u, 8);
+  return d;
+}
+NCCLRR_HD uint64_t DToBits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  return u;
+}
+#endif
+NCCLRR_HD double I64ToD(int64_t v) {
+#if defined(__CUDA_ARCH__)
+  return __ll2double_rn(v);
+#else
+  return double(v);
+#endif
+}
+NCCLRR_HD double U64ToD(uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  return __ull2double_rn(v);
+#else
+  return double(v);
+#endif
+}
+inline constexpr uint64_t kCanonicalNaN = 0x7ff8000000000000ull;
+
+// ---- Datatypes ---------------------------------------------------------------------------
+// What an element is worth: finite (value in x), NaN, +Inf or -Inf.
+enum ElemClass : uint32_t { kFinite = 0, kNaN = 1, kPosInf = 2, kNegInf = 3 };
+
+enum class AccKind : uint8_t { kFloat32, kFloat64, kInt };
+
+// Per-dtype traits. Raw: storage type. V: positions per lane (16 bytes of data per lane and row,
+// at least 4 so that a row spans 128 classes). Acc: lane accumulator type.
+// Decode(raw, &cls) returns the exact value of a finite element (exact for every format here,
+// so any correct converter agrees with it bit for bit).
+struct TraitsF32 {
+  using Raw = uint32_t;
+  using Acc = float;
+  static constexpr AccKind kKind = AccKind::kFloat32;
+  static constexpr int V = 4;
+  NCCLRR_HD static float Decode(Raw r, uint32_t* cls) {
+    if ((r & 0x7f800000u) == 0x7f800000u) {
+      *cls = (r & 0x007fffffu) ? kNaN : ((r >> 31) ? kNegInf : kPosInf);
+      return 0.0f;
+    }
+    *cls = kFinite;
+    return BitsToF(r);
+  }
+};
+struct TraitsF64 {
+  using Raw = uint64_t;
+  using Acc = double;
+  static constexpr AccKind kKind = AccKind::kFloat64;
+  static constexpr int V = 4;
+  NCCLRR_HD static double Decode(Raw r, uint32_t* cls) {
+    if ((r & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
+      *cls = (r & 0x000fffffffffffffull) ? kNaN : ((r >> 63) ? kNegInf : kPosInf);
+      return 0.0;
+    }
+    *cls = kFinite;
+    return BitsToD(r);
+  }
+};
+// Narrow floats: the magnitude bits are placed into a float's exponent/mantissa (<< kShift) and
+// scaled by a power of two (kScale, bits of a float; 0: none) — exact for normals and subnormals
+// alike (it needs no flush-to-zero: the host guards MXCSR, the device compiles with -ftz=false).
+// Non-finite: all of kSpecial set; NaN when any of kNanBits is set too, else +-Inf. e4m3 ("FN")
+// has no infinities: kSpecial = kNanBits = 0x7f, so only S.1111.111 is special, and it is NaN.
+template <typename R, int kV, uint32_t kSpecial, uint32_t kNanBits, int kShift, uint32_t kScale>
+struct TraitsMinifloat {
+  using Raw = R;
+  using Acc = float;
+  static constexpr AccKind kKind = AccKind::kFloat32;
+  static constexpr int V = kV;
+  static constexpr uint32_t kSign = 1u << (8 * sizeof(R) - 1);
+  NCCLRR_HD static float Decode(Raw r, uint32_t* cls) {
+    if ((r & kSpecial) == kSpecial) {
+      *cls = (r & kNanBits) ? kNaN : ((r & kSign) ? kNegInf : kPosInf);
+      return 0.0f;
+    }
+    *cls = kFinite;
+    const float mag = BitsToF(uint32_t(r & (kSign - 1)) << kShift);
+    const float scaled = kScale ? MulF(mag, BitsToF(kScale)) : mag;
+    return BitsToF(FToBits(scaled) | (uint32_t(r & kSign) << (32 - 8 * sizeof(R))));
+  }
+};
+using TraitsF16 = TraitsMinifloat<uint16_t, 8, 0x7c00u, 0x03ffu, 13, 0x77800000u /* 2^112 */>;
+using TraitsBf16 = TraitsMinifloat<uint16_t, 8, 0x7f80u, 0x007fu, 16, 0u>;
+using TraitsE4M3 = TraitsMinifloat<uint8_t, 16, 0x7fu, 0x7fu, 20, 0x7b800000u /* 2^120 */>;
+using TraitsE5M2 = TraitsMinifloat<uint8_t, 16, 0x7cu, 0x03u, 21, 0x77800000u /* 2^112 */>;
+
+// Integers: dots are exact in the type's wrapping width (accumulated in 32 or 64 bits, which
+// wrap consistently); Σx² is a double. Decode returns the value as the accumulator type.
+template <typename T, typename A, int kV>
+struct TraitsInt {
+  using Raw = T;
+  using Acc = A;
+  static constexpr AccKind kKind = AccKind::kInt;
+  static constexpr int V = kV;
+  NCCLRR_HD static A Decode(Raw r, uint32_t* cls) {
+    *cls = kFinite;
+    return A(r);  // sign extension is irrelevant modulo the type's width
+  }
+  NCCLRR_HD static double ToDouble(Raw r) {
+    if constexpr (sizeof(T) == 8 && T(-1) < T(0)) return I64ToD(int64_t(r));
+    if constexpr (sizeof(T) == 8) return U64ToD(uint64_t(r));
+    return double(r);  // 8- and 32-bit values are exact in a double
+  }
+};
+using TraitsI8 = TraitsInt<int8_t, uint32_t, 16>;
+using TraitsU8 = TraitsInt<uint8_t, uint32_t, 16>;
+using TraitsI32 = TraitsInt<int32_t, uint32_t, 4>;
+using TraitsU32 = TraitsInt<uint32_t, uint32_t, 4>;
+using TraitsI64 = TraitsInt<int64_t, uint64_t, 4>;
+using TraitsU64 = TraitsInt<uint64_t, uint64_t, 4>;
+
+// Row length (elements) and rows per chunk for a traits type.
+template <class D>
+inline constexpr uint32_t kRowElems = uint32_t(D::V) * kLanes;
+template <class D>
+inline constexpr uint32_t kRows = uint32_t(kChunk / kRowElems<D>);
+
+// Modulus of an integer dtype's exact sketch, as stored in a double: 2^width, capped at 2^53
+// (a homomorphic image of the 64-bit wrap that a double holds exactly).
+NCCLRR_HD uint64_t IntResidueMask(int bytes) {
+  return bytes == 1 ? 0xffull : bytes == 4 ? 0xffffffffull : ((1ull << 53) - 1);
+}
+
+// ---- Lane state and per-element work -------------------------------------------------------
+template <class D>
+struct LaneState {
+  typename D::Acc acc[D::V];  // one accumulator per position of the lane
+  // Σx²: fp32 for fp32-accumulated types, double otherwise.
+  typename std::conditional<D::kKind == AccKind::kFloat32, float, double>::type ss;
+  uint32_t nan, posinf, neginf;
+};
+// Type of a lane's 16 projections: fp32 / fp64 like the accumulators, uint64 for integers.
+template <class D>
+using DotType = typename std::conditional<
+    D::kKind == AccKind::kInt, uint64_t,
+    typename std::conditional<D::kKind == AccKind::kFloat32, float, double>::type>::type;
+
+template <class D>
+NCCLRR_HD void LaneInit(LaneState<D>& s) {
+  for (int v = 0; v < D::V; ++v) s.acc[v] = typename D::Acc(0);
+  s.ss = 0;
+  s.nan = s.posinf = s.neginf = 0;
+}
+
+// One element at lane position v with sign bit `neg` (eps). The order of calls is the contract:
+// rows in increasing order, and within a row v in increasing order.
+template <class D>
+NCCLRR_HD void LaneElement(LaneState<D>& s, int v, typename D::Raw raw, uint32_t neg) {
+  using A = typename D::Acc;
+  uint32_t cls;
+  const A x = D::Decode(raw, &cls);
+  if constexpr (D::kKind == AccKind::kInt) {
+    s.acc[v] = neg ? A(s.acc[v] - x) : A(s.acc[v] + x);
+    const double xd = D::ToDouble(raw);
+    s.ss = AddD(s.ss, MulD(xd, xd));
+  } else {
+    if (cls != kFinite) {
+      s.nan += cls == kNaN;
+      s.posinf += cls == kPosInf;
+      s.neginf += cls == kNegInf;
+      return;
+    }
+    if constexpr (D::kKind == AccKind::kFloat32) {
+      s.acc[v] = AddF(s.acc[v], neg ? -x : x);
+      s.ss = AddF(s.ss, MulF(x, x));
+    } else {
+      s.acc[v] = AddD(s.acc[v], neg ? -x : x);
+      s.ss = AddD(s.ss, MulD(x, x));
+    }
+  }
+}
+
+// eta words of a lane's V positions; the class of a position is the same in every row and chunk
+// of a block (rows are multiples of 128 elements), so this is computed once per block and lane.
+template <class D>
+NCCLRR_HD void LaneEta(uint64_t block_first, int lane, uint32_t* eta) {
+  for (int v = 0; v < D::V; ++v)
+    eta[v] = EtaWord(uint32_t((block_first + uint64_t(lane * D::V + v)) & (kClasses - 1)));
+}
+
+// The 16 projections of one lane: d_k = Σ_v ±acc[v] in increasing v.
+template <class D>
+NCCLRR_HD void LaneDots(const LaneState<D>& s, const uint32_t* eta, DotType<D>* dots) {
+  using Out = DotType<D>;
+  for (int k = 0; k < kDots; ++k) dots[k] = Out(0);
+  for (int v = 0; v < D::V; ++v) {
+    for (int k = 0; k < kDots; ++k) {
+      const bool neg = (eta[v] >> k) & 1u;
+      if constexpr (D::kKind == AccKind::kInt) {
+        dots[k] = neg ? Out(dots[k] - Out(s.acc[v])) : Out(dots[k] + Out(s.acc[v]));
+      } else if constexpr (D::kKind == AccKind::kFloat32) {
+        dots[k] = AddF(dots[k], neg ? -s.acc[v] : s.acc[v]);
+      } else {
+        dots[k] = AddD(dots[k], neg ? -s.acc[v] : s.acc[v]);
+      }
+    }
+  }
+}
+
+// Lane values are combined across the 32 lanes of a chunk by this tree (the GPU's shuffle-down
+// butterfly as seen from lane 0): for off = 16, 8, 4, 2, 1: value[l] += value[l + off].
+template <typename T>
+NCCLRR_HD T LaneSum(T a, T b) {
+  if constexpr (std::is_same<T, float>::value) return AddF(a, b);
+  if constexpr (std::is_same<T, double>::value) return AddD(a, b);
+  return T(a + b);
+}
+template <typename T>
+NCCLRR_HD void LaneTree(T* values) {
+  for (int off = kLanes / 2; off >= 1; off >>= 1)
+    for (int l = 0; l < off; ++l) values[l] = LaneSum(values[l], values[l + off]);
+}
+
+// ---- Partials (per chunk, tile or block) ---------------------------------------------------
+// Words 0..15: dots (doubles for float types, wrapping uint64 for integer types); 16: Σx² as a
+// double; 17..19: NaN, +Inf, -Inf counts. Every combination is word by word, so that a tree can
+// be evaluated by one thread per word.
+inline constexpr int kWordSumsq = kDots;
+inline constexpr int kWordNaN = kDots + 1;
+inline constexpr int kWordPosInf = kDots + 2;
+inline constexpr int kWordNegInf = kDots + 3;
+inline constexpr int kPartialWords = kDots + 4;
+struct Partial {
+  uint64_t w[kPartialWords];
+};
+static_assert(sizeof(Partial) == 160, "Partial is shared with the device; keep it 160 bytes");
+
+// a + b for word `word` (left operand first: every tree below combines left + right).
+NCCLRR_HD uint64_t WordAdd(uint64_t a, uint64_t b, int word, bool int_dots) {
+  if (word < kDots && !int_dots) return DToBits(AddD(BitsToD(a), BitsToD(b)));
+  if (word == kWordSumsq) return DToBits(AddD(BitsToD(a), BitsToD(b)));
+  return a + b;  // integer dots wrap; counts are exact
+}
+NCCLRR_HD void PartialZero(Partial& p) {
+  for (int i = 0; i < kPartialWords; ++i) p.w[i] = 0;  // +0.0 and integer 0 alike
+}
+NCCLRR_HD void PartialAdd(Partial& a, const Partial& b, bool int_dots) {
+  for (int i = 0; i < kPartialWords; ++i) a.w[i] = WordAdd(a.w[i], b.w[i], i, int_dots);
+}
+
+// A chunk's partial from lane 0's values after LaneTree.
+template <class D>
+NCCLRR_HD void ChunkPartial(const DotType<D>* dots, double ss, uint64_t nan, uint64_t posinf,
+                            uint64_t neginf, Partial& p) {
+  for (int k = 0; k < kDots; ++k) {
+    if constexpr (D::kKind == AccKind::kInt)
+      p.w[k] = uint64_t(dots[k]);
+    else
+      p.w[k] = DToBits(double(dots[k]));  // fp32 -> fp64 is exact
+  }
+  p.w[kWordSumsq] = DToBits(ss);
+  p.w[kWordNaN] = nan;
+  p.w[kWordPosInf] = posinf;
+  p.w[kWordNegInf] = neginf;
+}
+
+// The canonical fp64 tree over n items: for s = 1, 2, 4, ...: item[i] += item[i + s] for i a
+// multiple of 2s with i + s < n. The result is item[0]. Any power-of-two-aligned group of items
+// reduces to its own subtree, which is what lets the GPU split the work into tiles.
+NCCLRR_HD void StrideTree(Partial* items, uint64_t n, bool int_dots) {
+  for (uint64_t s = 1; s < n; s <<= 1)
+    for (uint64_t i = 0; i + s < n; i += 2 * s) PartialAdd(items[i], items[i + s], int_dots);
+}
+
+// Streaming form of StrideTree, one word at a time, for nodes arriving left to right that all
+// cover one power-of-two number of leaves except possibly the last. Node k (0-based) goes on top
+// of the stack, then the top two merge while the count k+1 has trailing zeros; Fold combines what
+// is left right to left. The stack holds popcount(count) nodes, so every thread that owns a word
+// derives the same shape from k alone. Equal to StrideTree over the leaves.
+inline constexpr int kStackDepth = 40;
+NCCLRR_HD void StackPushWord(uint64_t (*stack)[kPartialWords], uint64_t k, uint64_t value, int word,
+                             bool int_dots) {
+  int depth = Popcount32(uint32_t(k)) + Popcount32(uint32_t(k >> 32));
+  stack[depth++][word] = value;
+  for (uint64_t count = k + 1; (count & 1) == 0; count >>= 1, --depth)
+    stack[depth - 2][word] =
+        WordAdd(stack[depth - 2][word], stack[depth - 1][word], word, int_dots);
+}
+NCCLRR_HD uint64_t StackFoldWord(uint64_t (*stack)[kPartialWords], uint64_t pushed, int word,
+                                 bool int_dots) {
+  int depth = Popcount32(uint32_t(pushed)) + Popcount32(uint32_t(pushed >> 32));
+  if (depth == 0) return 0;
+  for (; depth > 1; --depth)
+    stack[depth - 2][word] =
+        WordAdd(stack[depth - 2][word], stack[depth - 1][word], word, int_dots);
+  return stack[0][word];
+}
+
+// Stride tree over the first m (<= 8) items of a round, one word: levels 1, 2, 4.
+NCCLRR_HD uint64_t RoundTreeWord(uint64_t (*items)[kPartialWords], int m, int word, bool int_dots) {
+  for (int s = 1; s < m; s <<= 1)
+    for (int i = 0; i + s < m; i += 2 * s)
+      items[i][word] = WordAdd(items[i][word], items[i + s][word], word, int_dots);
+  return items[0][word];
+}
+
+// ---- Sampled indices -----------------------------------------------------------------------
+// min(n, m) block-local indices, a deterministic function of (n, m): stratified, one per stratum
+// [j*n/m, (j+1)*n/m), jittered by a hash so that strided tensor layouts do not alias.
+NCCLRR_HD uint32_t SampleCount(uint64_t n, uint32_t m) { return n < m ? uint32_t(n) : m; }
+NCCLRR_HD uint64_t SampleIndex(uint64_t n, uint32_t m, uint32_t j) {
+  if (n <= m) return j;
+  const uint64_t lo = uint64_t(j) * (n / m) + (uint64_t(j) * (n % m)) / m;
+  const uint64_t hi = uint64_t(j + 1) * (n / m) + (uint64_t(j + 1) * (n % m)) / m;
+  return lo + Mix64(n * 0x2545F4914F6CDD1Dull ^ j) % (hi - lo);
+}
+
+// A sampled element widened to double: exact for floats, NaN canonical, infinities kept.
+template <class D>
+NCCLRR_HD double SampleValue(typename D::Raw r) {
+  if constexpr (D::kKind == AccKind::kInt) {
+    return D::ToDouble(r);
+  } else {
+    uint32_t cls;
+    const auto x = D::Decode(r, &cls);
+    if (cls == kNaN) return BitsToD(kCanonicalNaN);
+    if (cls == kPosInf) return BitsToD(0x7ff0000000000000ull);
+    if (cls == kNegInf) return BitsToD(0xfff0000000000000ull);
+    return double(x);
+  }
+}
+
+// Calls f(Traits{}) for an NCCL datatype code; false for an unknown code.
+template <class F>
+NCCLRR_HD bool DispatchDtype(uint32_t dtype, F&& f) {
+  switch (dtype) {
+    case 0:
+      f(TraitsI8{});
+      return true;
+    case 1:
+      f(TraitsU8{});
+      return true;
+    case 2:
+      f(TraitsI32{});
+      return true;
+    case 3:
+      f(TraitsU32{});
+      return true;
+    case 4:
+      f(TraitsI64{});
+      return true;
+    case 5:
+      f(TraitsU64{});
+      return true;
+    case 6:
+      f(TraitsF16{});
+      return true;
+    case 7:
+      f(TraitsF32{});
+      return true;
+    case 8:
+      f(TraitsF64{});
+      return true;
+    case 9:
+      f(TraitsBf16{});
+      return true;
+    case 10:
+      f(TraitsE4M3{});
+      return true;
+    case 11:
+      f(TraitsE5M2{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace ncclrr::sketch::core
