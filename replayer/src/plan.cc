@@ -1,0 +1,389 @@
+#include "plan.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "ncclrr/analysis/collective_shape.h"
+#include "ncclrr/analysis/logical_identity.h"
+#include "ncclrr/describe.h"
+#include "tensor_ids.h"
+
+namespace ncclrr::replay {
+namespace {
+
+using analysis::CallRef;
+using analysis::CommModel;
+using analysis::RankView;
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 29);
+}
+
+bool InPlace(const CallRecord& c, const PlanCall& p) {
+  if ((c.flags & call_flags::kInPlace) || static_cast<Api>(c.api) == Api::kBcast) return true;
+  const uint64_t size = DtypeSize(c.dtype);
+  switch (p.api) {
+    case Api::kAllGather:
+      return c.sendbuff == c.recvbuff + static_cast<uint64_t>(c.rank) * c.count * size;
+    case Api::kReduceScatter:
+      return c.recvbuff == c.sendbuff + static_cast<uint64_t>(c.rank) * c.count * size;
+    case Api::kSend:
+    case Api::kRecv:
+      return false;
+    default:
+      return c.sendbuff != 0 && c.sendbuff == c.recvbuff;
+  }
+}
+
+class PlanBuilder {
+ public:
+  explicit PlanBuilder(const analysis::TraceModel& m)
+      : m_(m), identity_(analysis::LogicalIdentity::Compute(m)) {}
+
+  StatusOr<ReplayPlan> Build() {
+    plan_.model = &m_;
+    plan_.comms.resize(m_.comms().size());
+    NCCLRR_RETURN_IF_ERROR(CheckComms());
+    if (!any_calls_)
+      return InvalidArgument(
+          "the trace holds no collective or point-to-point calls: nothing to replay (is it the "
+          "trace of a process that used NCCL? `ncclrr info DIR` lists what each file holds)");
+    AssignActors();
+    for (size_t ci = 0; ci < m_.comms().size(); ++ci)
+      if (plan_.comms[ci].used) AddComm(ci);
+    MatchP2p();
+    BuildUnits();
+    OrderLogical();
+    for (const TraceFile& f : m_.dir().files)
+      plan_.recorded_nccl_version = std::max(plan_.recorded_nccl_version, f.nccl_version);
+    AddNotes();
+    return std::move(plan_);
+  }
+
+ private:
+  Status CheckComms() {
+    for (size_t ci = 0; ci < m_.comms().size(); ++ci) {
+      const CommModel& c = m_.comms()[ci];
+      bool used = false;
+      for (const RankView& r : c.ranks) used |= !r.collectives.empty() || !r.p2p.empty();
+      if (!used) continue;
+      any_calls_ = true;
+      plan_.comms[ci].used = true;
+      const std::string label =
+          "communicator " + Hex64(c.id) + (c.name.empty() ? "" : " (\"" + c.name + "\")");
+      for (const std::string& p : c.problems)
+        if (p.find("claimed by two") != std::string::npos ||
+            p.find("from two processes") != std::string::npos)
+          return InvalidArgument(label + ": " + p +
+                                 "; the replay needs one process per rank (were files of two "
+                                 "different runs copied into one directory?)");
+      for (const RankView& r : c.ranks)
+        if (!r.has_file())
+          return InvalidArgument(
+              label + " has " + std::to_string(c.nranks) +
+              " ranks but no process file holds rank " + std::to_string(r.rank) +
+              ": the replay needs every rank's calls (copy that process's .ncclrr file into the "
+              "trace directory; `ncclrr check` explains what the other ranks did)");
+    }
+    return Status::Ok();
+  }
+
+  void AssignActors() {
+    std::map<std::pair<uint32_t, int>, uint32_t> index;
+    for (size_t ci = 0; ci < m_.comms().size(); ++ci)
+      if (plan_.comms[ci].used)
+        for (const RankView& r : m_.comms()[ci].ranks)
+          index.emplace(std::make_pair(static_cast<uint32_t>(r.file), r.device), 0);
+    for (auto& [key, idx] : index) {
+      idx = static_cast<uint32_t>(plan_.actors.size());
+      PlanActor a;
+      a.file = key.first;
+      a.device = key.second;
+      a.label = m_.files()[key.first].name + " device " + std::to_string(key.second);
+      plan_.actors.push_back(a);
+    }
+    actor_index_ = std::move(index);
+  }
+
+  uint32_t ActorOf(const RankView& r) const {
+    return actor_index_.at({static_cast<uint32_t>(r.file), r.device});
+  }
+
+  PlanCall MakeCall(size_t ci, const RankView& r, CallRef ref, int64_t time_ns) {
+    const CommModel& c = m_.comms()[ci];
+    const CallRecord& rec = m_.call(ref);
+    PlanCall p;
+    p.ref = ref;
+    p.comm = static_cast<uint32_t>(ci);
+    p.rank = r.rank;
+    p.actor = ActorOf(r);
+    p.api = static_cast<Api>(rec.api) == Api::kBcast ? Api::kBroadcast : static_cast<Api>(rec.api);
+    p.dtype = rec.dtype;
+    p.flags = rec.flags;
+    p.op = rec.op;
+    p.root_peer = rec.root_peer;
+    p.count = rec.count;
+    const analysis::CollectiveShape shape = analysis::ShapeOf(rec, c.nranks);
+    p.send_elems = shape.send_elems;
+    p.recv_elems = shape.recv_elems;
+    p.in_place = InPlace(rec, p);
+    if (rec.flags & call_flags::kPreMulSum)
+      p.scalar = (rec.flags & call_flags::kScalarOnDevice) ? 1.0 : rec.scalar;
+    p.time_ns = time_ns;
+    p.stream = rec.stream;
+    p.tid = rec.tid;
+    return p;
+  }
+
+  void AddComm(size_t ci) {
+    const CommModel& c = m_.comms()[ci];
+    PlanComm& pc = plan_.comms[ci];
+    pc.id = c.id;
+    pc.lineage = c.lineage;
+    pc.name = c.name;
+    pc.nranks = static_cast<int>(c.ranks.size());
+    pc.actor_of_rank.resize(c.ranks.size());
+    pc.device_of_rank.resize(c.ranks.size());
+    if (c.origin == CommOrigin::kSplit || c.origin == CommOrigin::kShrink) ++rebuilt_children_;
+    const TensorIds ids = ReplayTensorIds(m_, identity_, ci);
+    if (ids.from_first_step) ++first_step_identity_;
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> logical_of;  // (tensor, step)
+    for (const RankView& r : c.ranks) {
+      pc.actor_of_rank[r.rank] = ActorOf(r);
+      pc.device_of_rank[r.rank] = r.device;
+      std::map<uint32_t, uint32_t> occurrences;
+      for (size_t k = 0; k < r.collectives.size(); ++k) {
+        const analysis::CollectiveSlot& s = r.collectives[k];
+        PlanCall p = MakeCall(ci, r, s.call, s.time_ns);
+        p.recorded_seq = s.seq;
+        p.launch = s.launch;
+        const uint32_t tensor = ids.of_slot[r.rank][k];
+        const bool known = tensor != analysis::kNoLogicalId;
+        p.step = known ? occurrences[tensor]++ : static_cast<uint32_t>(s.seq);
+        const uint32_t t = known ? tensor : kNone;
+        auto [it, added] = logical_of.try_emplace({t, p.step}, pc.logical.size());
+        if (added) {
+          LogicalColl l;
+          l.tensor = t;
+          l.step = p.step;
+          l.call_of_rank.assign(c.ranks.size(), kNone);
+          l.data_key = Mix(Mix(Mix(c.id, c.lineage), t), p.step);
+          pc.logical.push_back(std::move(l));
+        }
+        p.logical = it->second;
+        pc.logical[it->second].call_of_rank[r.rank] = static_cast<uint32_t>(plan_.calls.size());
+        if (known) plan_.steps = std::max(plan_.steps, p.step + 1);
+        plan_.calls.push_back(p);
+      }
+      for (const analysis::P2pCall& pp : r.p2p) {
+        if (m_.call(pp.call).capture == 1) {
+          ++graph_p2p_skipped_;
+          continue;
+        }
+        PlanCall p = MakeCall(ci, r, pp.call, pp.time_ns);
+        p.recorded_seq = pp.pair_seq;
+        p.step = static_cast<uint32_t>(pp.pair_seq);
+        plan_.calls.push_back(p);
+      }
+    }
+    for (LogicalColl& l : pc.logical) ChooseArguments(l);
+  }
+
+  // The arguments that define the reference: the most common among the participants (ties: the
+  // lowest rank's), and whether the participants disagree at all.
+  void ChooseArguments(LogicalColl& l) {
+    std::map<std::tuple<uint16_t, uint64_t, uint8_t, int32_t, int>, std::pair<int, uint32_t>> votes;
+    for (uint32_t idx : l.call_of_rank) {
+      if (idx == kNone) continue;
+      const PlanCall& p = plan_.calls[idx];
+      const int root = IsRooted(p.api) ? p.root_peer : -1;
+      const int32_t op = (p.flags & call_flags::kPreMulSum) ? -2 : p.op;
+      auto [it, added] = votes.try_emplace(
+          std::make_tuple(static_cast<uint16_t>(p.api), p.count, p.dtype, op, root), 0, idx);
+      it->second.first++;
+    }
+    int best = 0;
+    for (const auto& [key, v] : votes)
+      if (v.first > best ||
+          (v.first == best && plan_.calls[v.second].rank < plan_.calls[l.args].rank)) {
+        best = v.first;
+        l.args = v.second;
+      }
+    l.args_differ = votes.size() > 1;
+  }
+
+  void MatchP2p() {
+    // (comm, sender, receiver, index) -> call, per direction.
+    std::map<std::tuple<uint32_t, int, int, uint64_t>, uint32_t> sends, recvs;
+    for (uint32_t i = 0; i < plan_.calls.size(); ++i) {
+      const PlanCall& p = plan_.calls[i];
+      if (p.api == Api::kSend) sends[{p.comm, p.rank, p.root_peer, p.recorded_seq}] = i;
+      if (p.api == Api::kRecv) recvs[{p.comm, p.root_peer, p.rank, p.recorded_seq}] = i;
+    }
+    for (const auto& [key, s] : sends)
+      if (auto it = recvs.find(key); it != recvs.end()) {
+        plan_.calls[s].partner = it->second;
+        plan_.calls[it->second].partner = s;
+      }
+  }
+
+  // Units: a call alone, or every call of one group (same file, group id) or of one graph launch.
+  void BuildUnits() {
+    std::vector<std::vector<uint32_t>> by_actor(plan_.actors.size());
+    for (uint32_t i = 0; i < plan_.calls.size(); ++i) by_actor[plan_.calls[i].actor].push_back(i);
+    for (uint32_t a = 0; a < by_actor.size(); ++a) {
+      auto& calls = by_actor[a];
+      std::stable_sort(calls.begin(), calls.end(), [&](uint32_t x, uint32_t y) {
+        const PlanCall& p = plan_.calls[x];
+        const PlanCall& q = plan_.calls[y];
+        return std::tie(p.time_ns, p.launch, p.ref.index) <
+               std::tie(q.time_ns, q.launch, q.ref.index);
+      });
+      std::map<std::tuple<int, uint64_t, uint32_t>, uint32_t> unit_of;  // (kind, id, launch)
+      for (uint32_t idx : calls) {
+        PlanCall& p = plan_.calls[idx];
+        const CallRecord& rec = m_.call(p.ref);
+        std::tuple<int, uint64_t, uint32_t> key{0, 0, 0};
+        if (p.launch > 0)
+          key = {1, rec.graph_id, p.launch};
+        else if (rec.group_id != 0)
+          key = {2, rec.group_id, 0};
+        uint32_t u = kNone;
+        if (std::get<0>(key) != 0) {
+          auto it = unit_of.find(key);
+          if (it != unit_of.end()) u = it->second;
+        }
+        if (u == kNone) {
+          u = static_cast<uint32_t>(plan_.units.size());
+          PlanUnit unit;
+          unit.group = std::get<0>(key) != 0;
+          unit.actor = a;
+          unit.time_ns = p.time_ns;
+          unit.tid = p.tid;
+          unit.stream = p.stream;
+          plan_.units.push_back(unit);
+          plan_.actors[a].units.push_back(u);
+          if (unit.group) unit_of[key] = u;
+        }
+        plan_.units[u].calls.push_back(idx);
+        p.unit = u;
+        auto& streams = plan_.actors[a].streams;
+        if (std::find(streams.begin(), streams.end(), p.stream) == streams.end())
+          streams.push_back(p.stream);
+      }
+    }
+  }
+
+  // Canonical order per communicator: by the median recorded position of the logical call across
+  // its ranks (ties: the lowest participating rank's position), so that a rank that moved a call
+  // is outvoted. Keys on the common timeline (median issue time, made monotone along the
+  // communicator's order) let ranks merge several communicators in one consistent order.
+  void OrderLogical() {
+    for (PlanComm& pc : plan_.comms) {
+      if (!pc.used) continue;
+      struct Key {
+        uint64_t median_seq, first_seq;
+        int64_t median_time;
+        uint32_t index;
+      };
+      std::vector<Key> keys;
+      for (uint32_t i = 0; i < pc.logical.size(); ++i) {
+        std::vector<uint64_t> seqs;
+        std::vector<int64_t> times;
+        for (uint32_t idx : pc.logical[i].call_of_rank)
+          if (idx != kNone) {
+            seqs.push_back(plan_.calls[idx].recorded_seq);
+            times.push_back(plan_.calls[idx].time_ns);
+          }
+        const uint64_t first = seqs.front();
+        std::sort(seqs.begin(), seqs.end());
+        std::sort(times.begin(), times.end());
+        keys.push_back({seqs[(seqs.size() - 1) / 2], first, times[(times.size() - 1) / 2], i});
+      }
+      std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+        return std::tie(a.median_seq, a.first_seq, a.index) <
+               std::tie(b.median_seq, b.first_seq, b.index);
+      });
+      std::vector<LogicalColl> sorted;
+      std::vector<uint32_t> new_index(pc.logical.size());
+      double last = -1e300;
+      for (const Key& k : keys) {
+        new_index[k.index] = static_cast<uint32_t>(sorted.size());
+        sorted.push_back(std::move(pc.logical[k.index]));
+        last = std::max(last, static_cast<double>(k.median_time));
+        sorted.back().canonical_key = last;
+      }
+      pc.logical = std::move(sorted);
+      for (const LogicalColl& l : pc.logical)
+        for (uint32_t idx : l.call_of_rank)
+          if (idx != kNone) plan_.calls[idx].logical = new_index[plan_.calls[idx].logical];
+    }
+  }
+
+  void AddNotes() {
+    if (rebuilt_children_)
+      plan_.notes.push_back(std::to_string(rebuilt_children_) +
+                            " communicator(s) created by ncclCommSplit/ncclCommShrink are rebuilt "
+                            "with ncclCommInitRank over the same ranks (pairing is unchanged)");
+    uint64_t launched = 0, device_scalars = 0;
+    for (const PlanCall& p : plan_.calls) {
+      launched += p.launch > 0;
+      device_scalars +=
+          (p.flags & call_flags::kPreMulSum) && (p.flags & call_flags::kScalarOnDevice);
+    }
+    if (launched)
+      plan_.notes.push_back(std::to_string(launched) +
+                            " call(s) from CUDA-graph launches are replayed as eager calls at the "
+                            "positions the launches took");
+    if (device_scalars)
+      plan_.notes.push_back(std::to_string(device_scalars) +
+                            " PreMulSum call(s) had a device-resident scalar the trace does not "
+                            "hold: replayed with scalar 1");
+    if (graph_p2p_skipped_)
+      plan_.notes.push_back(std::to_string(graph_p2p_skipped_) +
+                            " send/recv call(s) captured in CUDA graphs are not replayed");
+    if (first_step_identity_)
+      plan_.notes.push_back(
+          std::to_string(first_step_identity_) +
+          " communicator(s): logical tensors taken from the first step (the buffer votes tied)");
+  }
+
+  const analysis::TraceModel& m_;
+  const analysis::LogicalIdentity identity_;
+  ReplayPlan plan_;
+  std::map<std::pair<uint32_t, int>, uint32_t> actor_index_;
+  bool any_calls_ = false;
+  uint64_t rebuilt_children_ = 0, graph_p2p_skipped_ = 0, first_step_identity_ = 0;
+};
+
+}  // namespace
+
+std::string PlanComm::Label() const {
+  return "comm " + Hex64(id) + (name.empty() ? "" : " (" + name + ")");
+}
+
+StatusOr<ReplayPlan> BuildPlan(const analysis::TraceModel& model) {
+  return PlanBuilder(model).Build();
+}
+
+std::string DescribeCall(const ReplayPlan& plan, const PlanCall& c) {
+  return analysis::ShortCall(plan.model->call(c.ref));
+}
+
+std::string DescribeLogical(const ReplayPlan& plan, const PlanCall& c) {
+  if (IsP2p(c.api)) {
+    const int from = c.api == Api::kSend ? c.rank : c.root_peer;
+    const int to = c.api == Api::kSend ? c.root_peer : c.rank;
+    return "message " + std::to_string(c.step) + " from rank " + std::to_string(from) +
+           " to rank " + std::to_string(to);
+  }
+  const LogicalColl& l = plan.comms[c.comm].logical[c.logical];
+  if (l.tensor == kNone) return "recorded seq " + std::to_string(c.recorded_seq);
+  return "tensor " + std::to_string(l.tensor) + ", step " + std::to_string(l.step);
+}
+
+}  // namespace ncclrr::replay

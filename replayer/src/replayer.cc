@@ -1,0 +1,265 @@
+#include "ncclrr/replay/replayer.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "backend.h"
+#include "data.h"
+#include "executor.h"
+#include "explain.h"
+#include "mpi.h"
+#include "order.h"
+#include "plan.h"
+
+namespace ncclrr::replay {
+namespace {
+
+uint64_t TrialSeed(uint64_t seed, int trial) {
+  uint64_t z = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(trial) + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// nccl-tests' bus bytes of one call (size x bus factor), so bandwidths compare with theirs.
+double BusBytes(const PlanCall& c, int n) {
+  const double size = static_cast<double>(c.count * DtypeSize(c.dtype));
+  const double f = n > 1 ? static_cast<double>(n - 1) / n : 1.0;
+  switch (c.api) {
+    case Api::kAllReduce:
+      return size * (n > 1 ? 2 * f : 1.0);
+    case Api::kAllGather:
+    case Api::kReduceScatter:
+    case Api::kAlltoAll:
+    case Api::kGather:
+    case Api::kScatter:
+      return size * n * f;
+    default:
+      return size;
+  }
+}
+
+uint64_t EnvMegabytes(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) << 20 : 0;
+}
+
+class Replayer {
+ public:
+  Replayer(const analysis::TraceModel& model, const ReplayOptions& options)
+      : model_(model), opt_(options) {}
+
+  StatusOr<ReplayReport> Run() {
+    auto plan = BuildPlan(model_);
+    if (!plan.ok()) return plan.status();
+    plan_ = std::move(*plan);
+    NCCLRR_RETURN_IF_ERROR(Prepare());
+    for (const OrderSpec& spec : opt_.orders) {
+      switch (spec.kind) {
+        case OrderSpec::Kind::kRecorded:
+          report_.results.push_back(RunOne("recorded", RecordedOrder(plan_)));
+          break;
+        case OrderSpec::Kind::kCanonical:
+          report_.results.push_back(RunOne("canonical", CanonicalOrder(plan_)));
+          break;
+        case OrderSpec::Kind::kFile:
+          report_.results.push_back(RunOne(spec.Label(), file_orders_.at(spec.file)));
+          break;
+        case OrderSpec::Kind::kPermute:
+          Permute(spec);
+          break;
+      }
+    }
+    return std::move(report_);
+  }
+
+ private:
+  Status Prepare() {
+    // Order files first: a malformed one fails the replay before anything runs.
+    for (const OrderSpec& spec : opt_.orders)
+      if (spec.kind == OrderSpec::Kind::kFile && !file_orders_.count(spec.file)) {
+        auto o = OrderFromFile(plan_, spec.file);
+        if (!o.ok()) return o.status();
+        file_orders_.emplace(spec.file, std::move(*o));
+      }
+    BackendConfig cfg;
+    cfg.kind = opt_.backend;
+    cfg.timeout_s = opt_.timeout_s;
+    cfg.library = opt_.backend == BackendKind::kHost ? opt_.host_library : opt_.nccl_library;
+    if (!model_.dir().files.empty())
+      for (const auto& [k, v] : model_.dir().files.front().header.env)
+        cfg.recorded_env.push_back({k, v});
+    auto backend = opt_.backend == BackendKind::kHost ? MakeHostBackend(cfg) : MakeNcclBackend(cfg);
+    if (!backend.ok()) return backend.status();
+    backend_ = std::move(*backend);
+    if (static_cast<int>(plan_.actors.size()) > backend_->MaxActors())
+      return InvalidArgument(
+          "--backend nccl: the trace has " + std::to_string(plan_.actors.size()) +
+          " ranks to replay (one per recorded process and device) but this machine has " +
+          std::to_string(backend_->MaxActors()) +
+          " GPU(s), and NCCL refuses two ranks of one communicator on one GPU; replay with "
+          "--backend host (any number of ranks), or across hosts with mpirun ... --mpi");
+    auto data = DataSource::Create(plan_, opt_.data, opt_.seed);
+    if (!data.ok()) return data.status();
+    data_ = std::move(*data);
+
+    report_.trace = model_.dir().dir;
+    report_.options = opt_;
+    report_.options.progress = nullptr;
+    report_.recorded_nccl_version = plan_.recorded_nccl_version;
+    report_.replay_nccl_version = backend_->nccl().version;
+    report_.ranks = plan_.actors.size();
+    for (const PlanComm& pc : plan_.comms) report_.comms += pc.used;
+    report_.calls = plan_.calls.size();
+    report_.include_timing = std::getenv("NCCLRR_REPLAY_TIMING") != nullptr &&
+                             std::string(std::getenv("NCCLRR_REPLAY_TIMING")) == "1";
+    if (opt_.backend == BackendKind::kNccl) report_.warnings.push_back(backend_->Describe());
+    const int rec = plan_.recorded_nccl_version, now = backend_->nccl().version;
+    if (opt_.backend == BackendKind::kNccl && rec && now && rec / 100 != now / 100)
+      report_.warnings.push_back("recorded with NCCL " + NcclVersionString(rec) +
+                                 ", replayed with NCCL " + NcclVersionString(now) +
+                                 ": algorithms, protocols and communicator hashes may differ");
+    for (const std::vector<std::string>* list :
+         {&std::as_const(plan_.notes), &data_->notes(), &backend_->notes()})
+      report_.warnings.insert(report_.warnings.end(), list->begin(), list->end());
+    budget_ = opt_.memory_budget_bytes ? opt_.memory_budget_bytes
+                                       : EnvMegabytes("NCCLRR_REPLAY_MEMORY_MB");
+    if (budget_ == 0) budget_ = opt_.backend == BackendKind::kHost ? (1ull << 30) : (8ull << 30);
+    return Status::Ok();
+  }
+
+  void Permute(const OrderSpec& spec) {
+    if (!permuter_) permuter_ = std::make_unique<Permuter>(plan_);
+    std::map<std::vector<std::vector<uint32_t>>, size_t> seen;  // order -> result index
+    const int trials = permuter_->any_freedom() ? spec.trials : 1;
+    for (int t = 0; t < trials; ++t) {
+      const uint64_t seed = TrialSeed(opt_.seed, t);
+      IssueOrder order = permuter_->Trial(seed);
+      OrderResult r;
+      if (auto it = seen.find(order.units_of_actor); it != seen.end()) {
+        r = report_.results[it->second];  // the same reordering: the same verdict
+      } else {
+        r = RunOne(spec.Label(), order);
+        seen.emplace(order.units_of_actor, report_.results.size());
+        if (r.outcome != Outcome::kRight && r.moved_calls) r.order_json = OrderToJson(plan_, order);
+      }
+      r.order = spec.Label();
+      r.trial = t;
+      r.trial_seed = seed;
+      if (!permuter_->any_freedom())
+        r.explanation.insert(r.explanation.begin(),
+                             "the trace shows no unordered calls (one thread and stream per "
+                             "rank, the same order in every step): the only order is the recorded "
+                             "one");
+      report_.results.push_back(std::move(r));
+    }
+  }
+
+  OrderResult RunOne(const std::string& label, const IssueOrder& order) {
+    if (opt_.progress)
+      opt_.progress(label + " order: replaying " + std::to_string(plan_.calls.size()) +
+                    " calls of " + std::to_string(plan_.actors.size()) + " rank(s)");
+    ExecOptions eo;
+    eo.verify = opt_.verify;
+    eo.timeout_s = opt_.timeout_s;
+    eo.memory_budget = budget_;
+    eo.warmup = opt_.backend == BackendKind::kNccl;
+    eo.label = label + " order";
+    eo.progress = opt_.progress;
+    const ExecResult ex = Execute(plan_, *backend_, *data_, order, eo);
+    OrderResult r;
+    r.order = label;
+    r.moved_calls = order.moved_calls;
+    r.seconds = ex.seconds;
+    r.setup_seconds = ex.setup_seconds;
+    std::vector<uint64_t> positions(plan_.calls.size());
+    std::set<uint32_t> wrong_steps;
+    for (uint32_t i = 0; i < plan_.calls.size(); ++i) {
+      const PlanCall& c = plan_.calls[i];
+      const CallOutcome& o = ex.calls.empty() ? CallOutcome{} : ex.calls[i];
+      positions[i] = o.position;
+      if (!o.issued) continue;
+      ++r.calls;
+      if (c.rank == 0) r.bus_bytes += BusBytes(c, plan_.comms[c.comm].nranks);
+      if (o.check.checked) ++r.checked_calls;
+      if (o.check.reproduced == 1) ++r.reproduced_calls;
+      if (o.check.reproduced == 0) ++r.unreproduced_calls;
+      if (o.check.wrong == 0) continue;
+      ++r.wrong_calls;
+      r.wrong_elements += o.check.wrong;
+      if (c.collective() && plan_.comms[c.comm].logical[c.logical].tensor != kNone)
+        wrong_steps.insert(c.step);
+      WrongCall w;
+      w.comm_id = plan_.comms[c.comm].id;
+      w.comm_name = plan_.comms[c.comm].name;
+      w.seq = o.position;
+      w.rank = c.rank;
+      w.call = DescribeCall(plan_, c);
+      w.logical = DescribeLogical(plan_, c);
+      w.wrong_elements = o.check.wrong;
+      w.checked_elements = o.check.checked;
+      w.first_wrong = o.check.first_wrong;
+      w.got = o.check.got;
+      w.expected = o.check.expected;
+      w.args_differ = c.collective() && plan_.comms[c.comm].logical[c.logical].args_differ;
+      r.wrong.push_back(w);
+    }
+    std::stable_sort(r.wrong.begin(), r.wrong.end(), [](const WrongCall& a, const WrongCall& b) {
+      return std::tie(a.comm_id, a.seq, a.rank) < std::tie(b.comm_id, b.seq, b.rank);
+    });
+    if (r.reproduced_calls + r.unreproduced_calls > 0) r.reproduced = r.unreproduced_calls == 0;
+    r.stuck = ex.stuck;
+    for (const StuckCall& s : r.stuck)
+      for (uint32_t i = 0; i < plan_.calls.size(); ++i) {
+        const PlanCall& c = plan_.calls[i];
+        if (c.collective() && plan_.comms[c.comm].id == s.comm_id && c.rank == s.rank &&
+            positions[i] == s.seq && plan_.comms[c.comm].logical[c.logical].tensor != kNone)
+          wrong_steps.insert(c.step);
+      }
+    r.steps = plan_.steps;
+    r.wrong_steps = wrong_steps.size();
+    if (!ex.error.empty()) {
+      r.outcome = Outcome::kError;
+      r.error = ex.error;
+    } else if (ex.hang) {
+      r.outcome = Outcome::kHang;
+    } else {
+      r.outcome = r.wrong_calls ? Outcome::kWrong : Outcome::kRight;
+    }
+    if (r.outcome != Outcome::kError) r.explanation = ExplainOrder(plan_, order, positions);
+    if (opt_.progress) {
+      const std::string line = label + " order: " + OutcomeName(r.outcome) + " (" +
+                               std::to_string(r.wrong_calls) + " wrong calls, " +
+                               std::to_string(ex.seconds) + " s)";
+      opt_.progress(line);
+    }
+    return r;
+  }
+
+  const analysis::TraceModel& model_;
+  const ReplayOptions& opt_;
+  ReplayPlan plan_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<DataSource> data_;
+  std::unique_ptr<Permuter> permuter_;
+  std::map<std::string, IssueOrder> file_orders_;
+  uint64_t budget_ = 0;
+  ReplayReport report_;
+};
+
+}  // namespace
+
+StatusOr<ReplayReport> Replay(const analysis::TraceModel& model, const ReplayOptions& options) {
+  if (options.mpi && options.backend != BackendKind::kNccl)
+    return InvalidArgument(
+        "--mpi needs --backend nccl (the host backend replays every rank in "
+        "one process)");
+  if (options.mpi) return ReplayUnderMpi(model, options);
+  return Replayer(model, options).Run();
+}
+
+}  // namespace ncclrr::replay
