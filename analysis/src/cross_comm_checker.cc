@@ -4,6 +4,7 @@
 // launch together and may come in either order.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "checkers.h"
@@ -41,29 +42,32 @@ class CrossCommChecker : public Checker {
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
     const TraceModel& m = ctx.model();
-    // Views: (file, device) -> calls of all its comms in issue order.
-    std::map<std::pair<int32_t, int>, std::vector<Entry>> views;
+    // Views: (file, device); the comms each holds, and the rank it has on them.
     std::map<std::pair<int32_t, int>, std::map<uint32_t, int>> rank_in;  // view -> comm -> rank
     for (size_t ci = 0; ci < m.comms().size(); ++ci)
-      for (const RankView& r : m.comms()[ci].ranks) {
-        if (!r.has_file()) continue;
-        auto key = std::make_pair(r.file, r.device);
-        rank_in[key][static_cast<uint32_t>(ci)] = r.rank;
-        for (const CollectiveSlot& s : r.collectives)
-          if (s.launch == 0)
-            views[key].push_back(
-                {s.time_ns, s.call, static_cast<uint32_t>(ci), s.seq, m.call(s.call).group_id});
-      }
-    // Pairs of comms that share at least two views.
+      for (const RankView& r : m.comms()[ci].ranks)
+        if (r.has_file()) rank_in[{r.file, r.device}][static_cast<uint32_t>(ci)] = r.rank;
+    // Pairs of comms that share at least two views: only their calls are looked at.
     std::map<std::pair<uint32_t, uint32_t>, std::vector<std::pair<int32_t, int>>> shared;
     for (const auto& [view, comms] : rank_in)
       for (auto a = comms.begin(); a != comms.end(); ++a)
         for (auto b = std::next(a); b != comms.end(); ++b)
           shared[{a->first, b->first}].push_back(view);
-    for (auto& [view, entries] : views)
-      std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-        return std::tie(a.time, a.call) < std::tie(b.time, b.call);
+    std::map<std::pair<int32_t, int>, std::set<uint32_t>> needed;
+    for (const auto& [pair, vs] : shared)
+      if (vs.size() >= 2)
+        for (const auto& v : vs) needed[v].insert({pair.first, pair.second});
+    std::map<std::pair<int32_t, int>, std::vector<Entry>> views;  // calls in issue order
+    for (const auto& [view, comms] : needed) {
+      auto& entries = views[view];
+      for (uint32_t ci : comms)
+        for (const CollectiveSlot& s : m.comms()[ci].ranks[rank_in[view][ci]].collectives)
+          if (s.launch == 0)
+            entries.push_back({s.time_ns, s.call, ci, s.seq, m.call(s.call).group_id});
+      std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) {
+        return std::tie(x.time, x.call) < std::tie(y.time, y.call);
       });
+    }
     for (const auto& [pair, vs] : shared) {
       if (vs.size() < 2) continue;
       std::vector<std::vector<Before>> per_view;

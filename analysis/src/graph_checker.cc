@@ -17,8 +17,8 @@ class GraphChecker : public Checker {
   void Run(CheckContext& ctx, FindingSink& sink) override {
     for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) {
       CompareGraphs(ctx, ci, sink);
-      InvalidCaptures(ctx, ci, sink);
     }
+    InvalidCaptures(ctx, sink);
   }
 
  private:
@@ -101,29 +101,30 @@ class GraphChecker : public Checker {
     }
   }
 
-  void InvalidCaptures(CheckContext& ctx, size_t ci, FindingSink& sink) {
+  void InvalidCaptures(CheckContext& ctx, FindingSink& sink) {
     const TraceModel& m = ctx.model();
-    const CommModel& c = m.comms()[ci];
-    for (const RankView& r : c.ranks)
-      for (const CollectiveSlot& s : r.collectives) {
-        const CallRecord& call = m.call(s.call);
-        if (call.capture != 2) continue;
-        Finding f = FindingOn(FindingKind::kGraphCaptureMismatch, ctx.model(), ci);
-        f.seq = s.seq;
-        f.ranks = {r.rank};
-        f.first_time = s.time_ns;
-        f.calls = {{s.call, r.rank, s.seq}};
-        f.pattern = "invalidated";
-        f.table.push_back({std::to_string(r.rank), std::to_string(s.seq), ShortCall(call), true});
-        f.short_text = ShortCall(call) + " was issued while its stream's capture was invalidated";
-        f.message = "Rank " + std::to_string(r.rank) + " issued " + ShortCall(call) +
-                    " on a stream whose CUDA graph capture had been invalidated: the call is "
-                    "neither captured nor run, so the other ranks' seq " +
-                    std::to_string(s.seq) +
-                    " has no partner. Fix the capture error that invalidated it (an illegal "
-                    "call during capture) first.";
-        sink.Add(std::move(f));
-      }
+    for (const FlaggedCall& fc : m.flagged_calls()) {
+      const CallRecord& call = m.call(fc.call);
+      if (call.capture != 2 || !IsCollective(static_cast<Api>(call.api))) continue;
+      const RankView& r = m.comms()[fc.comm_index].ranks[fc.rank];
+      const CollectiveSlot* s = r.AtSeq(call.seq);
+      if (!s || s->call != fc.call) continue;
+      Finding f = FindingOn(FindingKind::kGraphCaptureMismatch, m, fc.comm_index);
+      f.seq = s->seq;
+      f.ranks = {r.rank};
+      f.first_time = s->time_ns;
+      f.calls = {{s->call, r.rank, s->seq}};
+      f.pattern = "invalidated";
+      f.table.push_back({std::to_string(r.rank), std::to_string(s->seq), ShortCall(call), true});
+      f.short_text = ShortCall(call) + " was issued while its stream's capture was invalidated";
+      f.message = "Rank " + std::to_string(r.rank) + " issued " + ShortCall(call) +
+                  " on a stream whose CUDA graph capture had been invalidated: the call is "
+                  "neither captured nor run, so the other ranks' seq " +
+                  std::to_string(s->seq) +
+                  " has no partner. Fix the capture error that invalidated it (an illegal call "
+                  "during capture) first.";
+      sink.Add(std::move(f));
+    }
   }
 };
 

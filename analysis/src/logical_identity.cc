@@ -14,17 +14,17 @@ namespace {
 // call sites).
 uint64_t BufferKey(const CallRecord& c) {
   const uint64_t buf = c.sendbuff ? c.sendbuff : c.recvbuff;
-  return Mix64(Mix64(Mix64(buf, c.count), c.dtype), c.api);
+  return Mix64(buf ^ (c.count * 0x9e3779b97f4a7c15ull), (uint64_t{c.dtype} << 16) | c.api);
 }
 
 // The reference rank: the lowest rank of the largest group of ranks with identical shape
 // sequences (ties: the group holding the lowest rank).
-int ReferenceRank(const TraceModel& m, const CommModel& c) {
+int ReferenceRank(const CommModel& c, const std::vector<std::vector<uint64_t>>& shapes) {
   std::map<uint64_t, std::pair<int, int>> groups;  // hash -> (members, lowest rank)
   for (const RankView& r : c.ranks) {
     if (!r.has_file() || r.collectives.empty()) continue;
     uint64_t h = r.first_seq();
-    for (const CollectiveSlot& s : r.collectives) h = Mix64(h, ShapeSignature(m.call(s.call)));
+    for (uint64_t s : shapes[r.rank]) h = Mix64(h, s);
     auto [it, added] = groups.try_emplace(h, 0, r.rank);
     it->second.first++;
   }
@@ -41,7 +41,16 @@ int ReferenceRank(const TraceModel& m, const CommModel& c) {
 // sequences are aligned (a call one rank skipped shifts every later position; a reordering of
 // calls of different shapes says nothing about which tensor is which), and have the same shape.
 template <typename F>
-void ForEachShapeAlignedPair(const TraceModel& m, const RankView& r, const RankView& ref, F&& f) {
+void ForEachShapeAlignedPair(const RankView& r, const RankView& ref, const CommIdentity& id,
+                             F&& f) {
+  // The common case: same seqs, same shapes; pair by index without building anything.
+  const auto& rs = id.shapes[r.rank];
+  const auto& fs = id.shapes[ref.rank];
+  if (rs == fs && r.first_seq() == ref.first_seq() && r.issued() == ref.issued() &&
+      r.collectives.size() == r.issued() - r.first_seq()) {
+    for (size_t k = 0; k < rs.size(); ++k) f(k, k);
+    return;
+  }
   const uint64_t lo = std::max(r.first_seq(), ref.first_seq());
   auto dense = [&](const RankView& v, std::vector<uint64_t>* sig, std::vector<uint32_t>* slot) {
     const uint64_t hi = v.issued();
@@ -50,7 +59,7 @@ void ForEachShapeAlignedPair(const TraceModel& m, const RankView& r, const RankV
     slot->assign(hi - lo, ~uint32_t{0});
     for (size_t k = 0; k < v.collectives.size(); ++k) {
       if (v.collectives[k].seq < lo) continue;
-      (*sig)[v.collectives[k].seq - lo] = ShapeSignature(m.call(v.collectives[k].call)) | 1;
+      (*sig)[v.collectives[k].seq - lo] = id.shapes[v.rank][k];
       (*slot)[v.collectives[k].seq - lo] = static_cast<uint32_t>(k);
     }
   };
@@ -116,13 +125,26 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out) {
       key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
       if (added) keys.push_back(key);
     }
-    FlatMap64 votes(keys.size() * 2 + 16);  // (key index, tensor) -> co-occurrences
+    // (key index, tensor) -> co-occurrences: a dense matrix when small (training loops reuse a
+    // few buffers), a hash map when every call has its own buffer.
+    const uint64_t cells = uint64_t{keys.size()} * out->tensors;
+    const bool dense = cells <= (uint64_t{1} << 22);
+    std::vector<uint32_t> dense_votes(dense ? cells : 0);
+    FlatMap64 votes(dense ? 16 : keys.size() * 2 + 16);
     std::vector<uint32_t> occurrences(keys.size());
-    ForEachShapeAlignedPair(m, r, ref, [&](size_t i, size_t j) {
+    ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
       const uint32_t k = key_of_slot[i];
-      votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
+      if (dense)
+        dense_votes[uint64_t{k} * out->tensors + ref_tensor[j]]++;
+      else
+        votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
       occurrences[k]++;
     });
+    if (dense)
+      for (uint64_t cell = 0; cell < cells; ++cell)
+        if (dense_votes[cell])
+          votes.FindOrInsert(((cell / out->tensors) << 32) | (cell % out->tensors), 0) =
+              dense_votes[cell];
     std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
     votes.ForEach([&](uint64_t kv, uint32_t n) {
       const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
@@ -166,7 +188,14 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m) {
       out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
     }
     if (c.ranks.empty()) continue;
-    out.reference_rank = ReferenceRank(m, c);
+    out.shapes.resize(c.ranks.size());
+    for (const RankView& r : c.ranks) {
+      auto& sh = out.shapes[r.rank];
+      sh.resize(r.collectives.size());
+      for (size_t k = 0; k < sh.size(); ++k)
+        sh[k] = ShapeSignature(m.call(r.collectives[k].call)) | 1;
+    }
+    out.reference_rank = ReferenceRank(c, out.shapes);
     if (AllHaveCallSites(m, c)) {
       out.source = IdentitySource::kCallSites;
       FromCallSites(m, c, &out);

@@ -158,6 +158,13 @@ class ModelBuilder {
   void AddCalls(uint32_t f) {
     const TraceFile& t = m_.dir_->files[f];
     std::map<std::pair<size_t, uint64_t>, size_t> graph_of;  // (comm, graph id) -> template
+    // Most files hold one rank of one or a few comms: reserve to avoid regrowing big vectors.
+    if (!file_comms_[f].empty()) {
+      const size_t share = t.calls.size() / file_comms_[f].size();
+      for (const FileComm& fc : file_comms_[f])
+        for (RankView& rv : m_.comms_[fc.index].ranks)
+          if (rv.file == static_cast<int32_t>(f)) rv.collectives.reserve(share);
+    }
     for (uint32_t i = 0; i < t.calls.size(); ++i) {
       const CallRecord& c = t.calls[i];
       if (c.comm_id == 0) continue;
@@ -175,6 +182,9 @@ class ModelBuilder {
       }
       const CallRef ref{f, i};
       const Api api = static_cast<Api>(c.api);
+      constexpr int8_t kInProgress = 7;
+      if ((c.result != 0 && c.result != kInProgress) || c.capture == 2)
+        m_.flagged_.push_back({ref, ci, c.rank});
       if (c.capture == 1 && (IsCollective(api) || IsP2p(api))) {
         auto [it, added] = graph_of.try_emplace({ci, c.graph_id}, rv.graphs.size());
         if (added) rv.graphs.push_back({c.graph_id, {}, {}});
@@ -257,9 +267,11 @@ class ModelBuilder {
       for (int r = 0; r < static_cast<int>(c.ranks.size()); ++r) {
         RankView& rv = c.ranks[r];
         rv.rank = r;
-        std::stable_sort(
-            rv.collectives.begin(), rv.collectives.end(),
-            [](const CollectiveSlot& a, const CollectiveSlot& b) { return a.seq < b.seq; });
+        auto by_seq = [](const CollectiveSlot& a, const CollectiveSlot& b) {
+          return a.seq < b.seq;
+        };
+        if (!std::is_sorted(rv.collectives.begin(), rv.collectives.end(), by_seq))
+          std::stable_sort(rv.collectives.begin(), rv.collectives.end(), by_seq);
         if (rv.file >= 0) {
           ExpandGraphLaunches(rv);
           m_.files_[rv.file].ranks.push_back({ci, r});

@@ -40,17 +40,8 @@ class NcclErrorChecker : public Checker {
   std::string_view name() const override { return "NCCL errors"; }
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
-    const TraceModel& m = ctx.model();
-    for (size_t ci = 0; ci < m.comms().size(); ++ci) {
-      const CommModel& c = m.comms()[ci];
-      for (const RankView& r : c.ranks) {
-        for (const CollectiveSlot& s : r.collectives)
-          if (s.launch == 0) Inspect(ctx, ci, r.rank, s.call, sink);
-        for (const P2pCall& p : r.p2p) Inspect(ctx, ci, r.rank, p.call, sink);
-        for (CallRef ref : r.lifecycle) Inspect(ctx, ci, r.rank, ref, sink);
-        for (CallRef ref : r.other) Inspect(ctx, ci, r.rank, ref, sink);
-      }
-    }
+    for (const FlaggedCall& fc : ctx.model().flagged_calls())
+      Inspect(ctx, fc.comm_index, fc.rank, fc.call, sink);
   }
 
  private:

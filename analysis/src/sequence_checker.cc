@@ -35,9 +35,10 @@ class SequenceChecker : public Checker {
  private:
   static std::vector<uint64_t> Signatures(const CheckContext& ctx, size_t ci, const RankView& r) {
     std::vector<uint64_t> sig(r.collectives.size());
+    const CommIdentity& ident = ctx.identity().comm(ci);
     for (size_t k = 0; k < sig.size(); ++k) {
-      const uint64_t shape = ShapeSignature(ctx.model().call(r.collectives[k].call));
-      const uint32_t id = ctx.identity().Of(ci, r.rank, k);
+      const uint64_t shape = ident.shapes[r.rank][k];
+      const uint32_t id = ident.ids[r.rank][k];
       sig[k] = Mix64(shape, id) | 1;  // never kUnknownSignature
     }
     return sig;

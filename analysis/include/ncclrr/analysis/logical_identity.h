@@ -26,6 +26,9 @@ struct CommIdentity {
   // (1 = the key always co-occurs with the same reference tensor).
   std::vector<std::vector<float>> confidence;
   uint32_t tensors = 0;  // number of logical tensors
+  // shapes[rank][slot]: 64-bit hash of (op, count, dtype, reduction, root), never 0: what the
+  // alignment compares besides the logical id.
+  std::vector<std::vector<uint64_t>> shapes;
 };
 
 class LogicalIdentity {

@@ -111,6 +111,14 @@ struct FileView {
   std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
 };
 
+// A call worth a second look without scanning every record: it returned an error (other than
+// ncclInProgress) or was issued on a stream whose graph capture was invalidated.
+struct FlaggedCall {
+  CallRef call;
+  size_t comm_index = 0;
+  int rank = -1;
+};
+
 struct LoadOptions {
   int threads = 2;  // files read in parallel
   // Progress for long traces ("read 12 of 64 files"); called from the loading thread.
@@ -145,6 +153,8 @@ class TraceModel {
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
 
+  const std::vector<FlaggedCall>& flagged_calls() const { return flagged_; }
+
   // Sketches recorded for a call (data checks); empty when none.
   std::vector<const SketchData*> Sketches(CallRef r) const;
 
@@ -159,6 +169,7 @@ class TraceModel {
   std::vector<FileView> files_;
   int64_t start_ns_ = 0, end_ns_ = 0;
   uint64_t total_calls_ = 0;
+  std::vector<FlaggedCall> flagged_;
   std::vector<std::unordered_multimap<uint64_t, uint32_t>> sketch_index_;  // per file: uid -> i
 };
 

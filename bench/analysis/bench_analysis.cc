@@ -1,0 +1,144 @@
+// bench-analysis: `ncclrr check` and `ncclrr export` on large synthetic traces.
+//
+//   bench-analysis [--ranks R] [--calls N] [--export-ranks R2] [--export-calls N2] [--dir D]
+//
+// Writes an R-rank trace of N allreduces per rank (a training loop of 4 tensors per step, with
+// one same-shape swap and one count mismatch injected so the checkers have work), then measures
+// load (read + build the model), check (identity, alignment, every checker), their sum as
+// records/s, and peak RSS. Export is measured on a smaller trace (R2 x N2), since its JSON is
+// ~200 bytes per call. bench/README.md records the last numbers.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/perfetto_export.h"
+#include "ncclrr/synthetic_trace.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+double PeakRssMb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+ncclrr::SyntheticTraceOptions Options(const std::string& dir, int ranks, long long calls) {
+  ncclrr::SyntheticTraceOptions o;
+  o.dir = dir;
+  o.ranks = ranks;
+  o.steps = static_cast<int>(calls / 4);
+  o.swap_rank = ranks / 2;
+  o.swap_steps = {o.steps / 2};
+  o.count_delta_rank = ranks - 1;
+  o.count_delta_index = 3;
+  o.count_delta = 8;
+  o.count_delta_step = o.steps / 3;
+  return o;
+}
+
+bool Generate(const ncclrr::SyntheticTraceOptions& o) {
+  std::filesystem::remove_all(o.dir);
+  const auto t = Clock::now();
+  auto r = ncclrr::WriteSyntheticTrace(o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "generating %s failed: %s\n", o.dir.c_str(), r.status().message().c_str());
+    return false;
+  }
+  uint64_t bytes = 0;
+  for (const auto& f : r->files) bytes += std::filesystem::file_size(f);
+  std::printf("generated %d ranks x %d calls = %llu calls, %.1f MB on disk, in %.1f s\n", o.ranks,
+              o.steps * 4, static_cast<unsigned long long>(r->calls), bytes / 1e6, Since(t));
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int ranks = 64, export_ranks = 8;
+  long long calls = 125'000, export_calls = 25'000;
+  std::string dir = "/tmp/ncclrr-bench-analysis";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--ranks")
+      ranks = std::atoi(argv[i + 1]);
+    else if (a == "--calls")
+      calls = std::atoll(argv[i + 1]);
+    else if (a == "--export-ranks")
+      export_ranks = std::atoi(argv[i + 1]);
+    else if (a == "--export-calls")
+      export_calls = std::atoll(argv[i + 1]);
+    else if (a == "--dir")
+      dir = argv[i + 1];
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  const auto big = Options(dir + "/check", ranks, calls);
+  if (!Generate(big)) return 2;
+  const double rss0 = PeakRssMb();
+  auto t = Clock::now();
+  auto model = ncclrr::analysis::TraceModel::Load(big.dir);
+  if (!model.ok()) {
+    std::fprintf(stderr, "load failed: %s\n", model.status().message().c_str());
+    return 2;
+  }
+  const double load_s = Since(t);
+  t = Clock::now();
+  ncclrr::analysis::CheckOptions co;
+  std::string phase = "logical identity";
+  auto phase_start = Clock::now();
+  co.progress = [&](std::string_view next) {  // "checking: <name>" before each checker
+    std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
+    phase = std::string(next.substr(next.find(':') + 2));
+    phase_start = Clock::now();
+  };
+  const auto report = ncclrr::analysis::Check(*model, co);
+  std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
+  const double check_s = Since(t);
+  const double n = static_cast<double>(model->total_calls());
+  std::printf("load  (read + model, 2 threads): %.2f s = %.1f M records/s\n", load_s,
+              n / load_s / 1e6);
+  std::printf("check (identity, alignment, all checkers): %.2f s = %.1f M records/s\n", check_s,
+              n / check_s / 1e6);
+  std::printf("load + check: %.2f s = %.1f M records/s; %zu findings (%llu occurrences)\n",
+              load_s + check_s, n / (load_s + check_s) / 1e6, report.findings.size(),
+              static_cast<unsigned long long>(report.summary.occurrences));
+  std::printf("peak RSS %.0f MB (%.0f B per call; %.0f MB before loading)\n", PeakRssMb(),
+              (PeakRssMb() - rss0) * 1024 * 1024 / n, rss0);
+  std::filesystem::remove_all(big.dir);
+
+  const auto small = Options(dir + "/export", export_ranks, export_calls);
+  if (!Generate(small)) return 2;
+  auto m2 = ncclrr::analysis::TraceModel::Load(small.dir);
+  if (!m2.ok()) return 2;
+  const auto r2 = ncclrr::analysis::Check(*m2);
+  const std::string out = dir + "/export.json";
+  ncclrr::analysis::ExportStats st;
+  t = Clock::now();
+  const auto s = ncclrr::analysis::ExportPerfettoFile(*m2, &r2, {}, out, &st);
+  const double export_s = Since(t);
+  if (!s.ok()) {
+    std::fprintf(stderr, "export failed: %s\n", s.message().c_str());
+    return 2;
+  }
+  std::printf(
+      "export: %llu calls -> %llu events, %llu flows, %.1f MB (%.0f B/call) in %.2f s "
+      "= %.1f M calls/s\n",
+      static_cast<unsigned long long>(m2->total_calls()),
+      static_cast<unsigned long long>(st.events), static_cast<unsigned long long>(st.flows),
+      st.bytes / 1e6, static_cast<double>(st.bytes) / m2->total_calls(), export_s,
+      m2->total_calls() / export_s / 1e6);
+  std::filesystem::remove_all(dir);
+  return 0;
+}
