@@ -60,6 +60,34 @@ class SequenceChecker : public Checker {
     return d;
   }
 
+  // The signature the sequence would hold next if it continued its period (0 when it has no
+  // clear period).
+  static uint64_t PredictNext(const std::vector<uint64_t>& sig) {
+    const size_t n = sig.size();
+    const size_t window = std::min<size_t>(n, 1024);
+    for (size_t p = 1; p <= 256 && p + 2 <= window; ++p) {
+      size_t agree = 0;
+      for (size_t i = n - window + p; i < n; ++i) agree += sig[i] == sig[i - p];
+      if (agree * 10 >= (window - p) * 9) return sig[n - p];  // the smallest good period
+    }
+    return kUnknownSignature;
+  }
+
+  // A rank blocked in a mispaired collective never issues the calls after it. When both sides
+  // end in a mismatch and the rank's last call is what the reference would have issued next,
+  // the rank skipped the reference's last call: a missing call, not a mismatch.
+  static void ExplainBlockedTail(std::vector<AlignOp>* ops, const DenseSequence& a,
+                                 const DenseSequence& b) {
+    if (ops->empty()) return;
+    AlignOp& last = ops->back();
+    if (last.type != AlignOp::kMismatch || last.pos + 1 != b.sig.size() ||
+        last.ref_pos + 1 != a.sig.size())
+      return;
+    const uint64_t next = PredictNext(a.sig);
+    if (next != kUnknownSignature && next == b.sig[last.pos])
+      last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
+  }
+
   static uint64_t SequenceHash(const RankView& r, const std::vector<uint64_t>& sig) {
     uint64_t h = r.first_seq();
     for (size_t k = 0; k < sig.size(); ++k) h = Mix64(h, sig[k] ^ r.collectives[k].seq);
@@ -85,7 +113,9 @@ class SequenceChecker : public Checker {
       const uint64_t lo = std::max(r.first_seq(), rv_ref.first_seq());
       const DenseSequence a = Dense(rv_ref, sc.sigs[ref], lo);
       const DenseSequence b = Dense(r, sc.sigs[r.rank], lo);
-      for (const AlignOp& op : AlignSequences(a.sig, b.sig, params)) {
+      std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
+      ExplainBlockedTail(&ops, a, b);
+      for (const AlignOp& op : ops) {
         RawEvent e;
         e.op = op;
         e.seq = lo + op.pos;

@@ -215,6 +215,27 @@ SyntheticScript MissingCallSkip() {
   return b.s;
 }
 
+// As the host NCCL runs ncclrr-example missing-collective: every call blocks until its peers
+// arrive, so after rank 1 skips an allreduce both ranks stop in the mispaired call and the
+// trace holds the same number of calls for both.
+SyntheticScript MissingCallBlocked() {
+  ScriptBuilder b(2);
+  const int w = b.Comm(0x44, "world", {0, 1});
+  for (int step = 0; step < 2; ++step) {
+    for (int p = 0; p < 2; ++p) {
+      std::vector<ScriptCall> calls = {AllReduce(1024, 1), AllReduce(1024, 2), AllReduce(256, 3),
+                                       Collective(Api::kBroadcast, 512, 4, 0)};
+      if (step == 1) calls.resize(p == 1 ? 3 : 2);
+      if (step == 1 && p == 1) calls.erase(calls.begin() + 1);
+      for (ScriptCall c : calls) {
+        c.comm = w;
+        b.On(p, c);
+      }
+    }
+  }
+  return b.s;
+}
+
 SyntheticScript ExtraCall() {
   ScriptBuilder b(3);
   const int dp = b.Comm(0x43, "dp", Range(3));
@@ -429,6 +450,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"order_swap_callsites", [] { return SuspectedSwap(true); }},
       {"missing_call_end", MissingCallEnd},
       {"missing_call_skip", MissingCallSkip},
+      {"missing_call_blocked", MissingCallBlocked},
       {"extra_call", ExtraCall},
       {"p2p_mismatch", P2pMismatch},
       {"cross_comm_order", CrossCommOrder},
