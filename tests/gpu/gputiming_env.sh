@@ -1,0 +1,10 @@
+# Sourced by tests/gpu/gputiming_*.sh and profiler_*.sh: where things are on the GPU test machine.
+# Overridable: NCCLRR_BUILD_DIR, OUT, NCCLRR_NCCL_DIR, PYTHON.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$(cd "${NCCLRR_BUILD_DIR:-$ROOT/build}" && pwd)
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
+PY=${PYTHON:-/opt/torch/.venv/bin/python3}
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
