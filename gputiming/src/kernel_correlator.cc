@@ -9,6 +9,10 @@ namespace {
 // A scope's records keep arriving for a while (CUPTI delivers buffers when they fill or at a
 // flush); bookkeeping older than this many rounds is dropped.
 constexpr uint64_t kForgetAfterRounds = 64;
+// A kernel whose correlation record has not arrived after this many rounds has none (it was
+// launched from a thread where no id was pushed). CUPTI's default flush holds back a buffer while
+// any record in it is incomplete, so one round is not always enough.
+constexpr int kRoundsBeforeUncorrelated = 2;
 
 }  // namespace
 
@@ -162,7 +166,7 @@ void KernelCorrelator::Match(bool final, const Emit& emit, const NoteFn& note) {
     auto it = correlation_.find(p.k.correlation_id);
     if (it != correlation_.end()) {
       Route(p.k, it->second.first);
-    } else if (p.rounds >= 1 || final) {
+    } else if (p.rounds >= kRoundsBeforeUncorrelated || final) {
       RouteUncorrelated(p.k);
     } else {
       ++p.rounds;

@@ -92,12 +92,21 @@ TEST(ClockMap, RealClocksAgreeWithinMicroseconds) {
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
   });
   m.Calibrate();
-  timespec r, mo;
+  // The realtime read lies between two monotonic reads; its mapping must too (give or take the
+  // calibration's own bracket, a few microseconds even on a loaded machine).
+  auto mono_now = [] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  };
+  const int64_t before = mono_now();
+  timespec r;
   clock_gettime(CLOCK_REALTIME, &r);
-  clock_gettime(CLOCK_MONOTONIC, &mo);
+  const int64_t after = mono_now();
   const uint64_t real = static_cast<uint64_t>(r.tv_sec) * 1'000'000'000u + r.tv_nsec;
-  const int64_t mono = static_cast<int64_t>(mo.tv_sec) * 1'000'000'000 + mo.tv_nsec;
-  EXPECT_NEAR(static_cast<double>(m.ToMonotonic(real)), static_cast<double>(mono), 50'000.0);
+  const int64_t mapped = m.ToMonotonic(real);
+  EXPECT_GE(mapped, before - 50'000);
+  EXPECT_LE(mapped, after + 50'000);
 }
 
 }  // namespace

@@ -236,7 +236,9 @@ TEST_F(GpuTimerFake, AnotherCuptiClientMeansEventPairs) {
   ASSERT_EQ(sink.by_uid.count(77), 1u);
   const GpuTimeRecord& r = sink.by_uid[77][0];
   EXPECT_EQ(r.source, static_cast<uint8_t>(GpuTimeSource::kEventPair));
-  EXPECT_NEAR(static_cast<double>(r.start_ns - begin), 2e6, 5e5);
+  // The stream reached the call 2 ms after it was issued (not before; later only by scheduling).
+  EXPECT_GE(r.start_ns - begin, 2'000'000 - 100'000);
+  EXPECT_LE(r.start_ns - begin, 2'000'000 + 50'000'000);
   EXPECT_GE(fakes.CaptureExchanges(), 2) << "collected in relaxed capture mode";
   EXPECT_TRUE(timer->Stop().ok());
 }

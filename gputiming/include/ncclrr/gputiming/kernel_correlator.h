@@ -12,7 +12,8 @@
 // Nonblocking communicators launch from NCCL's own thread, where no id is pushed: such scopes wait
 // in a per-device queue and take, in order, the NCCL kernels of their device that carry no id.
 //
-// Records arrive in any order and across rounds (one round = one Match call after a CUPTI flush).
+// Records arrive in any order and across rounds (one round = one Match call after a CUPTI flush);
+// a kernel is taken as uncorrelated only after two rounds without its correlation record.
 // A span is emitted once it did not grow for a whole round, so each call gets one record.
 #include <cstdint>
 #include <deque>
