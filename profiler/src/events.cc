@@ -109,11 +109,13 @@ void MaybeWriteCommAtInit(CommContext* c) {
 
 // ---- v5 API events ----
 struct ThreadGroup {
-  uint64_t group_id = 0;
+  uint64_t group_id = 0;      // the application's group, 0 outside one
+  uint64_t launch_scope = 0;  // every outermost group, explicit or NCCL's implicit one
   uint8_t depth = 0;
 };
 thread_local ThreadGroup t_group;
 std::atomic<uint64_t> g_next_group{1};
+std::atomic<uint64_t> g_next_launch_scope{1};
 
 ApiSlot* StartApiCall(CommContext* c, Api api, size_t count, const char* datatype, int root,
                       void* stream, bool captured) {
@@ -140,6 +142,7 @@ ApiSlot* StartApiCall(CommContext* c, Api api, size_t count, const char* datatyp
   r.type_seq = c->type_seq[static_cast<uint16_t>(api) & 127].fetch_add(1);
   PluginRecorder& rec = PluginRecorder::Get();
   s->silent = rec.Disabled() || rec.PreloadInRecordedCall();
+  s->launch_scope = t_group.launch_scope;
   s->state.store(ApiSlot::kOpen, std::memory_order_release);
   return s;
 }
@@ -152,6 +155,10 @@ void StopApiCall(ApiSlot* s) {
     s->state.store(ApiSlot::kDone, std::memory_order_release);
     if (!s->silent) PluginRecorder::Get().EmitCall(s->comm, s->rec);
     return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s->comm->pending_mu);
+    s->comm->pending.push_back(s);
   }
   s->state.store(ApiSlot::kPending, std::memory_order_release);
 }
@@ -170,6 +177,37 @@ bool ClaimApiCall(void* parent, ApiSlot** out) {
 void FinishClaimed(ApiSlot* s) {
   if (!s->silent) PluginRecorder::Get().EmitCall(s->comm, s->rec);
   s->comm->ReleaseSlot(s);
+}
+
+// `claimed` got its task: calls of earlier launch scopes still waiting will get none.
+void FlushAbandoned(CommContext* c, const ApiSlot* claimed) {
+  std::vector<ApiSlot*> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(c->pending_mu);
+    std::deque<ApiSlot*> keep;
+    bool before = true;
+    for (ApiSlot* s : c->pending) {
+      if (s == claimed) {
+        before = false;
+        continue;
+      }
+      int pending = ApiSlot::kPending;
+      if (before && s->launch_scope != claimed->launch_scope &&
+          s->state.compare_exchange_strong(pending, ApiSlot::kDone)) {
+        abandoned.push_back(s);
+      } else if (s->state.load() == ApiSlot::kPending) {
+        keep.push_back(s);
+      }
+    }
+    c->pending.swap(keep);
+  }
+  for (ApiSlot* s : abandoned) {
+    PluginRecorder::Get().NoteOnce(
+        "no-task", NoteLevel::kInfo,
+        "NCCL launched some calls without telling the profiler plugin (kernels it runs without "
+        "task events, such as symmetric-memory kernels): their records have no buffers");
+    FinishClaimed(s);
+  }
 }
 
 // nccl.h's in-place rules.
@@ -315,6 +353,7 @@ void CompleteApiCall(CommContext* c, void* parent, const TaskInfo& t) {
     r.recvbuff = reinterpret_cast<uint64_t>(t.recv);
     r.seq = c->NextP2pSeq(t.root_peer, static_cast<Api>(r.api) == Api::kRecv);
   }
+  FlushAbandoned(c, s);
   FinishClaimed(s);
 }
 
@@ -404,6 +443,7 @@ abi::Result StartV5(void* context, void** handle, abi::DescrV5* d) {
     const int depth = d->groupApi.groupDepth > 0 ? d->groupApi.groupDepth - 1 : 0;
     t_group.depth = static_cast<uint8_t>(depth > 255 ? 255 : depth);
     t_group.group_id = depth > 0 ? g_next_group.fetch_add(1) : 0;
+    t_group.launch_scope = g_next_launch_scope.fetch_add(1);
     h = NewHandle(HandleKind::kGroupApi, chaining);
   } else if (type == abi::kCollApi) {
     h = &StartApiCall(c, ApiFromFuncName(d->collApi.func), d->collApi.count, d->collApi.datatype,

@@ -49,7 +49,8 @@ struct ApiSlot {
   std::atomic<int> state{kFree};
   CommContext* comm = nullptr;
   CallRecord rec{};
-  bool silent = false;  // the preload records this call
+  bool silent = false;        // the preload records this call
+  uint64_t launch_scope = 0;  // the outermost group (or lone call) whose GroupEnd launches it
 };
 
 struct CommContext {
@@ -80,6 +81,12 @@ struct CommContext {
   std::vector<std::unique_ptr<ApiSlot[]>> slot_chunks;
   std::deque<ApiSlot*> free_slots;
   std::vector<ApiSlot*> live_slots;  // every slot handed out, to flush at finalize
+  // Calls waiting for their task event, in the order they were issued. NCCL launches a comm's
+  // groups in order, so once a later group's task arrives, a call of an earlier group that is
+  // still waiting will get none (a kernel NCCL runs without task events, such as its symmetric-
+  // memory kernels): it is written then, without buffers, rather than at finalize.
+  std::mutex pending_mu;
+  std::deque<ApiSlot*> pending;
 
   uint64_t NextP2pSeq(int peer, bool recv);
   ApiSlot* AcquireSlot();

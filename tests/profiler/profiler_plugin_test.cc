@@ -197,6 +197,31 @@ TEST_F(PluginTest, V5TaskOnAnotherThreadAfterTheGroupEnds) {
   EXPECT_EQ(ar.sendbuff, 0u) << "never launched: buffers unknown";
 }
 
+TEST_F(PluginTest, V5CallWithoutTaskIsWrittenWhenALaterGroupLaunches) {
+  // NCCL runs some kernels (symmetric memory) without task events: the call must not wait for
+  // finalize once a later launch shows its task will never come.
+  const int rc = RunChild({}, [] {
+    SimNccl nccl(PluginPath(), 5);
+    void* ctx = nccl.Init(0x5e, "", 2, 0);
+    void* g = nccl.GroupApiStart(ctx, 1);
+    nccl.CollApi(ctx, g, "AllReduce", 11, "ncclFloat32", 0, nullptr);  // no task event
+    nccl.Stop(g);
+    g = nccl.GroupApiStart(ctx, 1);
+    void* b = nccl.CollApi(ctx, g, "AllReduce", 22, "ncclFloat32", 0, nullptr);
+    nccl.Launch(ctx, 0, {{true, "AllReduce", 22, "ncclFloat32", 0, P(1), P(2), b}});
+    nccl.Stop(g);
+    nccl.Finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const TraceFile f = ReadOnlyFile();
+  ASSERT_EQ(f.calls.size(), 2u);
+  EXPECT_EQ(f.calls[0].count, 11u) << "written when the later call launched, not at finalize";
+  EXPECT_EQ(f.calls[0].sendbuff, 0u);
+  EXPECT_EQ(f.calls[1].count, 22u);
+  EXPECT_NE(Notes(f).find("without telling the profiler plugin"), std::string::npos) << Notes(f);
+}
+
 TEST_F(PluginTest, V4RecordsTasksAtLaunch) {
   const int rc = RunChild({}, [] {
     SimNccl nccl(PluginPath(), 4);
