@@ -8,8 +8,10 @@
 #include <mutex>
 
 #include "chain.h"
+#include "event_handles.h"
 #include "name_maps.h"
 #include "plugin_state.h"
+#include "task_info.h"
 
 namespace ncclrr::profiler {
 namespace {
@@ -17,48 +19,6 @@ namespace {
 constexpr int kMaskV5 = abi::kGroupApi | abi::kCollApi | abi::kP2pApi | abi::kColl | abi::kP2p;
 // Task events need a group event (NCCL starts them only under a non-null group handle).
 constexpr int kMaskV1toV4 = abi::kGroup | abi::kColl | abi::kP2p;
-
-// ---- Handles ----
-// Without a chained plugin, events other than API calls need no state: they share one handle per
-// kind. With one, each event needs its own (to hold the chained handle); they are recycled only
-// after many later events, because NCCL may name a stopped event as a parent a little later.
-Handle g_group_api{kHandleMagic, HandleKind::kGroupApi, nullptr};
-Handle g_task{kHandleMagic, HandleKind::kTask, nullptr};
-Handle g_other{kHandleMagic, HandleKind::kOther, nullptr};
-
-struct PooledHandle {
-  Handle h;
-  bool pooled = true;
-};
-std::mutex g_pool_mu;
-std::deque<PooledHandle*> g_retired;
-constexpr size_t kRetiredBeforeReuse = 1 << 16;
-
-Handle* NewHandle(HandleKind kind, bool chaining) {
-  if (!chaining) {
-    return kind == HandleKind::kGroupApi ? &g_group_api
-           : kind == HandleKind::kTask   ? &g_task
-                                         : &g_other;
-  }
-  PooledHandle* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_pool_mu);
-    if (g_retired.size() > kRetiredBeforeReuse) {
-      p = g_retired.front();
-      g_retired.pop_front();
-    }
-  }
-  if (p == nullptr) p = new PooledHandle();
-  p->h.kind = kind;
-  p->h.chained = nullptr;
-  return &p->h;
-}
-
-void RetireHandle(Handle* h) {
-  if (h == &g_group_api || h == &g_task || h == &g_other || h->kind == HandleKind::kApiCall) return;
-  std::lock_guard<std::mutex> lock(g_pool_mu);
-  g_retired.push_back(reinterpret_cast<PooledHandle*>(h));  // h is PooledHandle's first member
-}
 
 // ---- Small facts ----
 uint32_t Tid() {
@@ -210,89 +170,7 @@ void FlushAbandoned(CommContext* c, const ApiSlot* claimed) {
   }
 }
 
-// nccl.h's in-place rules.
-bool InPlace(Api api, const void* send, const void* recv, uint64_t count, uint8_t dtype, int rank) {
-  const auto s = reinterpret_cast<uintptr_t>(send);
-  const auto r = reinterpret_cast<uintptr_t>(recv);
-  const uint64_t bytes = count * DtypeSize(dtype) * static_cast<uint64_t>(rank < 0 ? 0 : rank);
-  if (api == Api::kAllGather) return s == r + bytes;
-  if (api == Api::kReduceScatter) return r == s + bytes;
-  return s == r;
-}
-
 // ---- Task events (all versions) ----
-struct TaskInfo {
-  bool is_coll = true;
-  Api api = Api::kUnknown;
-  uint8_t dtype = kUnknownDtype;
-  uint64_t count = 0;
-  int root_peer = -1;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  int32_t op = -1;
-  uint64_t hash = 0;
-  bool has_hash = false;
-  const char* name = nullptr;
-};
-
-template <typename D>
-TaskInfo CollTask(const D& d) {
-  TaskInfo t;
-  t.api = ApiFromFuncName(d.coll.func);
-  t.dtype = DtypeFromName(d.coll.datatype);
-  t.count = d.coll.count;
-  t.root_peer = d.coll.root;
-  t.send = d.coll.sendBuff;
-  t.recv = d.coll.recvBuff;
-  if constexpr (requires { d.coll.commHash; }) {
-    t.hash = d.coll.commHash;
-    t.has_hash = true;
-    t.name = d.coll.name;
-  }
-  return t;
-}
-template <>
-TaskInfo CollTask(const abi::DescrV1& d) {
-  TaskInfo t;
-  t.api = ApiFromFuncValue(d.coll.func);
-  t.dtype = d.coll.datatype;
-  t.count = d.coll.count;
-  t.root_peer = d.coll.root;
-  t.send = d.coll.sendBuff;
-  t.recv = d.coll.recvBuff;
-  t.op = static_cast<int32_t>(d.coll.op);
-  t.hash = d.coll.commHash;
-  t.has_hash = true;
-  t.name = d.coll.name;
-  return t;
-}
-
-template <typename D>
-TaskInfo P2pTask(const D& d) {
-  TaskInfo t;
-  t.is_coll = false;
-  if constexpr (std::is_same_v<D, abi::DescrV1>) {
-    t.api = ApiFromFuncValue(d.p2p.func);
-    t.dtype = d.p2p.datatype;
-  } else {
-    t.api = ApiFromFuncName(d.p2p.func);
-    t.dtype = DtypeFromName(d.p2p.datatype);
-  }
-  t.count = d.p2p.count;
-  t.root_peer = d.p2p.peer;
-  if (t.api == Api::kSend) {
-    t.send = d.p2p.buff;
-  } else {
-    t.recv = d.p2p.buff;
-  }
-  if constexpr (requires { d.p2p.commHash; }) {
-    t.hash = d.p2p.commHash;
-    t.has_hash = true;
-    t.name = d.p2p.name;
-  }
-  return t;
-}
-
 // v1-v4: the task is all there is; it becomes the call.
 void RecordTask(CommContext* c, int rank, const TaskInfo& t) {
   PluginRecorder& rec = PluginRecorder::Get();
