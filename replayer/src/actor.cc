@@ -381,6 +381,12 @@ class Actor {
         if (!dev_->Reached(s, m) && !seen[s]) head = seen[s] = true;
       if (head) report_.in_flight_heads.push_back(f.unit);
     }
+    // Every actor records its heads before any communicator is aborted: an abort fails the
+    // peers' queued work, which would move their heads.
+    st_.snapshots.fetch_add(1);
+    const int64_t wait_until = SteadyNs() + 5'000'000'000;
+    while (st_.snapshots.load() < static_cast<int>(plan_.actors.size()) && SteadyNs() < wait_until)
+      usleep(100);
     for (ncclComm_t& c : comm_of_) {
       if (c != nullptr) nccl_.CommAbort(c);
       c = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace ncclrr::replay {
 namespace {
@@ -31,7 +32,10 @@ class OrderExplainer {
 
   std::vector<std::string> Explain() {
     for (uint32_t ci = 0; ci < plan_.comms.size(); ++ci)
-      if (plan_.comms[ci].used) Comm(ci);
+      if (plan_.comms[ci].used) {
+        Comm(ci);
+        Arguments(ci);
+      }
     CrossComm();
     return lines_;
   }
@@ -107,17 +111,45 @@ class OrderExplainer {
     }
   }
 
+  // Logical calls whose ranks passed different arguments: no order fixes those.
+  void Arguments(uint32_t ci) {
+    const PlanComm& pc = plan_.comms[ci];
+    const std::string where = name_comms_ ? " of " + pc.Label() : "";
+    // (rank, its call, the reference call) -> positions
+    std::map<std::tuple<int, std::string, std::string>, std::vector<std::pair<uint64_t, uint64_t>>>
+        groups;
+    for (const LogicalColl& l : pc.logical) {
+      if (!l.args_differ) continue;
+      const std::string ref = DescribeCall(plan_, plan_.calls[l.args]);
+      for (uint32_t idx : l.call_of_rank) {
+        if (idx == kNone) continue;
+        const std::string mine = DescribeCall(plan_, plan_.calls[idx]);
+        if (mine != ref)
+          groups[{plan_.calls[idx].rank, mine, ref}].push_back({pos_[idx], pos_[idx]});
+      }
+    }
+    for (auto& [key, runs] : groups) {
+      std::sort(runs.begin(), runs.end());
+      const auto& [rank, mine, ref] = key;
+      lines_.push_back("seq " + Ranges(runs) + ": rank " + std::to_string(rank) + where +
+                       " issues " + mine + " where the others issue " + ref +
+                       " (the arguments differ: no order fixes this)");
+    }
+  }
+
   // d > 0 when the rank's calls from p on are the majority's from p + d on (it skipped d).
   static int Shift(const std::vector<uint32_t>& mine, const std::vector<uint32_t>& maj, size_t p,
                    size_t q) {
     for (int d : {1, -1, 2, -2, 3, -3}) {
       bool all = true;
-      for (size_t k = p; k <= q && all; ++k) {
+      size_t matched = 0;
+      for (size_t k = p; k <= q && k < mine.size() && all; ++k) {
         const int64_t j = static_cast<int64_t>(k) + d;
-        all = j >= 0 && static_cast<size_t>(j) < maj.size() && k < mine.size() &&
-              mine[k] == maj[static_cast<size_t>(j)];
+        all =
+            j >= 0 && static_cast<size_t>(j) < maj.size() && mine[k] == maj[static_cast<size_t>(j)];
+        ++matched;
       }
-      if (all) return d;
+      if (all && matched > 0) return d;
     }
     return 0;
   }

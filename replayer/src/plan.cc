@@ -152,32 +152,26 @@ class PlanBuilder {
     const TensorIds ids = ReplayTensorIds(m_, identity_, ci);
     if (ids.from_first_step) ++first_step_identity_;
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> logical_of;  // (tensor, step)
+    std::map<uint64_t, std::map<uint32_t, int>> logical_at_seq;    // recorded seq -> votes
+    std::vector<uint32_t> unknown;  // calls whose tensor the identity could not establish
+    // [rank][tensor] -> the recorded seqs of its occurrences, and the calls
+    std::vector<std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>>> occurrences(
+        c.ranks.size());
     for (const RankView& r : c.ranks) {
       pc.actor_of_rank[r.rank] = ActorOf(r);
       pc.device_of_rank[r.rank] = r.device;
-      std::map<uint32_t, uint32_t> occurrences;
       for (size_t k = 0; k < r.collectives.size(); ++k) {
         const analysis::CollectiveSlot& s = r.collectives[k];
         PlanCall p = MakeCall(ci, r, s.call, s.time_ns);
         p.recorded_seq = s.seq;
         p.launch = s.launch;
         const uint32_t tensor = ids.of_slot[r.rank][k];
-        const bool known = tensor != analysis::kNoLogicalId;
-        p.step = known ? occurrences[tensor]++ : static_cast<uint32_t>(s.seq);
-        const uint32_t t = known ? tensor : kNone;
-        auto [it, added] = logical_of.try_emplace({t, p.step}, pc.logical.size());
-        if (added) {
-          LogicalColl l;
-          l.tensor = t;
-          l.step = p.step;
-          l.call_of_rank.assign(c.ranks.size(), kNone);
-          l.data_key = Mix(Mix(Mix(c.id, c.lineage), t), p.step);
-          pc.logical.push_back(std::move(l));
-        }
-        p.logical = it->second;
-        pc.logical[it->second].call_of_rank[r.rank] = static_cast<uint32_t>(plan_.calls.size());
-        if (known) plan_.steps = std::max(plan_.steps, p.step + 1);
+        const uint32_t idx = static_cast<uint32_t>(plan_.calls.size());
         plan_.calls.push_back(p);
+        if (tensor == analysis::kNoLogicalId)
+          unknown.push_back(idx);
+        else
+          occurrences[r.rank][tensor].push_back({s.seq, idx});
       }
       for (const analysis::P2pCall& pp : r.p2p) {
         if (m_.call(pp.call).capture == 1) {
@@ -190,7 +184,70 @@ class PlanBuilder {
         plan_.calls.push_back(p);
       }
     }
+    // Steps: each occurrence of a tensor is matched to the reference rank's occurrence nearest
+    // in recorded position, so a rank that skipped one keeps the right step for the later ones.
+    const auto& ref = occurrences[ids.reference_rank];
+    for (auto& per_tensor : occurrences)
+      for (auto& [tensor, occ] : per_tensor) {
+        const auto it = ref.find(tensor);
+        const size_t n_ref = it == ref.end() ? 0 : it->second.size();
+        size_t j = 0, extra = 0;
+        for (const auto& [seq, idx] : occ) {
+          uint32_t step;
+          if (j < n_ref) {
+            auto dist = [&](size_t k) {
+              const uint64_t r = it->second[k].first;
+              return r > seq ? r - seq : seq - r;
+            };
+            while (j + 1 < n_ref && dist(j + 1) < dist(j)) ++j;
+            step = static_cast<uint32_t>(j++);
+          } else {
+            step = static_cast<uint32_t>(n_ref + extra++);
+          }
+          const uint32_t l = Join(pc, logical_of, tensor, step, idx);
+          logical_at_seq[seq][l]++;
+          plan_.steps = std::max(plan_.steps, step + 1);
+        }
+      }
+    // A call of unknown identity (e.g. its count differs from every other rank's) means what
+    // NCCL paired it with: the logical call most ranks issued at its recorded position.
+    for (uint32_t idx : unknown) {
+      PlanCall& p = plan_.calls[idx];
+      uint32_t best = kNone;
+      int votes = 0;
+      for (const auto& [l, n] : logical_at_seq[p.recorded_seq])
+        if (n > votes && pc.logical[l].call_of_rank[p.rank] == kNone) {
+          best = l;
+          votes = n;
+        }
+      if (best != kNone) {
+        p.logical = best;
+        p.step = pc.logical[best].step;
+        pc.logical[best].call_of_rank[p.rank] = idx;
+      } else {
+        Join(pc, logical_of, kNone, static_cast<uint32_t>(p.recorded_seq), idx);
+      }
+    }
     for (LogicalColl& l : pc.logical) ChooseArguments(l);
+  }
+
+  // Adds call `idx` to the logical call (tensor, step), creating it on first use.
+  uint32_t Join(PlanComm& pc, std::map<std::pair<uint32_t, uint32_t>, uint32_t>& logical_of,
+                uint32_t tensor, uint32_t step, uint32_t idx) {
+    auto [it, added] = logical_of.try_emplace({tensor, step}, pc.logical.size());
+    if (added) {
+      LogicalColl l;
+      l.tensor = tensor;
+      l.step = step;
+      l.call_of_rank.assign(static_cast<size_t>(pc.nranks), kNone);
+      l.data_key = Mix(Mix(Mix(pc.id, pc.lineage), tensor), step);
+      pc.logical.push_back(std::move(l));
+    }
+    PlanCall& p = plan_.calls[idx];
+    p.logical = it->second;
+    p.step = step;
+    pc.logical[it->second].call_of_rank[p.rank] = idx;
+    return it->second;
   }
 
   // The arguments that define the reference: the most common among the participants (ties: the

@@ -30,7 +30,7 @@ std::string Verdict(const OrderResult& r) {
     case Outcome::kRight:
       return "0 wrong";
     case Outcome::kWrong:
-      if (r.steps > 0)
+      if (r.steps > 0 && r.wrong_steps > 0)
         return std::to_string(r.wrong_steps) + " of " + std::to_string(r.steps) + " steps wrong" +
                why;
       return std::to_string(r.wrong_calls) + " of " + std::to_string(r.calls) + " calls wrong" +

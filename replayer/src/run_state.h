@@ -45,7 +45,7 @@ struct RunState {
   std::atomic<bool> go{false};
   std::atomic<uint64_t> progress{0};
   std::atomic<uint64_t> issued_calls{0}, done_calls{0};
-  std::atomic<int> ready{0}, finished{0}, exited{0};
+  std::atomic<int> ready{0}, finished{0}, exited{0}, snapshots{0};
   std::atomic<int64_t> last_done_ns{0};
 
   std::vector<CallOutcome> outcomes;

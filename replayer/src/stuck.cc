@@ -30,6 +30,9 @@ class StuckExplainer {
   }
 
   std::vector<StuckCall> Explain() {
+    for (const ActorReport& r : actors_)
+      for (uint32_t u : r.in_flight_heads)
+        for (uint32_t idx : plan_.units[u].calls) head_calls_.insert(idx);
     std::vector<std::pair<std::tuple<uint32_t, uint64_t, int>, StuckCall>> out;
     for (size_t a = 0; a < actors_.size(); ++a)
       for (uint32_t u : actors_[a].in_flight_heads)
@@ -52,22 +55,26 @@ class StuckExplainer {
   }
 
  private:
+  // The calls at the heads of the streams of the actor holding `rank` of `comm`.
+  std::string Heads(uint32_t comm, int rank) const {
+    std::string s;
+    for (uint32_t u : actors_[plan_.comms[comm].actor_of_rank[rank]].in_flight_heads) {
+      const uint32_t idx = plan_.units[u].calls.front();
+      const PlanCall& h = plan_.calls[idx];
+      s += (s.empty() ? "" : " and at ") + plan_.comms[h.comm].Label() +
+           (h.comm == comm ? "" : " (another communicator)") + " seq " + std::to_string(pos_[idx]) +
+           " " + DescribeCall(plan_, h);
+    }
+    return s;
+  }
+
   // Where the actor holding `rank` of `comm` stands.
   std::string Where(uint32_t comm, int rank) const {
     const uint32_t a = plan_.comms[comm].actor_of_rank[rank];
     const ActorReport& r = actors_[a];
     const std::string who = "rank " + std::to_string(rank);
     if (r.waiting_for_memory) return who + " waits for replay memory before issuing more";
-    if (!r.in_flight_heads.empty()) {
-      std::string s;
-      for (uint32_t u : r.in_flight_heads) {
-        const PlanCall& h = plan_.calls[plan_.units[u].calls.front()];
-        s += (s.empty() ? who + " is blocked at " : " and at ") + plan_.comms[h.comm].Label() +
-             (h.comm == comm ? "" : " (another communicator)") + " seq " +
-             std::to_string(pos_[plan_.units[u].calls.front()]) + " " + DescribeCall(plan_, h);
-      }
-      return s;
-    }
+    if (!r.in_flight_heads.empty()) return who + " is blocked at " + Heads(comm, rank);
     if (r.issued_units >= order_.units_of_actor[a].size()) {
       auto it = issued_coll_.find({comm, rank});
       const uint64_t n = it == issued_coll_.end() ? 0 : it->second;
@@ -80,9 +87,14 @@ class StuckExplainer {
   std::string WhyCollective(const PlanCall& c, uint64_t seq) const {
     const PlanComm& pc = plan_.comms[c.comm];
     std::vector<int> missing;
+    std::string queued;  // ranks that issued it behind another call of their stream
     for (int q = 0; q < pc.nranks; ++q) {
       auto it = issued_coll_.find({c.comm, q});
-      if (it == issued_coll_.end() || it->second <= seq) missing.push_back(q);
+      if (it == issued_coll_.end() || it->second <= seq) {
+        missing.push_back(q);
+      } else if (!head_calls_.count(call_at_.at({c.comm, q, seq}))) {
+        queued += "; rank " + std::to_string(q) + " issued it, queued behind " + Heads(c.comm, q);
+      }
     }
     if (!missing.empty()) {
       std::string s = "rank" + std::string(missing.size() > 1 ? "s" : "") + " [";
@@ -90,8 +102,9 @@ class StuckExplainer {
       s += "] ha" + std::string(missing.size() > 1 ? "ve" : "s") + " not issued seq " +
            std::to_string(seq);
       for (int q : missing) s += "; " + Where(c.comm, q);
-      return s;
+      return s + queued;
     }
+    if (!queued.empty()) return "not every rank can start seq " + std::to_string(seq) + queued;
     std::set<std::string> shapes;
     std::string list;
     for (int q = 0; q < pc.nranks; ++q) {
@@ -128,6 +141,7 @@ class StuckExplainer {
   std::map<std::pair<uint32_t, int>, uint64_t> issued_coll_;
   std::map<std::tuple<uint32_t, int, int, int>, uint64_t> issued_p2p_;
   std::map<std::tuple<uint32_t, int, uint64_t>, uint32_t> call_at_;
+  std::set<uint32_t> head_calls_;
 };
 
 }  // namespace

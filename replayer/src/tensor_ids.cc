@@ -88,16 +88,16 @@ TensorIds ReplayTensorIds(const analysis::TraceModel& model,
   const analysis::CommIdentity& ci = identity.comm(comm_index);
   TensorIds out;
   out.of_slot = ci.ids;
+  out.reference_rank =
+      ci.reference_rank >= 0 && ci.reference_rank < static_cast<int>(c.ranks.size())
+          ? ci.reference_rank
+          : 0;
   out.of_slot.resize(c.ranks.size());
   for (const analysis::RankView& r : c.ranks)
     out.of_slot[r.rank].resize(r.collectives.size(), kNoLogicalId);
   if (ci.source == analysis::IdentitySource::kCallSites || OneToOne(model, c, out.of_slot))
     return out;
-  const int reference =
-      ci.reference_rank >= 0 && ci.reference_rank < static_cast<int>(c.ranks.size())
-          ? ci.reference_rank
-          : 0;
-  out.of_slot = FromFirstStep(model, c, reference);
+  out.of_slot = FromFirstStep(model, c, out.reference_rank);
   out.from_first_step = true;
   return out;
 }

@@ -16,6 +16,7 @@ namespace ncclrr::replay {
 struct TensorIds {
   std::vector<std::vector<uint32_t>> of_slot;  // [rank][slot]: id or analysis::kNoLogicalId
   bool from_first_step = false;                // the fallback was used
+  int reference_rank = 0;                      // whose occurrences define the steps
 };
 
 TensorIds ReplayTensorIds(const analysis::TraceModel& model,

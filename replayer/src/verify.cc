@@ -82,9 +82,7 @@ uint64_t RefRecvElems(const PlanCall& a, int rank, int nranks) {
     case Api::kBroadcast:
     case Api::kReduceScatter:
     case Api::kScatter:
-    case Api::kRecv:
-    case Api::kSend:
-      return a.api == Api::kSend ? 0 : a.count;
+      return a.count;
     case Api::kReduce:
       return root ? a.count : 0;
     case Api::kAllGather:
@@ -116,7 +114,7 @@ class Reference {
     dtype_ = a_->dtype;
     float_ = IsFloat(dtype_);
     u_ = UnitRoundoff(dtype_);
-    elems_ = RefRecvElems(*a_, c.rank, n_);
+    elems_ = c.api == Api::kRecv ? a_->count : RefRecvElems(*a_, c.rank, n_);
   }
 
   uint64_t elems() const { return elems_; }
