@@ -1,0 +1,129 @@
+// `ncclrr check` and `ncclrr export` as a user runs them: exit codes, --json, --strict,
+// --stable against the golden text, bad input, and an export that Chrome/Perfetto can load.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "scenarios.h"
+
+namespace ncclrr::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result RunNcclrr(const std::string& args) {
+  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliCheckTest : public ::testing::Test {
+ protected:
+  fs::path Write(const std::string& scenario) {
+    const fs::path dir = fs::temp_directory_path() /
+                         ("ncclrr-cli-check-" + std::to_string(getpid()) + "-" + scenario);
+    fs::remove_all(dir);
+    for (const Scenario& s : GoldenScenarios())
+      if (s.name == scenario) {
+        SyntheticScript script = s.build();
+        script.dir = dir.string();
+        EXPECT_TRUE(WriteSyntheticScript(script).ok());
+      }
+    dirs_.push_back(dir);
+    return dir;
+  }
+  void TearDown() override {
+    for (const auto& d : dirs_) fs::remove_all(d);
+  }
+  std::vector<fs::path> dirs_;
+};
+
+TEST_F(CliCheckTest, CleanTraceExitsZero) {
+  const Result r = RunNcclrr("check " + Write("clean_many_comms").string() + " 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("summary: 0 findings"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCheckTest, FindingsExitOneAndStableTextIsTheGolden) {
+  const Result r = RunNcclrr("check --stable " + Write("order_swap").string());
+  EXPECT_EQ(r.code, 1);
+  const fs::path golden =
+      fs::path(std::getenv("NCCLRR_SOURCE_DIR")) / "tests/analysis/golden/order_swap.txt";
+  EXPECT_EQ(r.out, Slurp(golden));
+}
+
+TEST_F(CliCheckTest, JsonHasTheContractFields) {
+  const Result r = RunNcclrr("check --json " + Write("count_mismatch").string());
+  EXPECT_EQ(r.code, 1);
+  for (const char* field :
+       {"\"findings\":[", "\"kind\":\"count_mismatch\"", "\"comm\":\"0x5a17c0de00000001\"",
+        "\"seq\":7", "\"ranks\":[2]", "\"repeats\":2", "\"first_time\":1", "\"notes\":[]",
+        "\"summary\":{", "\"exit_code\":1"})
+    EXPECT_NE(r.out.find(field), std::string::npos) << field << "\n" << r.out;
+}
+
+TEST_F(CliCheckTest, NotesCountOnlyUnderStrict) {
+  const std::string dir = Write("torn_file").string();
+  EXPECT_EQ(RunNcclrr("check " + dir).code, 0);
+  const Result strict = RunNcclrr("check --strict " + dir);
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.out.find("--strict: notes count as findings"), std::string::npos);
+}
+
+TEST_F(CliCheckTest, NoUsableTraceExitsTwoWithAClearMessage) {
+  const Result missing = RunNcclrr("check /nonexistent/ncclrr-trace 2>&1");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("does not exist"), std::string::npos) << missing.out;
+  const fs::path junk = fs::temp_directory_path() / ("ncclrr-junk-" + std::to_string(getpid()));
+  fs::create_directories(junk);
+  std::ofstream(junk / "x.ncclrr") << "not a trace";
+  const Result bad = RunNcclrr("check " + junk.string() + " 2>&1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("not an ncclrr trace"), std::string::npos) << bad.out;
+  fs::remove_all(junk);
+  EXPECT_EQ(RunNcclrr("check 2>&1").code, 2);
+  EXPECT_EQ(RunNcclrr("check --bogus x 2>&1").code, 2);
+}
+
+TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
+  const fs::path dir = Write("cross_comm_order");
+  const fs::path out = dir / "export.json";
+  const Result r = RunNcclrr("export " + dir.string() + " --format perfetto -o " + out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string j = Slurp(out);
+  EXPECT_EQ(j.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0u);
+  EXPECT_EQ(j.substr(j.size() - 4), "\n]}\n");
+  for (const char* needle :
+       {"\"ph\":\"X\"", "\"ph\":\"s\"", "\"ph\":\"f\"", "\"name\":\"process_name\"",
+        "\"name\":\"thread_name\"", "\"ph\":\"i\"", "\"name\":\"cross_comm_order\""})
+    EXPECT_NE(j.find(needle), std::string::npos) << needle;
+  EXPECT_EQ(RunNcclrr("export " + dir.string() + " --format pprof -o x 2>&1").code, 2);
+  EXPECT_EQ(RunNcclrr("export " + dir.string() + " 2>&1").code, 2);  // -o is required
+  EXPECT_EQ(RunNcclrr("export " + dir.string() + " -o /nonexistent/dir/x.json 2>&1").code, 2);
+}
+
+}  // namespace
+}  // namespace ncclrr::testing

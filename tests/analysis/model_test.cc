@@ -1,0 +1,150 @@
+// TraceModel built from in-memory traces: communicators, per-rank sequences, graph launches,
+// clocks, and the inconsistencies lifecycle_error reports.
+#include "ncclrr/analysis/model.h"
+
+#include <gtest/gtest.h>
+
+#include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/report_format.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+CommRecord Comm(uint64_t id, int nranks, int rank) {
+  CommRecord c{};
+  c.comm_id = id;
+  c.nranks = nranks;
+  c.rank = rank;
+  c.device = rank;
+  c.blocking = 1;
+  return c;
+}
+
+CallRecord Coll(uint64_t comm, int rank, uint64_t seq, uint64_t count, int64_t t) {
+  CallRecord c{};
+  c.comm_id = comm;
+  c.rank = rank;
+  c.seq = seq;
+  c.count = count;
+  c.api = static_cast<uint16_t>(Api::kAllReduce);
+  c.dtype = static_cast<uint8_t>(Dtype::kFloat32);
+  c.root_peer = -1;
+  c.device = rank;
+  c.enter_ns = t;
+  c.exit_ns = t + 10;
+  c.sendbuff = 0x1000 + count;
+  c.uid = seq + 1;
+  return c;
+}
+
+TraceFile File(const std::string& host, std::vector<CommRecord> comms,
+               std::vector<CallRecord> calls) {
+  TraceFile f;
+  f.path = "/trace/" + host + ".ncclrr";
+  f.header.host = host;
+  f.comms = std::move(comms);
+  f.calls = std::move(calls);
+  f.footer = FooterData{true, f.calls.size(), 0, 0, "closed"};
+  return f;
+}
+
+TEST(TraceModel, GroupsCallsByCommAndRankInSeqOrder) {
+  TraceDir d;
+  d.files.push_back(File("a", {Comm(7, 2, 0)}, {Coll(7, 0, 1, 8, 20), Coll(7, 0, 0, 4, 10)}));
+  d.files.push_back(File("b", {Comm(7, 2, 1)}, {Coll(7, 1, 0, 4, 11), Coll(7, 1, 1, 8, 21)}));
+  const TraceModel m = TraceModel::Build(std::move(d));
+  ASSERT_EQ(m.comms().size(), 1u);
+  const CommModel& c = m.comms()[0];
+  EXPECT_EQ(c.nranks, 2);
+  ASSERT_EQ(c.ranks.size(), 2u);
+  ASSERT_EQ(c.ranks[0].collectives.size(), 2u);
+  EXPECT_EQ(c.ranks[0].collectives[0].seq, 0u);
+  EXPECT_EQ(c.ranks[0].collectives[0].call, (CallRef{0, 1}));  // (file, index) of the record
+  EXPECT_EQ(m.call(c.ranks[1].collectives[1].call).count, 8u);
+  EXPECT_EQ(c.ranks[1].file, 1);
+  EXPECT_EQ(c.max_issued(), 2u);
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_EQ(m.FindComm(7), 0);
+  EXPECT_EQ(m.FindComm(8), -1);
+}
+
+TEST(TraceModel, InconsistentCreationIsALifecycleError) {
+  TraceDir d;
+  d.files.push_back(File("a", {Comm(9, 2, 0)}, {}));
+  d.files.push_back(File("b", {Comm(9, 3, 1)}, {}));         // disagrees on nranks
+  d.files.push_back(File("c", {Comm(9, 2, 1)}, {}));         // claims rank 1 too
+  d.files.push_back(File("d", {}, {Coll(10, 0, 0, 4, 1)}));  // a comm nobody created
+  const TraceModel m = TraceModel::Build(std::move(d));
+  const Report r = Check(m);
+  std::vector<std::string> shorts;
+  for (const Finding& f : r.findings)
+    if (f.kind == FindingKind::kLifecycleError) shorts.push_back(f.short_text);
+  ASSERT_EQ(shorts.size(), 3u) << FormatJson(r, &m, {});
+  EXPECT_NE(shorts[0].find("3 ranks"), std::string::npos);
+}
+
+TEST(TraceModel, GraphLaunchesTakePositionsInTheSequence) {
+  TraceFile f = File("a", {Comm(5, 1, 0)}, {});
+  f.calls.push_back(Coll(5, 0, 0, 16, 100));  // eager seq 0
+  CallRecord t0 = Coll(5, 0, 0, 1024, 200), t1 = Coll(5, 0, 1, 2048, 210);
+  t0.capture = t1.capture = 1;
+  t0.graph_id = t1.graph_id = 0xab;
+  f.calls.push_back(t0);
+  f.calls.push_back(t1);
+  f.calls.push_back(Coll(5, 0, 5, 16, 1000));  // eager after two launches: seq 5
+  for (int64_t t : {300, 400})
+    f.graph_events.push_back(
+        {0xab, 0xab, 0, t, 0, static_cast<uint8_t>(GraphEventKind::kLaunch), {}});
+  TraceDir d;
+  d.files.push_back(f);
+  const TraceModel m = TraceModel::Build(std::move(d));
+  const RankView& r = m.comms()[0].ranks[0];
+  ASSERT_EQ(r.collectives.size(), 6u);
+  std::vector<uint64_t> counts;
+  for (const CollectiveSlot& s : r.collectives) counts.push_back(m.call(s.call).count);
+  EXPECT_EQ(counts, (std::vector<uint64_t>{16, 1024, 2048, 1024, 2048, 16}));
+  EXPECT_EQ(r.collectives[3].launch, 2u);
+  EXPECT_EQ(r.collectives[5].seq, 5u);
+  ASSERT_EQ(r.graphs.size(), 1u);
+  EXPECT_EQ(r.graphs[0].launch_times_ns.size(), 2u);
+}
+
+TEST(TraceModel, ClocksMapToOneTimelineAndHostsAreAlignedByCollectives) {
+  TraceFile a = File("host-a", {Comm(3, 2, 0)}, {});
+  TraceFile b = File("host-b", {Comm(3, 2, 1)}, {});
+  a.clocks.push_back({0, 1'000'000'000});  // realtime = mono + 1 s
+  b.clocks.push_back({0, 1'005'000'000});  // host b's clock runs 5 ms ahead (NTP error)
+  for (uint64_t s = 0; s < 10; ++s) {
+    a.calls.push_back(Coll(3, 0, s, 4, 1000 * static_cast<int64_t>(s)));
+    b.calls.push_back(Coll(3, 1, s, 4, 1000 * static_cast<int64_t>(s)));
+  }
+  TraceDir d;
+  d.files.push_back(a);
+  d.files.push_back(b);
+  const TraceModel m = TraceModel::Build(std::move(d));
+  EXPECT_EQ(m.files()[0].clock_offset_ns, 1'000'000'000);
+  EXPECT_TRUE(m.files()[1].offset_refined);
+  EXPECT_EQ(m.CommonTime(1, 5000), m.CommonTime(0, 5000));  // the 5 ms are corrected
+}
+
+TEST(TraceModel, SketchesAreFoundByCall) {
+  TraceFile f = File("a", {Comm(3, 1, 0)}, {Coll(3, 0, 0, 4, 1)});
+  SketchData s;
+  s.call_uid = f.calls[0].uid;
+  s.count = 4;
+  f.sketches.push_back(s);
+  TraceDir d;
+  d.files.push_back(f);
+  const TraceModel m = TraceModel::Build(std::move(d));
+  ASSERT_EQ(m.Sketches({0, 0}).size(), 1u);
+  EXPECT_EQ(m.Sketches({0, 0})[0]->count, 4u);
+}
+
+TEST(TraceModel, LoadReportsWhatIsMissing) {
+  auto m = TraceModel::Load("/nonexistent/ncclrr-trace");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("does not exist"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclrr::analysis
