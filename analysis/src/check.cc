@@ -68,7 +68,7 @@ std::vector<Finding> GroupRepeats(std::vector<Finding> findings) {
 Report Check(const TraceModel& model, const CheckOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Report report;
-  const LogicalIdentity identity = LogicalIdentity::Compute(model);
+  const LogicalIdentity identity = LogicalIdentity::Compute(model, options.threads);
   CheckContext ctx(model, options, identity);
   FindingSink sink;
   auto checkers = BuiltinCheckers();

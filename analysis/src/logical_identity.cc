@@ -4,6 +4,7 @@
 #include <map>
 
 #include "flat_map.h"
+#include "parallel_for.h"
 #include "sequence_align.h"
 #include "signature.h"
 
@@ -102,80 +103,91 @@ void FromCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
   out->tensors = static_cast<uint32_t>(ids.size());
 }
 
-void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out) {
+// Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
+void MapRank(const TraceModel& m, const RankView& r, const RankView& ref,
+             const FlatMap64& tensor_of_key, const std::vector<uint32_t>& ref_tensor,
+             CommIdentity* out) {
+  // Number this rank's keys, then count which reference tensor sits at each key's positions.
+  const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
+  FlatMap64 key_index(r.collectives.size() / 4 + 16);
+  std::vector<uint32_t> key_of_slot(r.collectives.size());
+  std::vector<uint64_t> keys;
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const uint64_t key = BufferKey(calls[r.collectives[k].call.index]);
+    bool added = false;
+    key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
+    if (added) keys.push_back(key);
+  }
+  // (key index, tensor) -> co-occurrences: a dense matrix when small (training loops reuse a
+  // few buffers), a hash map when every call has its own buffer.
+  const uint64_t cells = uint64_t{keys.size()} * out->tensors;
+  const bool dense = cells <= std::max<uint64_t>(4096, r.collectives.size());
+  std::vector<uint32_t> dense_votes(dense ? cells : 0);
+  FlatMap64 votes(dense ? 16 : keys.size() * 2 + 16);
+  std::vector<uint32_t> occurrences(keys.size());
+  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+    const uint32_t k = key_of_slot[i];
+    if (dense)
+      dense_votes[uint64_t{k} * out->tensors + ref_tensor[j]]++;
+    else
+      votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
+    occurrences[k]++;
+  });
+  if (dense)
+    for (uint64_t cell = 0; cell < cells; ++cell)
+      if (dense_votes[cell])
+        votes.FindOrInsert(((cell / out->tensors) << 32) | (cell % out->tensors), 0) =
+            dense_votes[cell];
+  std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
+  votes.ForEach([&](uint64_t kv, uint32_t n) {
+    const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
+    // Ties: the reference tensor with the same buffer key (same address on both ranks), then
+    // the lowest tensor id, so the result does not depend on hash order.
+    const uint32_t* same = tensor_of_key.Find(keys[k]);
+    const bool t_same = same && *same == t;
+    const bool b_same = same && best[k] != kNoLogicalId && *same == best[k];
+    if (n > best_votes[k] || (n == best_votes[k] && (t_same || (!b_same && t < best[k])))) {
+      best[k] = t;
+      best_votes[k] = n;
+    }
+  });
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const uint32_t key = key_of_slot[k];
+    uint32_t id = best[key];
+    float conf = occurrences[key] ? static_cast<float>(best_votes[key]) / occurrences[key] : 0;
+    if (id == kNoLogicalId) {  // never beside the reference: same buffer key, or unknown
+      const uint32_t* same = tensor_of_key.Find(keys[key]);
+      id = same ? *same : kNoLogicalId;
+      conf = same ? 0.5f : 0.0f;
+    }
+    out->ids[r.rank][k] = id;
+    out->confidence[r.rank][k] = conf;
+  }
+}
+
+void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int threads) {
   const RankView& ref = c.ranks[out->reference_rank];
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
   std::vector<uint32_t> ref_tensor(ref.collectives.size());
+  const CallRecord* calls =
+      ref.has_file() ? m.file(static_cast<uint32_t>(ref.file)).calls.data() : nullptr;
   for (size_t k = 0; k < ref.collectives.size(); ++k) {
     const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
-    ref_tensor[k] = tensor_of_key.FindOrInsert(BufferKey(m.call(ref.collectives[k].call)), fresh);
+    ref_tensor[k] =
+        tensor_of_key.FindOrInsert(BufferKey(calls[ref.collectives[k].call.index]), fresh);
     out->ids[ref.rank][k] = ref_tensor[k];
     out->confidence[ref.rank][k] = 1.0f;
   }
   out->tensors = static_cast<uint32_t>(tensor_of_key.size());
-  for (const RankView& r : c.ranks) {
-    if (r.rank == ref.rank || !r.has_file()) continue;
-    // Number this rank's keys, then count which reference tensor sits at each key's positions.
-    FlatMap64 key_index(r.collectives.size() / 4 + 16);
-    std::vector<uint32_t> key_of_slot(r.collectives.size());
-    std::vector<uint64_t> keys;
-    for (size_t k = 0; k < r.collectives.size(); ++k) {
-      const uint64_t key = BufferKey(m.call(r.collectives[k].call));
-      bool added = false;
-      key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
-      if (added) keys.push_back(key);
-    }
-    // (key index, tensor) -> co-occurrences: a dense matrix when small (training loops reuse a
-    // few buffers), a hash map when every call has its own buffer.
-    const uint64_t cells = uint64_t{keys.size()} * out->tensors;
-    const bool dense = cells <= (uint64_t{1} << 22);
-    std::vector<uint32_t> dense_votes(dense ? cells : 0);
-    FlatMap64 votes(dense ? 16 : keys.size() * 2 + 16);
-    std::vector<uint32_t> occurrences(keys.size());
-    ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
-      const uint32_t k = key_of_slot[i];
-      if (dense)
-        dense_votes[uint64_t{k} * out->tensors + ref_tensor[j]]++;
-      else
-        votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
-      occurrences[k]++;
-    });
-    if (dense)
-      for (uint64_t cell = 0; cell < cells; ++cell)
-        if (dense_votes[cell])
-          votes.FindOrInsert(((cell / out->tensors) << 32) | (cell % out->tensors), 0) =
-              dense_votes[cell];
-    std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
-    votes.ForEach([&](uint64_t kv, uint32_t n) {
-      const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
-      // Ties: the reference tensor with the same buffer key (same address on both ranks), then
-      // the lowest tensor id, so the result does not depend on hash order.
-      const uint32_t* same = tensor_of_key.Find(keys[k]);
-      const bool t_same = same && *same == t;
-      const bool b_same = same && best[k] != kNoLogicalId && *same == best[k];
-      if (n > best_votes[k] || (n == best_votes[k] && (t_same || (!b_same && t < best[k])))) {
-        best[k] = t;
-        best_votes[k] = n;
-      }
-    });
-    for (size_t k = 0; k < r.collectives.size(); ++k) {
-      const uint32_t key = key_of_slot[k];
-      uint32_t id = best[key];
-      float conf = occurrences[key] ? static_cast<float>(best_votes[key]) / occurrences[key] : 0;
-      if (id == kNoLogicalId) {  // never beside the reference: same buffer key, or unknown
-        const uint32_t* same = tensor_of_key.Find(keys[key]);
-        id = same ? *same : kNoLogicalId;
-        conf = same ? 0.5f : 0.0f;
-      }
-      out->ids[r.rank][k] = id;
-      out->confidence[r.rank][k] = conf;
-    }
-  }
+  ParallelFor(c.ranks.size(), threads, [&](size_t i) {
+    const RankView& r = c.ranks[i];
+    if (r.rank != ref.rank && r.has_file()) MapRank(m, r, ref, tensor_of_key, ref_tensor, out);
+  });
 }
 
 }  // namespace
 
-LogicalIdentity LogicalIdentity::Compute(const TraceModel& m) {
+LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
   LogicalIdentity li;
   li.comms_.resize(m.comms().size());
   for (size_t ci = 0; ci < m.comms().size(); ++ci) {
@@ -188,20 +200,27 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m) {
       out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
     }
     if (c.ranks.empty()) continue;
+    // Threads pay off only for big communicators.
+    size_t calls_in_comm = 0;
+    for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
+    const int t = calls_in_comm >= 200'000 ? threads : 1;
     out.shapes.resize(c.ranks.size());
-    for (const RankView& r : c.ranks) {
+    ParallelFor(c.ranks.size(), t, [&](size_t i) {
+      const RankView& r = c.ranks[i];
       auto& sh = out.shapes[r.rank];
       sh.resize(r.collectives.size());
+      if (!r.has_file()) return;
+      const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
       for (size_t k = 0; k < sh.size(); ++k)
-        sh[k] = ShapeSignature(m.call(r.collectives[k].call)) | 1;
-    }
+        sh[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
+    });
     out.reference_rank = ReferenceRank(c, out.shapes);
     if (AllHaveCallSites(m, c)) {
       out.source = IdentitySource::kCallSites;
       FromCallSites(m, c, &out);
     } else {
       out.source = IdentitySource::kBuffers;
-      FromBuffers(m, c, &out);
+      FromBuffers(m, c, &out, t);
     }
   }
   return li;

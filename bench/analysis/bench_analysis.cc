@@ -8,6 +8,7 @@
 // records/s, and peak RSS. Export is measured on a smaller trace (R2 x N2), since its JSON is
 // ~200 bytes per call. bench/README.md records the last numbers.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -25,6 +26,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+// CPU seconds of the whole process (all threads): on a shared machine wall time measures the
+// neighbours; records per CPU-second measures the code.
+double CpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 double PeakRssMb() {
   rusage u{};
@@ -88,12 +96,15 @@ int main(int argc, char** argv) {
   if (!Generate(big)) return 2;
   const double rss0 = PeakRssMb();
   auto t = Clock::now();
+  double cpu = CpuSeconds();
   auto model = ncclrr::analysis::TraceModel::Load(big.dir);
   if (!model.ok()) {
     std::fprintf(stderr, "load failed: %s\n", model.status().message().c_str());
     return 2;
   }
   const double load_s = Since(t);
+  const double load_cpu = CpuSeconds() - cpu;
+  cpu = CpuSeconds();
   t = Clock::now();
   ncclrr::analysis::CheckOptions co;
   std::string phase = "logical identity";
@@ -106,16 +117,35 @@ int main(int argc, char** argv) {
   const auto report = ncclrr::analysis::Check(*model, co);
   std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
   const double check_s = Since(t);
+  const double check_cpu = CpuSeconds() - cpu;
   const double n = static_cast<double>(model->total_calls());
-  std::printf("load  (read + model, 2 threads): %.2f s = %.1f M records/s\n", load_s,
-              n / load_s / 1e6);
-  std::printf("check (identity, alignment, all checkers): %.2f s = %.1f M records/s\n", check_s,
-              n / check_s / 1e6);
+  std::printf(
+      "load  (read + model, 2 threads): %.2f s = %.1f M records/s (%.2f CPU s = %.1f M "
+      "records per CPU-second)\n",
+      load_s, n / load_s / 1e6, load_cpu, n / load_cpu / 1e6);
+  std::printf(
+      "check (identity, alignment, all checkers): %.2f s = %.1f M records/s (%.2f CPU s "
+      "= %.1f M records per CPU-second)\n",
+      check_s, n / check_s / 1e6, check_cpu, n / check_cpu / 1e6);
   std::printf("load + check: %.2f s = %.1f M records/s; %zu findings (%llu occurrences)\n",
               load_s + check_s, n / (load_s + check_s) / 1e6, report.findings.size(),
               static_cast<unsigned long long>(report.summary.occurrences));
   std::printf("peak RSS %.0f MB (%.0f B per call; %.0f MB before loading)\n", PeakRssMb(),
               (PeakRssMb() - rss0) * 1024 * 1024 / n, rss0);
+  model = ncclrr::Status(ncclrr::StatusCode::kInternal, "released");  // free before measuring more
+  {  // Where load time goes: the recorder's reader alone, then building the model from it.
+    double c0 = CpuSeconds();
+    auto d = ncclrr::LoadTraceDir(big.dir);
+    const double read_cpu = CpuSeconds() - c0;
+    c0 = CpuSeconds();
+    if (d.ok()) (void)ncclrr::analysis::TraceModel::Build(std::move(d.value()));
+    const double build_cpu = CpuSeconds() - c0;
+    const double calls_n = static_cast<double>(big.ranks) * big.steps * 4;
+    std::printf(
+        "  of which: TraceReader %.2f CPU s (%.1f M records per CPU-second), model build "
+        "%.2f CPU s (%.1f M records per CPU-second)\n",
+        read_cpu, calls_n / read_cpu / 1e6, build_cpu, calls_n / build_cpu / 1e6);
+  }
   std::filesystem::remove_all(big.dir);
 
   const auto small = Options(dir + "/export", export_ranks, export_calls);

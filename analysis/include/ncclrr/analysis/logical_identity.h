@@ -33,7 +33,8 @@ struct CommIdentity {
 
 class LogicalIdentity {
  public:
-  static LogicalIdentity Compute(const TraceModel& model);
+  // `threads`: ranks of big communicators are mapped in parallel.
+  static LogicalIdentity Compute(const TraceModel& model, int threads = 2);
   const CommIdentity& comm(size_t comm_index) const { return comms_[comm_index]; }
   uint32_t Of(size_t comm_index, int rank, size_t slot) const;
   float Confidence(size_t comm_index, int rank, size_t slot) const;
