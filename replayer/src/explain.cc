@@ -76,14 +76,26 @@ class OrderExplainer {
         }
         size_t q = p;
         while (q + 1 < len && value(r, q + 1) != majority[q + 1]) ++q;
-        std::multiset<uint32_t> mine, theirs;
+        // The shortest block from p that holds the same calls as the majority's is a swap or a
+        // reorder; the rest of the run is looked at again.
+        std::map<uint32_t, int> balance;  // this rank's calls minus the majority's
+        int open = 0;                     // calls whose balance is not zero
+        auto bump = [&](uint32_t call, int d) {
+          int& b = balance[call];
+          open += b == 0;
+          b += d;
+          open -= b == 0;
+        };
+        size_t k = p;
         bool complete = true;
-        for (size_t k = p; k <= q; ++k) {
-          mine.insert(value(r, k));
-          theirs.insert(majority[k]);
+        for (; k <= q; ++k) {
           complete &= value(r, k) != kNone;
+          bump(value(r, k), 1);
+          bump(majority[k], -1);
+          if (open == 0) break;
         }
-        if (complete && mine == theirs) {
+        if (complete && k <= q) {
+          q = k;
           kinds[q == p + 1 ? "swapped" : "reordered"].push_back({p, q});
         } else if (value(r, p) == kNone) {
           kinds["missing"].push_back({p, q});

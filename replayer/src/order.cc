@@ -121,6 +121,9 @@ Permuter::Permuter(const ReplayPlan& plan) : plan_(plan) {
 bool Permuter::Ordered(uint32_t a, uint32_t b) const {
   const PlanUnit& x = plan_.units[a];
   const PlanUnit& y = plan_.units[b];
+  // Steps stay in order: a training step ends with work that waits for its collectives.
+  const uint32_t sa = UnitStep(plan_, x), sb = UnitStep(plan_, y);
+  if (sa != kNone && sb != kNone && sa != sb) return true;
   if (x.tid != y.tid || x.stream != y.stream) return false;
   const uint64_t ka = unit_key_[a], kb = unit_key_[b];
   if (ka == 0 || kb == 0 || ka == kb) return true;

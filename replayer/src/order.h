@@ -21,9 +21,11 @@ struct IssueOrder {
 IssueOrder RecordedOrder(const ReplayPlan& plan);
 IssueOrder CanonicalOrder(const ReplayPlan& plan);
 
-// Which units the trace shows to be unordered: issued from different threads or on different
-// streams, or whose logical tensors appear in either order in different steps or on different
-// ranks (also across communicators). Computed once per plan; each trial draws one reordering.
+// Which units the trace shows to be unordered: within one step (occurrence of their tensors),
+// units issued from different threads or on different streams, or whose logical tensors appear
+// in either order in different steps or on different ranks (also across communicators). Steps
+// keep their order: a training step ends with work that waits for its collectives. Computed once
+// per plan; each trial draws one reordering.
 class Permuter {
  public:
   explicit Permuter(const ReplayPlan& plan);
