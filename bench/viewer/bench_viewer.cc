@@ -1,0 +1,205 @@
+// bench-viewer [--calls N[,N...]] [--ranks R] [--frames F] [--size WxH] [--dir BASE]
+//
+// The viewer at scale, offscreen: for each size, a synthetic trace (R ranks, 4 allreduces per
+// step; generated once under BASE/<N> and reused), then
+//   load   TraceSession::Load: read + model (analysis), Check (analysis), timeline index (viewer)
+//   open   after loading: row layout, fit, and the first frame
+//   pan    frames while panning 40 px per frame, at three zoom levels
+//   zoom   frames while zooming in and out by 1.3x about the centre
+// Frames are painted into a WxH QImage exactly as the widget paints them. Prints medians, p95
+// and max; the targets are open < 2 s and frames <= 16 ms.
+#include <QGuiApplication>
+#include <QImage>
+#include <QPainter>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "models/timeline_painter.h"
+#include "ncclrr/synthetic_trace.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ncclrr::viewer::TimelineScene;
+
+double Ms(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct Stats {
+  double median = 0, p95 = 0, max = 0;
+};
+
+Stats Summarize(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v[v.size() / 2];
+  s.p95 = v[std::min(v.size() - 1, v.size() * 95 / 100)];
+  s.max = v.back();
+  return s;
+}
+
+long RssMb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6) / 1024;
+  return -1;
+}
+
+std::string EnsureTrace(const std::string& base, uint64_t calls, int ranks) {
+  const std::string dir = base + "/" + std::to_string(calls) + "-r" + std::to_string(ranks);
+  const std::string done = dir + "/.complete";
+  if (std::filesystem::exists(done)) return dir;
+  std::filesystem::remove_all(dir);
+  ncclrr::SyntheticTraceOptions o;
+  o.dir = dir;
+  o.ranks = ranks;
+  o.steps = static_cast<int>(calls / (static_cast<uint64_t>(ranks) * o.counts.size()));
+  o.swap_rank = ranks - 1;  // a few findings to draw, as in a real bug hunt
+  o.swap_steps = {o.steps / 3, 2 * o.steps / 3};
+  const auto t0 = Clock::now();
+  auto r = ncclrr::WriteSyntheticTrace(o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "bench-viewer: writing %s: %s\n", dir.c_str(),
+                 r.status().message().c_str());
+    std::exit(2);
+  }
+  std::printf("  generated %llu calls into %s in %.1f s\n",
+              static_cast<unsigned long long>(r->calls), dir.c_str(), Ms(t0) / 1000);
+  std::ofstream(done) << r->calls << "\n";
+  return dir;
+}
+
+double Frame(QImage& image, const TimelineScene& scene, ncclrr::viewer::PaintStats* stats) {
+  const auto t0 = Clock::now();
+  QPainter p(&image);
+  *stats = ncclrr::viewer::PaintTimeline(p, scene);
+  p.end();
+  return Ms(t0);
+}
+
+void Report(const char* what, const std::vector<double>& v, size_t runs) {
+  const Stats s = Summarize(v);
+  std::printf("  %-34s median %6.2f ms  p95 %6.2f ms  max %6.2f ms  (%zu frames, %zu runs/frame)\n",
+              what, s.median, s.p95, s.max, v.size(), runs);
+}
+
+void Bench(const std::string& dir, int frames, int w, int h) {
+  using namespace ncclrr::viewer;
+  auto t0 = Clock::now();
+  auto loaded = TraceSession::Load(dir);
+  const double load_ms = Ms(t0);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "bench-viewer: %s\n", loaded.status().message().c_str());
+    std::exit(2);
+  }
+  const TraceSession& s = *loaded.value();
+  const LoadTimings& t = s.timings();
+  std::printf(
+      "  load: %.2f s total = read+model %.2f s, check %.2f s, timeline index %.2f s; "
+      "%llu calls, %zu findings, RSS %ld MB\n",
+      load_ms / 1000, t.read_s, t.check_s, t.index_s,
+      static_cast<unsigned long long>(s.timeline().boxes), s.report().findings.size(), RssMb());
+
+  QImage image(w, h, QImage::Format_ARGB32_Premultiplied);
+  TimelineScene scene;
+  t0 = Clock::now();
+  RowLayout layout = LayOutRows(s.timeline(), {}, scene.geometry);
+  scene.session = &s;
+  scene.index = &s.timeline();
+  scene.layout = &layout;
+  scene.width = w;
+  scene.height = h;
+  scene.axis.Resize(w - scene.geometry.label_width);
+  scene.axis.Fit(s.timeline().begin_ns, s.timeline().end_ns);
+  PaintStats stats;
+  Frame(image, scene, &stats);
+  const double open_ms = Ms(t0);
+  std::printf(
+      "  open after loading (layout + fit + first frame): %.1f ms; with the index build: "
+      "%.2f s\n",
+      open_ms, t.index_s + open_ms / 1000);
+
+  const int64_t span = s.timeline().end_ns - s.timeline().begin_ns;
+  struct Level {
+    const char* name;
+    double fraction;
+  };
+  for (const Level& level :
+       {Level{"pan, whole trace in view", 1.0}, Level{"pan, 1/100 of the trace in view", 0.01},
+        Level{"pan, 1/100000 of the trace in view", 1e-5}}) {
+    scene.axis.Fit(s.timeline().begin_ns + span / 3,
+                   s.timeline().begin_ns + span / 3 + static_cast<int64_t>(span * level.fraction));
+    std::vector<double> ms;
+    size_t runs = 0;
+    for (int i = 0; i < frames; ++i) {
+      scene.axis.PanPixels(i % 20 < 10 ? 40 : -40);
+      ms.push_back(Frame(image, scene, &stats));
+      runs = std::max(runs, stats.runs);
+    }
+    Report(level.name, ms, runs);
+  }
+  scene.axis.Fit(s.timeline().begin_ns, s.timeline().end_ns);
+  std::vector<double> ms;
+  size_t runs = 0;
+  for (int i = 0; i < frames; ++i) {
+    // 30 steps in (1.3^30 ~ 2600x), then back out, about a point a third into the view.
+    scene.axis.ZoomAt(scene.axis.width_px / 3, (i / 30) % 2 == 0 ? 1.3 : 1 / 1.3);
+    ms.push_back(Frame(image, scene, &stats));
+    runs = std::max(runs, stats.runs);
+  }
+  Report("zoom in/out by 1.3x per frame", ms, runs);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<uint64_t> sizes = {1'000'000, 10'000'000};
+  int ranks = 8, frames = 120, w = 1920, h = 1080;
+  std::string base = (std::filesystem::temp_directory_path() / "ncclrr-bench-viewer").string();
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--calls" && v) {
+      sizes.clear();
+      for (const char* p = v; *p;) {
+        char* end = nullptr;
+        sizes.push_back(std::strtoull(p, &end, 10));
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break;
+      }
+      ++i;
+    } else if (a == "--ranks" && v) {
+      ranks = std::atoi(v), ++i;
+    } else if (a == "--frames" && v) {
+      frames = std::atoi(v), ++i;
+    } else if (a == "--size" && v) {
+      if (std::sscanf(v, "%dx%d", &w, &h) != 2) w = 1920, h = 1080;
+      ++i;
+    } else if (a == "--dir" && v) {
+      base = v, ++i;
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench-viewer [--calls N[,N...]] [--ranks R] [--frames F] [--size WxH] "
+                   "[--dir BASE]\n");
+      return 2;
+    }
+  }
+  if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  QGuiApplication app(argc, argv);
+  for (uint64_t n : sizes) {
+    std::printf("== %llu calls, %d ranks, frames %dx%d\n", static_cast<unsigned long long>(n),
+                ranks, w, h);
+    Bench(EnsureTrace(base, n, ranks), frames, w, h);
+  }
+  return 0;
+}

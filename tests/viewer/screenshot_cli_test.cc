@@ -1,0 +1,85 @@
+// `ncclrr-viewer DIR --screenshot FILE [--select-finding N]`: the program itself, as the demo and
+// the docs run it.
+#include <gtest/gtest.h>
+#include <QImage>
+#include <QProcess>
+#include <cstdlib>
+
+#include "models/timeline_style.h"
+#include "viewer_test_util.h"
+
+namespace ncclrr::viewer {
+namespace {
+
+QString Viewer() {
+  const char* bin = std::getenv("NCCLRR_TEST_BIN");
+  return QString(bin ? bin : "build/bin") + "/ncclrr-viewer";
+}
+
+struct ViewerRun {
+  int rc = -1;
+  QString out, err;
+};
+
+ViewerRun RunViewer(const QStringList& args) {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("QT_QPA_PLATFORM", "offscreen");
+  env.insert("XDG_CONFIG_HOME", QString::fromStdString(testing::TempDir("cli-config")));
+  p.setProcessEnvironment(env);
+  p.start(Viewer(), args);
+  EXPECT_TRUE(p.waitForFinished(60000)) << Viewer().toStdString();
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+          QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+TEST(ScreenshotCli, WritesThePictureOfASwapWithItsFindingSelected) {
+  testing::EnsureApp();
+  const std::string dir = testing::WriteSwapTrace("cli-swap");
+  const QString png = QString::fromStdString(testing::TempDir("cli-out") + "/swap.png");
+  const ViewerRun r = RunViewer({QString::fromStdString(dir), "--screenshot", png,
+                                 "--select-finding", "0", "--size", "1400x900"});
+  ASSERT_EQ(r.rc, 0) << r.err.toStdString();
+  EXPECT_TRUE(r.out.startsWith("wrote " + png)) << r.out.toStdString();
+  QImage image(png);
+  ASSERT_FALSE(image.isNull());
+  EXPECT_EQ(image.size(), QSize(1400, 900));
+  EXPECT_GT(testing::CountPixels(image, FindingColor()), 200);  // timeline boxes and table cells
+}
+
+TEST(ScreenshotCli, ACleanTraceHasNoRed) {
+  testing::EnsureApp();
+  const std::string dir = testing::WriteCleanTrace("cli-clean");
+  const QString png = QString::fromStdString(testing::TempDir("cli-out-clean") + "/clean.png");
+  const ViewerRun r = RunViewer({QString::fromStdString(dir), "--screenshot", png});
+  ASSERT_EQ(r.rc, 0) << r.err.toStdString();
+  QImage image(png);
+  ASSERT_FALSE(image.isNull());
+  // Below the menu, filter bar and legend (whose "finding" swatch is red on purpose).
+  EXPECT_EQ(
+      testing::CountPixels(image, FindingColor(), QRectF(0, 100, image.width(), image.height())),
+      0);
+  EXPECT_GT(testing::CountPixels(image, StyleColor(BoxStyle::kAllReduce)), 200);
+}
+
+TEST(ScreenshotCli, BadInputExitsTwoWithTheDialogText) {
+  testing::EnsureApp();
+  const QString png = QString::fromStdString(testing::TempDir("cli-bad") + "/x.png");
+  ViewerRun r = RunViewer({"/nonexistent/trace", "--screenshot", png});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.err.contains("Could not open '/nonexistent/trace'")) << r.err.toStdString();
+  r = RunViewer({QString::fromStdString(testing::WriteCleanTrace("cli-nofinding")), "--screenshot",
+                 png, "--select-finding", "3"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.err.contains("the trace has 0 findings")) << r.err.toStdString();
+  r = RunViewer({"--select-finding", "x", "/tmp"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.err.contains("--select-finding needs a finding number")) << r.err.toStdString();
+  r = RunViewer({"--bogus"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.err.contains("unknown option '--bogus'")) << r.err.toStdString();
+}
+
+}  // namespace
+}  // namespace ncclrr::viewer

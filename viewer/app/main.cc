@@ -1,0 +1,136 @@
+// ncclrr-viewer [DIR] [--screenshot FILE.png] [--select-finding N] [--view timeline|alignment]
+//               [--size WxH]
+// With --screenshot the trace is loaded in the foreground, the window is rendered offscreen
+// (QT_QPA_PLATFORM=offscreen unless set) and written to FILE.png, and the program exits: 0 on
+// success, 2 when the trace cannot be opened (the error dialog's text goes to stderr) or the
+// arguments are wrong.
+#include <QApplication>
+#include <QImage>
+#include <QTimer>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "main_window.h"
+
+namespace {
+
+struct Options {
+  QString dir;
+  QString screenshot;
+  int finding = -1;
+  bool alignment = false;
+  int width = 1800, height = 1100;
+};
+
+constexpr char kUsage[] =
+    "usage: ncclrr-viewer [DIR] [--screenshot FILE.png] [--select-finding N]\n"
+    "                     [--view timeline|alignment] [--size WxH]\n"
+    "  DIR                 a trace directory (ncclrr record -o DIR) or one .ncclrr file\n"
+    "  --screenshot FILE   render the window offscreen into FILE (PNG) and exit\n"
+    "  --select-finding N  select finding N (0-based, in `ncclrr check` order) first\n"
+    "  --view alignment    give the alignment view most of the window\n"
+    "  --size WxH          window size for the screenshot (default 1800x1100)\n";
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "ncclrr-viewer: %s\n%s", problem.c_str(), kUsage);
+  return 2;
+}
+
+// Parses argv before QApplication exists (it decides the platform plugin). Returns -1 to go on.
+int Parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      (void)flag;
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::printf("%s", kUsage);
+      return 0;
+    } else if (a == "--screenshot") {
+      const char* v = value("--screenshot");
+      if (!v) return Usage("--screenshot needs a file name");
+      o->screenshot = v;
+    } else if (a == "--select-finding") {
+      const char* v = value("--select-finding");
+      char* end = nullptr;
+      const long n = v ? std::strtol(v, &end, 10) : -1;
+      if (!v || *end || n < 0) return Usage("--select-finding needs a finding number (0, 1, ...)");
+      o->finding = static_cast<int>(n);
+    } else if (a == "--view") {
+      const char* v = value("--view");
+      if (!v || (std::strcmp(v, "timeline") && std::strcmp(v, "alignment")))
+        return Usage("--view takes timeline or alignment");
+      o->alignment = std::strcmp(v, "alignment") == 0;
+    } else if (a == "--size") {
+      const char* v = value("--size");
+      if (!v || std::sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 400 ||
+          o->height < 300)
+        return Usage("--size takes WxH, at least 400x300, e.g. 1800x1100");
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("unknown option '" + a + "'");
+    } else if (o->dir.isEmpty()) {
+      o->dir = QString::fromLocal8Bit(argv[i]);
+    } else {
+      return Usage("one trace at a time; got '" + o->dir.toStdString() + "' and '" + a + "'");
+    }
+  }
+  if (!o->screenshot.isEmpty() && o->dir.isEmpty()) return Usage("--screenshot needs a DIR");
+  if (o->finding >= 0 && o->dir.isEmpty()) return Usage("--select-finding needs a DIR");
+  return -1;
+}
+
+int Screenshot(ncclrr::viewer::MainWindow& w, const Options& o) {
+  using ncclrr::viewer::TraceSession;
+  auto session = TraceSession::Load(o.dir.toStdString());
+  if (!session.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 ncclrr::viewer::LoadErrorText(o.dir.toStdString(), session.status()).c_str());
+    return 2;
+  }
+  w.SetSession(session.value());
+  QApplication::processEvents();
+  if (o.alignment) w.EmphasizeAlignment();
+  if (o.finding >= 0 && !w.SelectFinding(o.finding)) {
+    std::fprintf(stderr, "ncclrr-viewer: --select-finding %d: the trace has %zu findings\n",
+                 o.finding, session.value()->report().findings.size());
+    return 2;
+  }
+  QApplication::processEvents();
+  const QImage image = w.grab().toImage();
+  if (!image.save(o.screenshot, "PNG")) {
+    std::fprintf(stderr, "ncclrr-viewer: could not write '%s' (is the directory writable?)\n",
+                 o.screenshot.toLocal8Bit().constData());
+    return 2;
+  }
+  std::printf("wrote %s (%dx%d, %zu findings)\n", o.screenshot.toLocal8Bit().constData(),
+              image.width(), image.height(), session.value()->report().findings.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = Parse(argc, argv, &o); rc >= 0) return rc;
+  if (!o.screenshot.isEmpty() && !std::getenv("QT_QPA_PLATFORM"))
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("ncclrr-viewer");
+  ncclrr::viewer::MainWindow w;
+  w.resize(o.width, o.height);
+  if (!o.screenshot.isEmpty()) {
+    w.show();
+    return Screenshot(w, o);
+  }
+  w.show();
+  if (!o.dir.isEmpty()) w.OpenPath(o.dir);
+  if (o.finding >= 0) {
+    QObject::connect(w.loader(), &ncclrr::viewer::SessionLoader::loaded, &w,
+                     [&w, n = o.finding] { w.SelectFinding(n); });
+  }
+  return app.exec();
+}

@@ -1,0 +1,214 @@
+#include "main_window.h"
+
+#include <QDockWidget>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <QVBoxLayout>
+#include <chrono>
+
+#include "legend_widget.h"
+#include "models/time_axis.h"
+
+namespace ncclrr::viewer {
+
+constexpr quint64 kNoCall = ~quint64{0};
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("ncclrr viewer");
+  setAcceptDrops(true);
+  loader_ = new SessionLoader(this);
+
+  auto* central = new QWidget(this);
+  auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  filter_ = new FilterBar(central);
+  layout->addWidget(filter_);
+  layout->addWidget(new LegendWidget(central));
+  vsplit_ = new QSplitter(Qt::Vertical, central);
+  timeline_ = new TimelineWidget(vsplit_);
+  hsplit_ = new QSplitter(Qt::Horizontal, vsplit_);
+  alignment_ = new AlignmentView(hsplit_);
+  details_ = new DetailsView(hsplit_);
+  hsplit_->addWidget(alignment_);
+  hsplit_->addWidget(details_);
+  hsplit_->setStretchFactor(0, 3);
+  hsplit_->setStretchFactor(1, 2);
+  vsplit_->addWidget(timeline_);
+  vsplit_->addWidget(hsplit_);
+  vsplit_->setStretchFactor(0, 3);
+  vsplit_->setStretchFactor(1, 2);
+  layout->addWidget(vsplit_, 1);
+  setCentralWidget(central);
+
+  auto* dock = new QDockWidget("Findings", this);
+  dock->setObjectName("findings");
+  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  findings_ = new FindingsView(dock);
+  dock->setWidget(findings_);
+  addDockWidget(Qt::LeftDockWidgetArea, dock);
+  resizeDocks({dock}, {420}, Qt::Horizontal);
+
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 100);
+  progress_->setMaximumWidth(220);
+  progress_->hide();
+  status_ = new QLabel(this);
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  ShowStatus("Open a trace directory (File \u2192 Open, or drop it here).");
+
+  BuildMenus();
+
+  connect(loader_, &SessionLoader::progress, this, [this](int percent, const QString& what) {
+    progress_->show();
+    progress_->setValue(percent);
+    ShowStatus("Loading: " + what);
+  });
+  connect(loader_, &SessionLoader::loaded, this, [this](std::shared_ptr<const TraceSession> s) {
+    progress_->hide();
+    AddRecent(QString::fromStdString(s->path()));
+    SetSession(std::move(s));
+  });
+  connect(loader_, &SessionLoader::failed, this, [this](const QString& path, const QString& text) {
+    progress_->hide();
+    ShowError(path, text);
+  });
+  connect(timeline_, &TimelineWidget::callSelected, this,
+          [this](quint64 key) { OnCallSelected(key, timeline_); });
+  connect(alignment_, &AlignmentView::callSelected, this,
+          [this](quint64 key) { OnCallSelected(key, alignment_); });
+  connect(findings_, &FindingsView::findingSelected, this, &MainWindow::OnFinding);
+  connect(filter_, &FilterBar::changed, this, &MainWindow::ApplyFilter);
+  connect(filter_, &FilterBar::seqRequested, this, &MainWindow::OnSeq);
+  connect(filter_, &FilterBar::problem, this, &MainWindow::ShowStatus);
+}
+
+void MainWindow::OpenPath(const QString& path) {
+  last_error_.clear();
+  progress_->setValue(0);
+  progress_->show();
+  ShowStatus("Loading " + path);
+  loader_->Start(path);
+}
+
+void MainWindow::SetSession(std::shared_ptr<const TraceSession> session) {
+  session_ = std::move(session);
+  if (!session_) return;
+  setWindowTitle("ncclrr viewer \u2014 " + QString::fromStdString(session_->path()));
+  filter_->SetSession(session_);
+  timeline_->SetSession(session_);
+  alignment_->SetSession(session_);
+  findings_->SetSession(session_);
+  details_->Show(session_, std::nullopt);
+  const auto& r = session_->report();
+  const auto& t = session_->timings();
+  ShowStatus(QString("%1 calls in %2 files \u00b7 %3 communicators \u00b7 %4 findings, %5 notes "
+                     "\u00b7 read %6 s, check %7 s, index %8 s")
+                 .arg(session_->model().total_calls())
+                 .arg(session_->model().files().size())
+                 .arg(session_->model().comms().size())
+                 .arg(r.findings.size())
+                 .arg(r.notes.size())
+                 .arg(t.read_s, 0, 'f', 2)
+                 .arg(t.check_s, 0, 'f', 2)
+                 .arg(t.index_s, 0, 'f', 2));
+}
+
+bool MainWindow::SelectFinding(int finding) { return findings_->SelectFinding(finding); }
+
+void MainWindow::EmphasizeAlignment() {
+  const int h = vsplit_->height();
+  vsplit_->setSizes({h * 2 / 5, h * 3 / 5});
+  const int w = hsplit_->width();
+  hsplit_->setSizes({w * 3 / 4, w / 4});
+}
+
+void MainWindow::ShowError(const QString& path, const QString& text) {
+  last_error_ = text;
+  ShowStatus("Could not open " + path);
+  auto* box =
+      new QMessageBox(QMessageBox::Critical, "Cannot open trace", text, QMessageBox::Ok, this);
+  box->setObjectName("load-error");
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();  // window-modal, not a nested event loop: tests and the loader keep running
+}
+
+void MainWindow::ShowStatus(const QString& text) { status_->setText(text); }
+
+void MainWindow::OnCallSelected(quint64 key, QObject* source) {
+  if (!session_) return;
+  if (key == kNoCall) {
+    details_->Show(session_, std::nullopt);
+    return;
+  }
+  const CallRef call = CallFromKey(key);
+  if (source != timeline_) timeline_->SelectCall(call, true);
+  if (source != alignment_) alignment_->ShowCall(call);
+  details_->Show(session_, call);
+}
+
+void MainWindow::OnFinding(int finding) {
+  if (!session_) return;
+  const auto calls = session_->CallsOfFinding(static_cast<size_t>(finding));
+  timeline_->SetHighlighted(calls);
+  if (calls.empty()) {
+    const analysis::Finding& f = session_->report().findings[finding];
+    if (f.comm != 0 && f.seq) {
+      alignment_->SetComm(static_cast<int>(f.comm_index));
+      alignment_->ShowSeq(*f.seq);
+    }
+    return;
+  }
+  timeline_->ShowCalls(calls);
+  timeline_->SelectCall(calls.front(), false);
+  alignment_->ShowCall(calls.front(), calls);
+  details_->Show(session_, calls.front());
+}
+
+void MainWindow::OnSeq(quint64 seq) {
+  if (!session_ || session_->model().comms().empty()) return;
+  const int ci = std::max(alignment_->comm(), 0);
+  const analysis::CommModel& comm = session_->model().comms()[ci];
+  std::vector<CallRef> calls;
+  for (const analysis::RankView& rv : comm.ranks)
+    if (const analysis::CollectiveSlot* s = rv.AtSeq(seq)) calls.push_back(s->call);
+  if (calls.empty()) {
+    ShowStatus(QString("Communicator %1 has no seq %2: its ranks issued %3 collectives.")
+                   .arg(ci)
+                   .arg(seq)
+                   .arg(comm.max_issued()));
+    return;
+  }
+  timeline_->SetHighlighted(calls);
+  timeline_->ShowCalls(calls);
+  timeline_->SelectCall(calls.front(), false);
+  alignment_->ShowCall(calls.front(), calls);
+  details_->Show(session_, calls.front());
+}
+
+void MainWindow::ApplyFilter() {
+  if (!session_) return;
+  const TimelineFilter f = filter_->Filter();
+  if (f.empty()) {
+    timeline_->SetIndex(std::shared_ptr<const TimelineIndex>(session_, &session_->timeline()));
+    timeline_->Fit();
+    ShowStatus("Showing every call.");
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto index = std::make_shared<const TimelineIndex>(
+      TimelineIndex::Build(session_->model(), session_->marks(), f));
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const uint64_t shown = index->boxes;
+  timeline_->SetIndex(std::move(index));
+  if (f.window)
+    timeline_->FitRange(f.window->first, f.window->second);
+  else
+    timeline_->Fit();
+  if (f.comm) alignment_->SetComm(static_cast<int>(*f.comm));
+  ShowStatus(QString("Filter: %1 calls shown (filtered in %2 ms).").arg(shown).arg(ms, 0, 'f', 0));
+}
+
+}  // namespace ncclrr::viewer

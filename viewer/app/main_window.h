@@ -1,0 +1,73 @@
+#pragma once
+// The main window: filter bar and legend above the timeline; the alignment view and the call
+// details below it; the findings panel docked on the left. Selections travel between the views
+// here: a call selected anywhere is centred in the timeline, shown in the alignment view and
+// detailed; a finding selects and centres all its calls.
+#include <QLabel>
+#include <QMainWindow>
+#include <QMenu>
+#include <QProgressBar>
+#include <QSplitter>
+#include <memory>
+
+#include "alignment_view.h"
+#include "details_view.h"
+#include "filter_bar.h"
+#include "findings_view.h"
+#include "session_loader.h"
+#include "timeline_widget.h"
+
+namespace ncclrr::viewer {
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+
+  // Loads in the background (progress in the status bar; errors as a dialog).
+  void OpenPath(const QString& path);
+  // Shows an already loaded session (screenshots and tests load synchronously).
+  void SetSession(std::shared_ptr<const TraceSession> session);
+  bool SelectFinding(int finding);
+  // Gives the alignment view most of the window (screenshots of the alignment).
+  void EmphasizeAlignment();
+
+  const std::shared_ptr<const TraceSession>& session() const { return session_; }
+  const QString& last_error() const { return last_error_; }
+  SessionLoader* loader() const { return loader_; }
+  TimelineWidget* timeline() const { return timeline_; }
+  AlignmentView* alignment() const { return alignment_; }
+  FindingsView* findings() const { return findings_; }
+  DetailsView* details() const { return details_; }
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+ private:
+  void BuildMenus();
+  void RefreshRecentMenu();
+  void AddRecent(const QString& path);
+  void ShowError(const QString& path, const QString& text);
+  void OnCallSelected(quint64 key, QObject* source);
+  void OnFinding(int finding);
+  void OnSeq(quint64 seq);
+  void ApplyFilter();
+  void ShowStatus(const QString& text);
+
+  std::shared_ptr<const TraceSession> session_;
+  SessionLoader* loader_ = nullptr;
+  FilterBar* filter_ = nullptr;
+  TimelineWidget* timeline_ = nullptr;
+  AlignmentView* alignment_ = nullptr;
+  FindingsView* findings_ = nullptr;
+  DetailsView* details_ = nullptr;
+  QSplitter* vsplit_ = nullptr;
+  QSplitter* hsplit_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* status_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QString last_error_;
+};
+
+}  // namespace ncclrr::viewer

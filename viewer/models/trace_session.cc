@@ -1,0 +1,130 @@
+#include "models/trace_session.h"
+
+#include <chrono>
+
+#include "ncclrr/analysis/check.h"
+
+namespace ncclrr::viewer {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TraceSession::TraceSession(std::string path, analysis::TraceModel model, analysis::Report report)
+    : path_(std::move(path)), model_(std::move(model)), report_(std::move(report)) {
+  marks_ = CallMarks::FromReport(report_);
+  const auto t0 = std::chrono::steady_clock::now();
+  timeline_ = TimelineIndex::Build(model_, marks_);
+  timings_.index_s = SecondsSince(t0);
+}
+
+std::shared_ptr<const TraceSession> TraceSession::Make(std::string path, analysis::TraceModel model,
+                                                       analysis::Report report) {
+  return std::shared_ptr<const TraceSession>(
+      new TraceSession(std::move(path), std::move(model), std::move(report)));
+}
+
+StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::string& path,
+                                                                 const ProgressFn& progress) {
+  auto say = [&](int percent, std::string_view what) {
+    if (progress) progress(percent, what);
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  say(0, "reading trace files");
+  analysis::LoadOptions lo;
+  lo.progress = [&](std::string_view what) { say(30, what); };
+  auto model = analysis::TraceModel::Load(path, lo);
+  if (!model.ok()) return model.status();
+  const double read_s = SecondsSince(t0);
+
+  say(60, "checking (the analysis library's findings)");
+  t0 = std::chrono::steady_clock::now();
+  analysis::CheckOptions co;
+  co.progress = [&](std::string_view what) { say(70, what); };
+  analysis::Report report = analysis::Check(*model, co);
+  const double check_s = SecondsSince(t0);
+
+  say(85, "indexing the timeline");
+  auto session = std::shared_ptr<TraceSession>(
+      new TraceSession(path, std::move(model.value()), std::move(report)));
+  session->timings_.read_s = read_s;
+  session->timings_.check_s = check_s;
+  say(100, "done");
+  return std::shared_ptr<const TraceSession>(std::move(session));
+}
+
+std::optional<CommSeq> TraceSession::CommSeqOf(CallRef r) const {
+  if (r.file >= model_.dir().files.size() || r.index >= model_.file(r.file).calls.size())
+    return std::nullopt;
+  const CallRecord& c = model_.call(r);
+  const Api api = static_cast<Api>(c.api);
+  if (!IsCollective(api) && !IsP2p(api)) return std::nullopt;
+  for (auto [ci, rank] : model_.files()[r.file].ranks) {
+    const analysis::CommModel& comm = model_.comms()[ci];
+    if (comm.id != c.comm_id || rank != c.rank) continue;
+    CommSeq cs{ci, rank, c.seq, IsP2p(api), IsP2p(api) ? c.root_peer : -1};
+    if (!cs.p2p && c.capture != 0) {  // a graph template: its first launched position
+      const analysis::RankView& rv = comm.ranks[rank];
+      for (const analysis::CollectiveSlot& s : rv.collectives)
+        if (s.call == r) {
+          cs.seq = s.seq;
+          break;
+        }
+    }
+    return cs;
+  }
+  return std::nullopt;
+}
+
+std::vector<CallRef> TraceSession::Linked(CallRef r) const {
+  std::vector<CallRef> out;
+  const auto cs = CommSeqOf(r);
+  if (!cs) return out;
+  const analysis::CommModel& comm = model_.comms()[cs->comm];
+  if (!cs->p2p) {
+    for (const analysis::RankView& rv : comm.ranks)
+      if (const analysis::CollectiveSlot* s = rv.AtSeq(cs->seq)) out.push_back(s->call);
+    return out;
+  }
+  out.push_back(r);
+  const bool send = static_cast<Api>(model_.call(r).api) == Api::kSend;
+  if (cs->peer < 0 || cs->peer >= static_cast<int>(comm.ranks.size())) return out;
+  for (const analysis::P2pCall& p : comm.ranks[cs->peer].p2p)
+    if (p.send != send && p.peer == cs->rank && p.pair_seq == cs->seq) {
+      out.push_back(p.call);
+      break;
+    }
+  return out;
+}
+
+std::vector<CallRef> TraceSession::CallsOfFinding(size_t finding) const {
+  std::vector<CallRef> out;
+  if (finding >= report_.findings.size()) return out;
+  for (const analysis::InvolvedCall& c : report_.findings[finding].calls) out.push_back(c.call);
+  return out;
+}
+
+std::string LoadErrorText(const std::string& path, const Status& status) {
+  std::string what;
+  switch (status.code()) {
+    case StatusCode::kNotFound:
+      what = "Nothing to open there.";
+      break;
+    case StatusCode::kCorrupt:
+      what = "The trace is damaged.";
+      break;
+    case StatusCode::kUnsupported:
+      what = "This trace was written by a newer ncclrr.";
+      break;
+    default:
+      what = "The trace could not be read.";
+  }
+  return "Could not open '" + path + "'.\n\n" + what + "\n" + status.message() +
+         "\n\nOpen a directory written by `ncclrr record -o DIR` (or one .ncclrr file of it); "
+         "`ncclrr info DIR` prints what the reader finds in each file.";
+}
+
+}  // namespace ncclrr::viewer

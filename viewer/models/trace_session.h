@@ -1,0 +1,81 @@
+#pragma once
+// TraceSession: everything the viewer shows about one trace directory, built once off the GUI
+// thread and then shared read-only (hotspot's rule: parse in the background, hand immutable
+// values over). It owns the analysis library's TraceModel and Report -- the viewer displays the
+// findings, it never computes them -- plus the marks and timeline index derived from them.
+//
+// This header and trace_session.cc are the only places that call into the analysis library's
+// loading and checking; the views read the model through the accessors below.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/call_marks.h"
+#include "models/timeline_index.h"
+#include "ncclrr/analysis/finding.h"
+#include "ncclrr/analysis/model.h"
+#include "ncclrr/status.h"
+
+namespace ncclrr::viewer {
+
+// Progress: a percentage (0..100) and what is being done ("read 3 of 8 trace files").
+using ProgressFn = std::function<void(int percent, std::string_view what)>;
+
+struct LoadTimings {
+  double read_s = 0;   // reading, verifying and modelling the files
+  double check_s = 0;  // analysis::Check
+  double index_s = 0;  // timeline index
+};
+
+// Where a call sits in NCCL's pairing: the communicator and the position NCCL pairs by.
+struct CommSeq {
+  size_t comm = 0;   // index into TraceModel::comms()
+  int rank = -1;     // communicator rank of the call
+  uint64_t seq = 0;  // collective seq, or per-pair index for p2p
+  bool p2p = false;
+  int peer = -1;
+};
+
+class TraceSession {
+ public:
+  // Reads, models, checks and indexes `path` (a trace directory or one .ncclrr file). Call it
+  // from a worker thread; `progress` is called from that thread.
+  static StatusOr<std::shared_ptr<const TraceSession>> Load(const std::string& path,
+                                                            const ProgressFn& progress = {});
+  // From a model and report already at hand (tests give hand-written reports).
+  static std::shared_ptr<const TraceSession> Make(std::string path, analysis::TraceModel model,
+                                                  analysis::Report report);
+
+  const std::string& path() const { return path_; }
+  const analysis::TraceModel& model() const { return model_; }
+  const analysis::Report& report() const { return report_; }
+  const CallMarks& marks() const { return marks_; }
+  const TimelineIndex& timeline() const { return timeline_; }  // unfiltered
+  const LoadTimings& timings() const { return timings_; }
+
+  std::optional<CommSeq> CommSeqOf(CallRef r) const;
+  // The calls NCCL pairs with `r` on every rank (itself included): the same (comm, seq) for a
+  // collective, the peer's matching call for a send or receive. Empty for other calls.
+  std::vector<CallRef> Linked(CallRef r) const;
+  // Every call a finding names (its involved calls).
+  std::vector<CallRef> CallsOfFinding(size_t finding) const;
+
+ private:
+  TraceSession(std::string path, analysis::TraceModel model, analysis::Report report);
+
+  std::string path_;
+  analysis::TraceModel model_;
+  analysis::Report report_;
+  CallMarks marks_;
+  TimelineIndex timeline_;
+  LoadTimings timings_;
+};
+
+// The text of the error dialog when a trace cannot be opened: what happened, the reader's
+// explanation, and what to do.
+std::string LoadErrorText(const std::string& path, const Status& status);
+
+}  // namespace ncclrr::viewer
