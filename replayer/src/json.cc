@@ -1,5 +1,6 @@
 #include "json.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -389,10 +390,15 @@ class JsonParser {
     }
     out->type_ = Json::Type::kNumber;
     out->number_ = v;
-    if (integral && text.size() - (text[0] == '-') <= 19) {
-      out->integral_ = true;
-      out->negative_ = text[0] == '-';
-      out->magnitude_ = std::strtoull(text.c_str() + out->negative_, nullptr, 10);
+    if (integral) {  // exactly, when it fits 64 bits (ids and seqs do)
+      errno = 0;
+      const bool neg = text[0] == '-';
+      const uint64_t m = std::strtoull(text.c_str() + neg, nullptr, 10);
+      if (errno != ERANGE) {
+        out->integral_ = true;
+        out->negative_ = neg;
+        out->magnitude_ = m;
+      }
     }
     return true;
   }

@@ -1,7 +1,10 @@
 #include "replay_scripts.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdlib>
 #include <filesystem>
@@ -146,14 +149,19 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
-std::unique_ptr<analysis::TraceModel> WriteAndLoad(SyntheticScript script,
-                                                   const std::string& name) {
+std::string WriteTrace(SyntheticScript script, const std::string& name) {
   script.dir = FreshDir(name);
   auto written = WriteSyntheticScript(script);
   EXPECT_TRUE(written.ok()) << written.status().message();
-  auto model = analysis::TraceModel::Load(script.dir);
+  return script.dir;
+}
+
+std::unique_ptr<analysis::TraceModel> WriteAndLoad(SyntheticScript script,
+                                                   const std::string& name) {
+  const std::string dir = WriteTrace(std::move(script), name);
+  auto model = analysis::TraceModel::Load(dir);
   EXPECT_TRUE(model.ok()) << model.status().message();
-  std::filesystem::remove_all(script.dir);  // the model holds everything the replay reads
+  std::filesystem::remove_all(dir);  // the model holds everything the replay reads
   if (!model.ok()) return nullptr;
   return std::make_unique<analysis::TraceModel>(std::move(*model));
 }
@@ -167,6 +175,21 @@ replay::ReplayOptions TestOptions(const std::string& orders, double timeout_s) {
   if (const char* lib = std::getenv("NCCLRR_TEST_LIB"))
     o.host_library = std::string(lib) + "/libncclrr-hostnccl.so";
   return o;
+}
+
+CommandResult RunNcclrr(const std::string& args, bool with_stderr) {
+  const char* bin = std::getenv("NCCLRR_TEST_BIN");
+  const std::string cmd = std::string(bin ? bin : "build/bin") + "/ncclrr " + args +
+                          (with_stderr ? " 2>&1" : " 2>/dev/null");
+  CommandResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 replay::ReplayReport MustReplay(const analysis::TraceModel& model,

@@ -27,11 +27,21 @@ SyntheticScript EveryApiScript(int ranks = 3);
 // A fresh directory under the test's temporary folder.
 std::string FreshDir(const std::string& name);
 
+// Writes the script into FreshDir(name) and returns the directory.
+std::string WriteTrace(SyntheticScript script, const std::string& name);
+
 // Writes the script into FreshDir(name) and loads it.
 std::unique_ptr<analysis::TraceModel> WriteAndLoad(SyntheticScript script, const std::string& name);
 
 // Options for replays in tests: the host NCCL of this build, a short timeout.
 replay::ReplayOptions TestOptions(const std::string& orders, double timeout_s = 1.0);
+
+struct CommandResult {
+  int code = -1;
+  std::string out;  // stdout (stderr is discarded unless `with_stderr`)
+};
+// Runs the build's `ncclrr` with `args` (a shell command line tail).
+CommandResult RunNcclrr(const std::string& args, bool with_stderr = false);
 
 // Replays and fails the test (returning an empty report) when the replay errors.
 replay::ReplayReport MustReplay(const analysis::TraceModel& model,
