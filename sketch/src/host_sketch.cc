@@ -28,35 +28,32 @@ typename D::Raw LoadRaw(const uint8_t* base, uint64_t index) {
 }
 
 // Partial of the chunk of n (<= 4096) elements at `p`, whose first element has global index g.
+// Lane by lane, rows in order: the sequence every accumulator sees on the GPU.
 template <class D>
 Partial HostChunk(const uint8_t* p, uint64_t n, uint64_t g, const uint32_t (*eta)[D::V]) {
-  core::LaneState<D> lanes[kLanes];
-  for (auto& l : lanes) core::LaneInit(l);
   constexpr uint32_t kRow = core::kRowElems<D>;
-  for (uint32_t r = 0; r < core::kRows<D>; ++r) {
-    const uint64_t row = uint64_t(r) * kRow;
-    if (row >= n) break;
-    for (int lane = 0; lane < kLanes; ++lane) {
-      const uint64_t pos = row + uint64_t(lane) * D::V;
-      if (pos >= n) break;
-      const int nv = int(std::min<uint64_t>(D::V, n - pos));
-      const uint32_t eps = core::EpsBits(g + pos, D::V);
-      for (int v = 0; v < nv; ++v)
-        core::LaneElement(lanes[lane], v, LoadRaw<D>(p, pos + v), (eps >> v) & 1u);
-    }
-  }
-  using SumSq = decltype(lanes[0].ss);
+  using SumSq = core::SumSqType<D>;
   DotType<D> dots[kDots][kLanes];
   SumSq ss[kLanes];
   uint64_t nan = 0, posinf = 0, neginf = 0;
   for (int lane = 0; lane < kLanes; ++lane) {
+    core::LaneState<D> s;
+    core::LaneInit(s);
+    for (uint32_t r = 0; r < core::kRows<D>; ++r) {
+      const uint64_t pos = uint64_t(r) * kRow + uint64_t(lane) * D::V;
+      if (pos >= n) break;
+      const int nv = int(std::min<uint64_t>(D::V, n - pos));
+      const uint8_t* row = p + pos * sizeof(typename D::Raw);
+      core::LaneRow(s, nv, core::EpsBits(g + pos, D::V),
+                    [row](int v) { return LoadRaw<D>(row, v); });
+    }
     DotType<D> d[kDots];
-    core::LaneDots(lanes[lane], eta[lane], d);
+    core::LaneDots(s, eta[lane], d);
     for (int k = 0; k < kDots; ++k) dots[k][lane] = d[k];
-    ss[lane] = lanes[lane].ss;
-    nan += lanes[lane].nan;
-    posinf += lanes[lane].posinf;
-    neginf += lanes[lane].neginf;
+    ss[lane] = core::LaneSumSq(s);
+    nan += s.nan;
+    posinf += s.posinf;
+    neginf += s.neginf;
   }
   DotType<D> total[kDots];
   for (int k = 0; k < kDots; ++k) {

@@ -12,8 +12,12 @@
 
 #if defined(__CUDACC__)
 #define NCCLRR_HD __host__ __device__ __forceinline__
+#define NCCLRR_UNROLL_V _Pragma("unroll")
 #else
 #define NCCLRR_HD inline
+// Loops over a lane's positions and projections are short and of compile-time length: unrolled,
+// the accumulators live in registers (and the host vectorizes the finite-row path).
+#define NCCLRR_UNROLL_V _Pragma("GCC unroll 16")
 #endif
 
 namespace ncclrr::sketch::core {
@@ -135,6 +139,11 @@ NCCLRR_HD double U64ToD(uint64_t v) {
   return double(v);
 #endif
 }
+// x with its sign flipped when bit is 1 (exactly -x): a bitwise XOR, branch-free on both sides.
+NCCLRR_HD float FlipF(float x, uint32_t bit) { return BitsToF(FToBits(x) ^ (bit << 31)); }
+NCCLRR_HD double FlipD(double x, uint32_t bit) {
+  return BitsToD(DToBits(x) ^ (uint64_t(bit) << 63));
+}
 inline constexpr uint64_t kCanonicalNaN = 0x7ff8000000000000ull;
 
 // ---- Datatypes ---------------------------------------------------------------------------
@@ -153,11 +162,8 @@ struct TraitsF32 {
   static constexpr AccKind kKind = AccKind::kFloat32;
   static constexpr int V = 4;
   NCCLRR_HD static float Decode(Raw r, uint32_t* cls) {
-    if ((r & 0x7f800000u) == 0x7f800000u) {
-      *cls = (r & 0x007fffffu) ? kNaN : ((r >> 31) ? kNegInf : kPosInf);
-      return 0.0f;
-    }
-    *cls = kFinite;
+    const uint32_t inf = (r >> 31) ? kNegInf : kPosInf;
+    *cls = (r & 0x7f800000u) != 0x7f800000u ? kFinite : ((r & 0x007fffffu) ? kNaN : inf);
     return BitsToF(r);
   }
 };
@@ -167,11 +173,9 @@ struct TraitsF64 {
   static constexpr AccKind kKind = AccKind::kFloat64;
   static constexpr int V = 4;
   NCCLRR_HD static double Decode(Raw r, uint32_t* cls) {
-    if ((r & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
-      *cls = (r & 0x000fffffffffffffull) ? kNaN : ((r >> 63) ? kNegInf : kPosInf);
-      return 0.0;
-    }
-    *cls = kFinite;
+    const uint32_t inf = (r >> 63) ? kNegInf : kPosInf;
+    const bool special = (r & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+    *cls = !special ? kFinite : ((r & 0x000fffffffffffffull) ? kNaN : inf);
     return BitsToD(r);
   }
 };
@@ -187,12 +191,10 @@ struct TraitsMinifloat {
   static constexpr AccKind kKind = AccKind::kFloat32;
   static constexpr int V = kV;
   static constexpr uint32_t kSign = 1u << (8 * sizeof(R) - 1);
+  // Branch-free (the value of a special pattern is computed but never used).
   NCCLRR_HD static float Decode(Raw r, uint32_t* cls) {
-    if ((r & kSpecial) == kSpecial) {
-      *cls = (r & kNanBits) ? kNaN : ((r & kSign) ? kNegInf : kPosInf);
-      return 0.0f;
-    }
-    *cls = kFinite;
+    const uint32_t inf = (r & kSign) ? kNegInf : kPosInf;
+    *cls = (r & kSpecial) != kSpecial ? kFinite : ((r & kNanBits) ? kNaN : inf);
     const float mag = BitsToF(uint32_t(r & (kSign - 1)) << kShift);
     const float scaled = kScale ? MulF(mag, BitsToF(kScale)) : mag;
     return BitsToF(FToBits(scaled) | (uint32_t(r & kSign) << (32 - 8 * sizeof(R))));
@@ -240,12 +242,24 @@ NCCLRR_HD uint64_t IntResidueMask(int bytes) {
   return bytes == 1 ? 0xffull : bytes == 4 ? 0xffffffffull : ((1ull << 53) - 1);
 }
 
+template <typename T>
+NCCLRR_HD T LaneSum(T a, T b) {
+  if constexpr (std::is_same<T, float>::value) return AddF(a, b);
+  if constexpr (std::is_same<T, double>::value) return AddD(a, b);
+  return T(a + b);
+}
 // ---- Lane state and per-element work -------------------------------------------------------
 template <class D>
+using SumSqType = typename std::conditional<D::kKind == AccKind::kFloat32, float, double>::type;
+// Σx² is kept per position for float types (V independent chains: the host overlaps them, and a
+// single chain would be latency-bound) and per lane for integers (registers on the GPU).
+template <class D>
+inline constexpr int kSumSqSlots = D::kKind == AccKind::kInt ? 1 : D::V;
+
+template <class D>
 struct LaneState {
-  typename D::Acc acc[D::V];  // one accumulator per position of the lane
-  // Σx²: fp32 for fp32-accumulated types, double otherwise.
-  typename std::conditional<D::kKind == AccKind::kFloat32, float, double>::type ss;
+  typename D::Acc acc[D::V];        // one accumulator per position of the lane
+  SumSqType<D> ss[kSumSqSlots<D>];  // Σx² per position (floats) or per lane (integers)
   uint32_t nan, posinf, neginf;
 };
 // Type of a lane's 16 projections: fp32 / fp64 like the accumulators, uint64 for integers.
@@ -256,43 +270,87 @@ using DotType = typename std::conditional<
 
 template <class D>
 NCCLRR_HD void LaneInit(LaneState<D>& s) {
+  NCCLRR_UNROLL_V
   for (int v = 0; v < D::V; ++v) s.acc[v] = typename D::Acc(0);
-  s.ss = 0;
+  NCCLRR_UNROLL_V
+  for (int v = 0; v < kSumSqSlots<D>; ++v) s.ss[v] = 0;
   s.nan = s.posinf = s.neginf = 0;
 }
 
-// One element at lane position v with sign bit `neg` (eps). The order of calls is the contract:
-// rows in increasing order, and within a row v in increasing order.
-template <class D>
-NCCLRR_HD void LaneElement(LaneState<D>& s, int v, typename D::Raw raw, uint32_t neg) {
+// One row of a lane: elements v = 0..nv-1 (raw(v) gives element v), eps bit v in `neg`. The
+// contract is the sequence each accumulator sees: rows in increasing order; for integers' single
+// Σx² chain, v in increasing order within a row. A row of finite values takes a branch-free path
+// (vectorizable on the host) that performs exactly the same operations.
+template <class D, class RawAt>
+NCCLRR_HD void LaneRow(LaneState<D>& s, int nv, uint32_t neg, RawAt raw) {
   using A = typename D::Acc;
-  uint32_t cls;
-  const A x = D::Decode(raw, &cls);
   if constexpr (D::kKind == AccKind::kInt) {
-    s.acc[v] = neg ? A(s.acc[v] - x) : A(s.acc[v] + x);
-    const double xd = D::ToDouble(raw);
-    s.ss = AddD(s.ss, MulD(xd, xd));
+    NCCLRR_UNROLL_V
+    for (int v = 0; v < nv; ++v) {
+      uint32_t cls;
+      const A x = D::Decode(raw(v), &cls);
+      s.acc[v] = ((neg >> v) & 1u) ? A(s.acc[v] - x) : A(s.acc[v] + x);
+      const double xd = D::ToDouble(raw(v));
+      s.ss[0] = AddD(s.ss[0], MulD(xd, xd));
+    }
+    return;
   } else {
-    if (cls != kFinite) {
-      s.nan += cls == kNaN;
-      s.posinf += cls == kPosInf;
-      s.neginf += cls == kNegInf;
+    A x[D::V];
+    uint32_t special = 0;
+    NCCLRR_UNROLL_V
+    for (int v = 0; v < D::V; ++v) {
+      uint32_t cls = kFinite;
+      x[v] = v < nv ? D::Decode(raw(v), &cls) : A(0);
+      special |= cls;
+    }
+    if (nv == D::V && special == kFinite) {
+      NCCLRR_UNROLL_V
+      for (int v = 0; v < D::V; ++v) {
+        if constexpr (D::kKind == AccKind::kFloat32) {
+          s.acc[v] = AddF(s.acc[v], FlipF(x[v], (neg >> v) & 1u));
+          s.ss[v] = AddF(s.ss[v], MulF(x[v], x[v]));
+        } else {
+          s.acc[v] = AddD(s.acc[v], FlipD(x[v], (neg >> v) & 1u));
+          s.ss[v] = AddD(s.ss[v], MulD(x[v], x[v]));
+        }
+      }
       return;
     }
-    if constexpr (D::kKind == AccKind::kFloat32) {
-      s.acc[v] = AddF(s.acc[v], neg ? -x : x);
-      s.ss = AddF(s.ss, MulF(x, x));
-    } else {
-      s.acc[v] = AddD(s.acc[v], neg ? -x : x);
-      s.ss = AddD(s.ss, MulD(x, x));
+    NCCLRR_UNROLL_V
+    for (int v = 0; v < nv; ++v) {
+      uint32_t cls;
+      D::Decode(raw(v), &cls);
+      if (cls != kFinite) {  // counted, and left out of the dots and Σx²
+        s.nan += cls == kNaN;
+        s.posinf += cls == kPosInf;
+        s.neginf += cls == kNegInf;
+        continue;
+      }
+      if constexpr (D::kKind == AccKind::kFloat32) {
+        s.acc[v] = AddF(s.acc[v], FlipF(x[v], (neg >> v) & 1u));
+        s.ss[v] = AddF(s.ss[v], MulF(x[v], x[v]));
+      } else {
+        s.acc[v] = AddD(s.acc[v], FlipD(x[v], (neg >> v) & 1u));
+        s.ss[v] = AddD(s.ss[v], MulD(x[v], x[v]));
+      }
     }
   }
+}
+
+// The lane's Σx²: its per-position sums added in increasing v (one value for integers).
+template <class D>
+NCCLRR_HD SumSqType<D> LaneSumSq(const LaneState<D>& s) {
+  SumSqType<D> total = s.ss[0];
+  NCCLRR_UNROLL_V
+  for (int v = 1; v < kSumSqSlots<D>; ++v) total = LaneSum(total, s.ss[v]);
+  return total;
 }
 
 // eta words of a lane's V positions; the class of a position is the same in every row and chunk
 // of a block (rows are multiples of 128 elements), so this is computed once per block and lane.
 template <class D>
 NCCLRR_HD void LaneEta(uint64_t block_first, int lane, uint32_t* eta) {
+  NCCLRR_UNROLL_V
   for (int v = 0; v < D::V; ++v)
     eta[v] = EtaWord(uint32_t((block_first + uint64_t(lane * D::V + v)) & (kClasses - 1)));
 }
@@ -301,8 +359,11 @@ NCCLRR_HD void LaneEta(uint64_t block_first, int lane, uint32_t* eta) {
 template <class D>
 NCCLRR_HD void LaneDots(const LaneState<D>& s, const uint32_t* eta, DotType<D>* dots) {
   using Out = DotType<D>;
+  NCCLRR_UNROLL_V
   for (int k = 0; k < kDots; ++k) dots[k] = Out(0);
+  NCCLRR_UNROLL_V
   for (int v = 0; v < D::V; ++v) {
+    NCCLRR_UNROLL_V
     for (int k = 0; k < kDots; ++k) {
       const bool neg = (eta[v] >> k) & 1u;
       if constexpr (D::kKind == AccKind::kInt) {
@@ -318,12 +379,6 @@ NCCLRR_HD void LaneDots(const LaneState<D>& s, const uint32_t* eta, DotType<D>* 
 
 // Lane values are combined across the 32 lanes of a chunk by this tree (the GPU's shuffle-down
 // butterfly as seen from lane 0): for off = 16, 8, 4, 2, 1: value[l] += value[l + off].
-template <typename T>
-NCCLRR_HD T LaneSum(T a, T b) {
-  if constexpr (std::is_same<T, float>::value) return AddF(a, b);
-  if constexpr (std::is_same<T, double>::value) return AddD(a, b);
-  return T(a + b);
-}
 template <typename T>
 NCCLRR_HD void LaneTree(T* values) {
   for (int off = kLanes / 2; off >= 1; off >>= 1)

@@ -103,10 +103,9 @@ NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_coun
       NCCLRR_UNROLL
       for (uint32_t i = 0; i < kBatch; ++i) {
         const uint64_t pos = uint64_t(r0 + i) * kRow + uint64_t(lane) * D::V;
-        const uint32_t eps = core::EpsBits(g + pos, D::V);
-        NCCLRR_UNROLL
-        for (int v = 0; v < D::V; ++v)
-          core::LaneElement(s, v, ExtractRaw<D>(words[i], v), (eps >> v) & 1u);
+        const uint32_t* w = words[i];
+        core::LaneRow(s, D::V, core::EpsBits(g + pos, D::V),
+                      [w](int v) { return ExtractRaw<D>(w, v); });
       }
     }
   } else {
@@ -114,13 +113,13 @@ NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_coun
       const uint64_t pos = uint64_t(r) * kRow + uint64_t(lane) * D::V;
       if (pos >= n) break;
       const int nv = n - pos < uint64_t(D::V) ? int(n - pos) : D::V;
-      const uint32_t eps = core::EpsBits(g + pos, D::V);
-      for (int v = 0; v < nv; ++v) core::LaneElement(s, v, p[pos + v], (eps >> v) & 1u);
+      const Raw* row = p + pos;
+      core::LaneRow(s, nv, core::EpsBits(g + pos, D::V), [row](int v) { return row[v]; });
     }
   }
   core::DotType<D> dots[core::kDots];
   core::LaneDots(s, eta, dots);
-  auto ss = s.ss;
+  auto ss = core::LaneSumSq(s);
   uint32_t nan = s.nan, posinf = s.posinf, neginf = s.neginf;
   for (int offset = core::kLanes / 2; offset >= 1; offset >>= 1) {
     NCCLRR_UNROLL

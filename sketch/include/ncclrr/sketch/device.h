@@ -1,0 +1,87 @@
+#pragma once
+// SketchDevice: the sketch computed by CUDA kernels on the caller's stream, bit-identical to
+// SketchHost on the same bytes.
+//
+// Rules (the interposer relies on them):
+//  * CUDA only through dlopen("libcuda.so.1") and the driver API; the kernels are a fatbin
+//    (sm_75 and sm_90 code, compute_90 PTX) embedded in the library and loaded per context.
+//  * Enqueue launches ONE kernel per datatype on the given stream and returns at once: stream
+//    order is the only synchronization (no event, no cudaStreamSynchronize, no host callback).
+//    The kernel reads the buffer when the stream reaches it, so a sketch enqueued before a
+//    collective on the collective's stream sees the data the collective reads.
+//  * Results land in pinned, host-mapped slots written by the kernel's last CTA, with a
+//    completion flag the host polls (Poll never blocks).
+//  * First use of a CUDA context loads the module and allocates the slots under relaxed
+//    stream-capture mode, so it is safe while the user's stream is being captured. A launch
+//    into a capturing stream becomes part of the graph: its slot then reports every replay of
+//    the graph (generation) until Release.
+//  * Thread-safe. Destroy it while its CUDA contexts are alive (or never: at process exit the
+//    driver reclaims everything).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ncclrr/sketch/sketch.h"
+#include "ncclrr/status.h"
+
+namespace ncclrr::sketch {
+
+struct SketchDeviceOptions {
+  std::string driver_path = "libcuda.so.1";
+  uint32_t slots = 128;                  // sketches in flight per CUDA context
+  uint32_t max_tiles = 1024;             // CTAs per sketch: larger buffers get larger tiles
+  uint32_t max_blocks = 64;              // blocks per sketch (AlltoAll / ReduceScatter peers)
+  uint32_t max_samples = 64 * 64 + 256;  // raw values per slot (blocks x samples + race)
+};
+
+struct DeviceSketchRequest {
+  const void* data = nullptr;  // device (or device-mapped) pointer to block 0
+  SketchRequest request;
+};
+
+struct DeviceSketchResult {
+  SketchResult result;
+  uint64_t generation = 0;  // launches of this slot completed so far (graph replays)
+  uint64_t missed = 0;      // replays whose results were overwritten before they were polled
+};
+
+class SketchDevice {
+ public:
+  using SlotId = uint64_t;
+
+  // Unsupported (with what is missing) when there is no driver, no device, or the library was
+  // built without nvcc. Nothing is allocated until the first Enqueue on a context.
+  static StatusOr<std::unique_ptr<SketchDevice>> Create(const SketchDeviceOptions& options = {});
+  ~SketchDevice();
+  SketchDevice(const SketchDevice&) = delete;
+  SketchDevice& operator=(const SketchDevice&) = delete;
+
+  // Enqueues up to 4 sketches on `stream` (a cudaStream_t / CUstream; 0 is the legacy default
+  // stream of the current context), one launch per distinct datatype. Returns one slot per
+  // request, in order. Fails without launching anything when a request is invalid or exceeds
+  // the options, when no slot is free, or when the stream's capture was invalidated.
+  StatusOr<std::vector<SlotId>> Enqueue(void* stream,
+                                        const std::vector<DeviceSketchRequest>& requests);
+
+  // nullopt while the kernel has not finished. A result of a plain launch releases the slot; a
+  // captured slot stays until Release.
+  StatusOr<std::optional<DeviceSketchResult>> Poll(SlotId slot);
+
+  // Gives a slot back. One whose kernel may still run is recycled only once it has finished.
+  void Release(SlotId slot);
+
+  // Driver version, kernel image and per-context state, for notes in the trace.
+  std::string Describe() const;
+
+ private:
+  struct Impl;
+  explicit SketchDevice(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when the library carries device kernels (it was built with nvcc).
+bool DeviceKernelsBuiltIn();
+
+}  // namespace ncclrr::sketch

@@ -1,0 +1,336 @@
+// SketchDevice: per CUDA context, a module (the embedded fatbin), device scratch and control
+// words per slot, and one pinned host-mapped region holding every slot's header, partials and
+// samples. Enqueue fills kabi::Jobs and launches ncclrr_sketch_<dtype> on the caller's stream;
+// Poll reads what the last CTA published (kernel_body.h, FinishJob).
+#include "ncclrr/sketch/device.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "device/cuda_driver.h"
+#include "device/fatbin.h"
+#include "device/launch_plan.h"
+#include "ncclrr/records.h"
+
+namespace ncclrr::sketch {
+namespace {
+
+enum class SlotState : uint8_t { kFree, kInFlight, kCaptured, kAbandoned };
+
+struct Slot {
+  SlotState state = SlotState::kFree;
+  uint64_t consumed = 0;  // last generation the host has read
+  uint64_t expected = 0;  // generation a plain launch will publish
+  SketchRequest request;
+  kabi::Job host_view{};  // the job with host pointers, for reading results
+};
+
+struct Context {
+  cu::CUcontext ctx = nullptr;
+  cu::CUmodule module = nullptr;
+  cu::CUfunction fn[kNumDtypes] = {};
+  cu::CUdeviceptr scratch = 0, control = 0, pinned_dev = 0;
+  uint8_t* pinned = nullptr;
+  int device = -1, cc_major = 0, cc_minor = 0;
+  std::vector<Slot> slots;
+};
+
+size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+struct SketchDevice::Impl {
+  SketchDeviceOptions opt;
+  cu::Driver d;
+  std::mutex mu;
+  std::vector<std::unique_ptr<Context>> contexts;
+  size_t off_main = 0, off_race = 0, off_samples = 0, slot_bytes = 0, scratch_bytes = 0;
+
+  Status InitContext(Context& c);
+  StatusOr<uint32_t> ContextFor(cu::CUstream stream);
+  const kabi::SlotHeader* Header(const Context& c, uint32_t s) const {
+    return reinterpret_cast<const kabi::SlotHeader*>(c.pinned + s * slot_bytes);
+  }
+  void FillJob(Context& c, uint32_t s, const void* data, kabi::Job& dev, kabi::Job& host);
+  int AcquireSlot(Context& c);
+  Status CheckRequest(const DeviceSketchRequest& r, kabi::Job& job) const;
+};
+
+Status SketchDevice::Impl::InitContext(Context& c) {
+  cu::RelaxedCaptureScope relaxed(d);  // the user's stream may be capturing right now
+  cu::CUresult r = d.CtxPushCurrent(c.ctx);
+  if (r != cu::kSuccess)
+    return Unsupported(d.Error(r, "sketch: cannot enter the stream's context"));
+  auto fail = [&](cu::CUresult err, const std::string& what) {
+    cu::CUcontext popped;
+    d.CtxPopCurrent(&popped);
+    return Unsupported(d.Error(err, "sketch: " + what));
+  };
+  d.CtxGetDevice(&c.device);
+  d.DeviceGetAttribute(&c.cc_major, cu::kAttrComputeCapabilityMajor, c.device);
+  d.DeviceGetAttribute(&c.cc_minor, cu::kAttrComputeCapabilityMinor, c.device);
+  size_t image_size = 0;
+  const unsigned char* image = SketchFatbin(&image_size);
+  r = d.ModuleLoadData(&c.module, image);
+  if (r != cu::kSuccess)
+    return fail(r, "cannot load the sketch kernels (sm_75/sm_90 code, compute_90 PTX) on device " +
+                       std::to_string(c.device) + " (sm_" + std::to_string(c.cc_major) +
+                       std::to_string(c.cc_minor) + "); GPU sketches are off for it");
+  for (int t = 0; t < kNumDtypes; ++t) {
+    const std::string name = "ncclrr_sketch_" + std::to_string(t);
+    r = d.ModuleGetFunction(&c.fn[t], c.module, name.c_str());
+    if (r != cu::kSuccess) return fail(r, "kernel " + name + " missing from the embedded image");
+  }
+  const size_t slots = opt.slots;
+  if ((r = d.MemAlloc(&c.scratch, slots * scratch_bytes)) != cu::kSuccess ||
+      (r = d.MemAlloc(&c.control, slots * sizeof(kabi::SlotControl))) != cu::kSuccess)
+    return fail(r, "cannot allocate " + std::to_string(slots * scratch_bytes) +
+                       " bytes of device scratch (lower SketchDeviceOptions::slots)");
+  // Zero the control words on a private non-blocking stream: the legacy stream would synchronize
+  // with (and break the capture of) the user's streams.
+  cu::CUstream zero_stream = nullptr;
+  if ((r = d.StreamCreate(&zero_stream, cu::kStreamNonBlocking)) != cu::kSuccess ||
+      (r = d.MemsetD8Async(c.control, 0, slots * sizeof(kabi::SlotControl), zero_stream)) !=
+          cu::kSuccess ||
+      (r = d.StreamSynchronize(zero_stream)) != cu::kSuccess)
+    return fail(r, "cannot clear the sketch control words");
+  d.StreamDestroy(zero_stream);
+  void* host = nullptr;
+  r = d.MemHostAlloc(&host, slots * slot_bytes, cu::kHostAllocPortable | cu::kHostAllocDeviceMap);
+  if (r != cu::kSuccess)
+    return fail(
+        r, "cannot allocate " + std::to_string(slots * slot_bytes) + " bytes of pinned memory");
+  c.pinned = static_cast<uint8_t*>(host);
+  std::memset(c.pinned, 0, slots * slot_bytes);
+  if ((r = d.MemHostGetDevicePointer(&c.pinned_dev, host, 0)) != cu::kSuccess)
+    return fail(r, "pinned memory is not mapped into the device");
+  c.slots.assign(slots, Slot{});
+  cu::CUcontext popped;
+  d.CtxPopCurrent(&popped);
+  return Status::Ok();
+}
+
+StatusOr<uint32_t> SketchDevice::Impl::ContextFor(cu::CUstream stream) {
+  cu::CUcontext ctx = nullptr;
+  const cu::CUresult r = d.StreamGetCtx(stream, &ctx);
+  if (r != cu::kSuccess || !ctx)
+    return InvalidArgument(d.Error(r,
+                                   "sketch: the stream has no CUDA context (is a device "
+                                   "current on this thread?)"));
+  for (uint32_t i = 0; i < contexts.size(); ++i)
+    if (contexts[i]->ctx == ctx) return i;
+  auto c = std::make_unique<Context>();
+  c->ctx = ctx;
+  NCCLRR_RETURN_IF_ERROR(InitContext(*c));
+  contexts.push_back(std::move(c));
+  return uint32_t(contexts.size() - 1);
+}
+
+int SketchDevice::Impl::AcquireSlot(Context& c) {
+  for (uint32_t s = 0; s < c.slots.size(); ++s) {
+    Slot& slot = c.slots[s];
+    if (slot.state == SlotState::kAbandoned && Header(c, s)->done >= slot.expected) {
+      slot.consumed = Header(c, s)->done;
+      slot.state = SlotState::kFree;
+    }
+    if (slot.state == SlotState::kFree) return int(s);
+  }
+  return -1;
+}
+
+void SketchDevice::Impl::FillJob(Context& c, uint32_t s, const void* data, kabi::Job& dev,
+                                 kabi::Job& host) {
+  const size_t base = s * slot_bytes;
+  dev.data = data;
+  dev.scratch = reinterpret_cast<core::Partial*>(c.scratch + s * scratch_bytes);
+  dev.control = reinterpret_cast<kabi::SlotControl*>(c.control + s * sizeof(kabi::SlotControl));
+  dev.header = reinterpret_cast<kabi::SlotHeader*>(c.pinned_dev + base);
+  dev.out_main = reinterpret_cast<core::Partial*>(c.pinned_dev + base + off_main);
+  dev.out_race = reinterpret_cast<core::Partial*>(c.pinned_dev + base + off_race);
+  dev.out_samples = reinterpret_cast<double*>(c.pinned_dev + base + off_samples);
+  host = dev;
+  host.header = reinterpret_cast<kabi::SlotHeader*>(c.pinned + base);
+  host.out_main = reinterpret_cast<core::Partial*>(c.pinned + base + off_main);
+  host.out_race = reinterpret_cast<core::Partial*>(c.pinned + base + off_race);
+  host.out_samples = reinterpret_cast<double*>(c.pinned + base + off_samples);
+}
+
+Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, kabi::Job& job) const {
+  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, opt.max_tiles, job));
+  if (job.nblocks > opt.max_blocks)
+    return InvalidArgument("sketch: " + std::to_string(job.nblocks) + " blocks exceed the " +
+                           std::to_string(opt.max_blocks) +
+                           " of SketchDeviceOptions::max_blocks; split the request");
+  if (JobSampleSlots(job) > opt.max_samples)
+    return InvalidArgument("sketch: " + std::to_string(JobSampleSlots(job)) +
+                           " samples exceed SketchDeviceOptions::max_samples (" +
+                           std::to_string(opt.max_samples) + "); ask for fewer per block");
+  if (!r.data && r.request.layout.total() > 0)
+    return InvalidArgument("sketch: null data pointer for a non-empty buffer");
+  return Status::Ok();
+}
+
+StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
+    void* stream_ptr, const std::vector<DeviceSketchRequest>& requests) {
+  Impl& m = *impl_;
+  if (requests.empty() || requests.size() > size_t(kabi::kMaxJobs))
+    return InvalidArgument("sketch: 1 to " + std::to_string(kabi::kMaxJobs) +
+                           " sketches per Enqueue, got " + std::to_string(requests.size()));
+  std::vector<kabi::Job> jobs(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i)
+    NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], jobs[i]));
+  auto stream = static_cast<cu::CUstream>(stream_ptr);
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto ci = m.ContextFor(stream);
+  if (!ci.ok()) return ci.status();
+  Context& c = *m.contexts[*ci];
+  int capture = cu::kCaptureStatusNone;
+  cu::CUresult r = m.d.StreamIsCapturing(stream, &capture);
+  if (r != cu::kSuccess) return InvalidArgument(m.d.Error(r, "sketch: cannot query the stream"));
+  if (capture != cu::kCaptureStatusNone && capture != cu::kCaptureStatusActive)
+    return Unsupported("sketch: the stream's capture was invalidated; nothing enqueued");
+  std::vector<int> slots;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const int s = m.AcquireSlot(c);
+    if (s < 0) {
+      for (int t : slots) c.slots[t].state = SlotState::kFree;
+      return Unsupported("sketch: all " + std::to_string(c.slots.size()) +
+                         " slots of this context are in flight; poll results or raise "
+                         "SketchDeviceOptions::slots");
+    }
+    c.slots[s].state = SlotState::kInFlight;  // reserved
+    slots.push_back(s);
+  }
+  std::vector<kabi::Job> host_views(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i)
+    m.FillJob(c, uint32_t(slots[i]), requests[i].data, jobs[i], host_views[i]);
+  // One launch per datatype, jobs of that datatype back to back in the grid.
+  std::vector<bool> launched(requests.size(), false);
+  cu::CUcontext popped;
+  if ((r = m.d.CtxPushCurrent(c.ctx)) != cu::kSuccess)
+    return Unsupported(m.d.Error(r, "sketch: cannot enter the stream's context"));
+  for (size_t i = 0; i < requests.size() && r == cu::kSuccess; ++i) {
+    if (launched[i]) continue;
+    kabi::Launch launch{};
+    for (size_t k = i; k < requests.size(); ++k) {
+      if (launched[k] || jobs[k].dtype != jobs[i].dtype) continue;
+      jobs[k].cta_begin = launch.total_ctas;
+      launch.jobs[launch.njobs++] = jobs[k];
+      launch.total_ctas += kabi::JobCtas(jobs[k]);
+      launched[k] = true;
+    }
+    void* args[] = {&launch};
+    r = m.d.LaunchKernel(c.fn[jobs[i].dtype], launch.total_ctas, 1, 1, kabi::kThreadsPerCta, 1, 1,
+                         0, stream, args, nullptr);
+  }
+  m.d.CtxPopCurrent(&popped);
+  if (r != cu::kSuccess) {  // earlier launches of this call may be in flight: abandon those
+    for (size_t i = 0; i < requests.size(); ++i) {
+      Slot& s = c.slots[slots[i]];
+      s.expected = s.consumed + 1;
+      s.state = SlotState::kAbandoned;
+    }
+    return Unsupported(m.d.Error(r, "sketch: kernel launch failed"));
+  }
+  std::vector<SlotId> ids;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Slot& s = c.slots[slots[i]];
+    s.request = requests[i].request;
+    s.host_view = host_views[i];
+    s.expected = s.consumed + 1;
+    s.state = capture == cu::kCaptureStatusActive ? SlotState::kCaptured : SlotState::kInFlight;
+    ids.push_back((SlotId(*ci) << 32) | uint32_t(slots[i]));
+  }
+  return ids;
+}
+
+StatusOr<std::optional<DeviceSketchResult>> SketchDevice::Poll(SlotId id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  const uint32_t ci = uint32_t(id >> 32), si = uint32_t(id);
+  if (ci >= m.contexts.size() || si >= m.contexts[ci]->slots.size())
+    return InvalidArgument("sketch: slot id " + std::to_string(id) + " was never handed out");
+  Context& c = *m.contexts[ci];
+  Slot& s = c.slots[si];
+  if (s.state != SlotState::kInFlight && s.state != SlotState::kCaptured)
+    return InvalidArgument("sketch: slot " + std::to_string(id) + " has no sketch pending");
+  const kabi::SlotHeader* h = m.Header(c, si);
+  const uint64_t done = h->done;
+  if (done <= s.consumed || (s.state == SlotState::kInFlight && done < s.expected))
+    return std::optional<DeviceSketchResult>();
+  std::atomic_thread_fence(std::memory_order_acquire);
+  DeviceSketchResult out;
+  out.result = ReadJobResults(s.request, s.host_view);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (h->begin != done) return std::optional<DeviceSketchResult>();  // a replay is writing
+  out.generation = done;
+  out.missed = done - s.consumed - 1;
+  s.consumed = done;
+  if (s.state == SlotState::kInFlight) s.state = SlotState::kFree;
+  return std::optional<DeviceSketchResult>(std::move(out));
+}
+
+void SketchDevice::Release(SlotId id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  const uint32_t ci = uint32_t(id >> 32), si = uint32_t(id);
+  if (ci >= m.contexts.size() || si >= m.contexts[ci]->slots.size()) return;
+  Slot& s = m.contexts[ci]->slots[si];
+  if (s.state == SlotState::kInFlight && m.Header(*m.contexts[ci], si)->done < s.expected)
+    s.state = SlotState::kAbandoned;  // recycled once its kernel has published
+  else
+    s.state = SlotState::kFree;
+}
+
+std::string SketchDevice::Describe() const {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  int version = 0;
+  m.d.DriverGetVersion(&version);
+  size_t image = 0;
+  SketchFatbin(&image);
+  std::string s = "sketch device: driver " + std::to_string(version / 1000) + "." +
+                  std::to_string(version % 1000 / 10) + ", kernel image " + std::to_string(image) +
+                  " bytes, " + std::to_string(m.opt.slots) + " slots per context";
+  for (const auto& c : m.contexts)
+    s += "; device " + std::to_string(c->device) + " sm_" + std::to_string(c->cc_major) +
+         std::to_string(c->cc_minor);
+  return s;
+}
+
+SketchDevice::SketchDevice(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SketchDevice::~SketchDevice() {
+  for (auto& c : impl_->contexts) {
+    cu::CUcontext popped;
+    if (impl_->d.CtxPushCurrent(c->ctx) != cu::kSuccess) continue;
+    if (c->module) impl_->d.ModuleUnload(c->module);
+    if (c->scratch) impl_->d.MemFree(c->scratch);
+    if (c->control) impl_->d.MemFree(c->control);
+    if (c->pinned) impl_->d.MemFreeHost(c->pinned);
+    impl_->d.CtxPopCurrent(&popped);
+  }
+}
+
+StatusOr<std::unique_ptr<SketchDevice>> SketchDevice::Create(const SketchDeviceOptions& options) {
+  if (!DeviceKernelsBuiltIn())
+    return Unsupported(
+        "sketch: this build has no device kernels (nvcc was not found when it "
+        "was built); GPU buffers cannot be sketched");
+  if (options.slots == 0 || options.max_tiles == 0 || options.max_blocks == 0)
+    return InvalidArgument("sketch: SketchDeviceOptions needs at least one slot, tile and block");
+  auto impl = std::make_unique<Impl>();
+  impl->opt = options;
+  auto driver = cu::LoadDriver(options.driver_path);
+  if (!driver.ok()) return driver.status();
+  impl->d = *driver;
+  impl->off_main = sizeof(kabi::SlotHeader);
+  impl->off_race = impl->off_main + options.max_blocks * sizeof(core::Partial);
+  impl->off_samples = impl->off_race + options.max_blocks * sizeof(core::Partial);
+  impl->slot_bytes = RoundUp(impl->off_samples + options.max_samples * sizeof(double), 128);
+  impl->scratch_bytes = 2 * size_t(options.max_tiles) * sizeof(core::Partial);
+  return std::unique_ptr<SketchDevice>(new SketchDevice(std::move(impl)));
+}
+
+}  // namespace ncclrr::sketch
