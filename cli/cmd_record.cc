@@ -1,10 +1,267 @@
-// `ncclrr record`: records every NCCL call of CMD. Not implemented yet; replaced when its component
-// lands.
-#include "pending_command.h"
+// `ncclrr record [-o DIR] [--ring N] [--stacks] -- CMD [ARGS...]`: runs CMD with the interposer
+// preloaded (children inherit it: torchrun, mpirun, multiprocessing), exits with CMD's status
+// (128+N if a signal N killed it; 125 if ncclrr failed before launching it; 126/127 when CMD
+// cannot be run or is not found, as a shell says), and ends with a one-line summary read from
+// the trace. docs/recording.md is the user documentation.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "command.h"
+#include "ncclrr/format.h"
+#include "ncclrr/trace_reader.h"
+#include "record_launch.h"
+
+extern char** environ;
 
 namespace ncclrr::cli {
-NCCLRR_PENDING_COMMAND(Record, "record",
-                       "[-o DIR] [--ring N] [--sketch] [--capture BYTES] [--capture-filter F] "
-                       "[--gpu-timing] [--stacks] -- CMD [ARGS...]",
-                       "records every NCCL call of CMD")
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kExitNotLaunched = 125;
+
+// Flags of the contract whose components have not landed yet.
+const std::map<std::string, std::string> kNotYet = {
+    {"--sketch", "data sketches of send/recv buffers"},
+    {"--capture", "capturing buffer contents"},
+    {"--capture-filter", "capturing buffer contents"},
+    {"--gpu-timing", "GPU start/end times of each call"},
+};
+
+struct Plan {
+  std::vector<std::string> ours;     // ncclrr's flags
+  std::vector<std::string> command;  // CMD [ARGS...]
+};
+
+// Everything up to "--" or the first word that is not a flag is ncclrr's; the rest is the
+// command, so `ncclrr record python -u train.py` works as well as with "--".
+Plan Split(const std::vector<std::string>& raw) {
+  static const std::set<std::string> kWithValue = {"-o", "--ring", "--capture", "--capture-filter"};
+  Plan p;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const std::string& a = raw[i];
+    if (a == "--") {
+      p.command.assign(raw.begin() + static_cast<long>(i) + 1, raw.end());
+      return p;
+    }
+    if (a.empty() || a[0] != '-') {
+      p.command.assign(raw.begin() + static_cast<long>(i), raw.end());
+      return p;
+    }
+    p.ours.push_back(a);
+    if (kWithValue.count(a) && i + 1 < raw.size()) p.ours.push_back(raw[++i]);
+  }
+  return p;
+}
+
+std::string DefaultDir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "ncclrr-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// The preload library: NCCLRR_INTERPOSE_LIBRARY, else ../lib beside this executable.
+std::string FindInterposer() {
+  if (const char* v = std::getenv("NCCLRR_INTERPOSE_LIBRARY"); v != nullptr && *v != '\0') return v;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (exe.parent_path().parent_path() / "lib" / "libncclrr-interpose.so").string();
+}
+
+size_t TraceFilesIn(const fs::path& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == format::kFileSuffix) ++n;
+  return n;
+}
+
+// NCCL's profiler plugin route (statically linked NCCL): libnccl-profiler-ncclrr.so beside the
+// preload, unless NCCLRR_PROFILER_PLUGIN=0. Empty when it is not there.
+std::string FindProfilerPlugin(const std::string& lib) {
+  if (const char* v = std::getenv("NCCLRR_PROFILER_PLUGIN"); v != nullptr && std::string(v) == "0")
+    return "";
+  const fs::path plugin = fs::path(lib).parent_path() / "libnccl-profiler-ncclrr.so";
+  return access(plugin.c_str(), R_OK) == 0 ? plugin.string() : "";
+}
+
+std::vector<std::string> ChildEnvironment(const std::string& lib, const std::string& plugin,
+                                          const std::string& dir, long long ring, bool stacks) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::string& preload = env["LD_PRELOAD"];
+  if (preload.find(lib) == std::string::npos) preload += (preload.empty() ? "" : " ") + lib;
+  env["NCCLRR_TRACE_DIR"] = dir;
+  env["NCCLRR_RING"] = std::to_string(ring);
+  env["NCCLRR_STACKS"] = stacks ? "1" : "0";
+  if (!plugin.empty()) {  // chain to a profiler plugin the user already set
+    auto user = env.find("NCCL_PROFILER_PLUGIN");
+    if (user != env.end() && user->second != plugin && !user->second.empty())
+      env["NCCLRR_CHAIN_PROFILER_PLUGIN"] = user->second;
+    env["NCCL_PROFILER_PLUGIN"] = plugin;
+  }
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+// "ncclrr: recorded 2 processes, 1 communicator (ranks 2 of 2), 1234 calls, 0 dropped, route
+// preload, in DIR"; or why nothing was recorded.
+void PrintSummary(const std::string& dir) {
+  auto loaded = LoadTraceDir(dir);
+  if (!loaded.ok() || loaded->files.empty()) {
+    std::fprintf(stderr,
+                 "ncclrr: no NCCL call was seen, nothing was recorded in %s. Neither a "
+                 "dynamically loaded libnccl nor NCCL's profiler plugin (NCCL >= 2.23, also for "
+                 "a statically linked NCCL) reported a call; an older, statically linked NCCL "
+                 "can only be read from its logs (ncclrr import-nccl-log).\n",
+                 dir.c_str());
+    return;
+  }
+  uint64_t calls = 0, dropped = 0;
+  size_t open_files = 0;
+  std::map<uint64_t, std::set<int>> ranks;
+  std::map<uint64_t, int> sizes;
+  std::set<std::string> routes;
+  for (const TraceFile& f : loaded->files) {
+    calls += f.calls.size();
+    dropped += f.DroppedRecords();
+    if (!f.footer) ++open_files;
+    routes.insert(RouteName(f.header.route));
+    for (const CommRecord& c : f.comms) {
+      ranks[c.comm_id].insert(c.rank);
+      sizes[c.comm_id] = c.nranks;
+    }
+  }
+  uint64_t largest = 0;
+  for (const auto& [id, n] : sizes)
+    if (largest == 0 || n > sizes[largest]) largest = id;
+  std::string route;
+  for (const auto& r : routes) route += (route.empty() ? "" : "+") + r;
+  char comm_text[96] = "no communicator";
+  if (!sizes.empty())
+    std::snprintf(comm_text, sizeof comm_text, "%zu communicator%s (ranks %zu of %d)", sizes.size(),
+                  sizes.size() == 1 ? "" : "s", ranks[largest].size(), sizes[largest]);
+  std::fprintf(stderr,
+               "ncclrr: recorded %zu process%s, %s, %llu calls, %llu dropped, route %s, in %s%s\n",
+               loaded->files.size(), loaded->files.size() == 1 ? "" : "es", comm_text,
+               static_cast<unsigned long long>(calls), static_cast<unsigned long long>(dropped),
+               route.c_str(), dir.c_str(),
+               open_files ? (" (" + std::to_string(open_files) +
+                             " file(s) not closed: a process was killed or is still running)")
+                                .c_str()
+                          : "");
+}
+
+class RecordCommand : public Command {
+ public:
+  const char* name() const override { return "record"; }
+  const char* synopsis() const override {
+    return "[-o DIR] [--ring N] [--sketch] [--capture BYTES] [--capture-filter F] "
+           "[--gpu-timing] [--stacks] -- CMD [ARGS...]";
+  }
+  const char* help() const override {
+    return "Runs CMD with every NCCL call recorded: one trace file per process that calls NCCL\n"
+           "(<host>-<pid>.ncclrr in DIR; children inherit the recording). Exits with CMD's\n"
+           "status, 128+N if signal N killed it, 125 if ncclrr could not launch it, 126/127\n"
+           "if CMD cannot be run or is not found.\n"
+           "  -o DIR      trace directory (default ./ncclrr-YYYYmmdd-HHMMSS); a directory\n"
+           "              holding another run's trace is refused\n"
+           "  --ring N    flight recorder: keep the last N calls of each thread in memory and\n"
+           "              write them at exit, on a fatal signal, SIGUSR1, an NCCL error, or a\n"
+           "              call in flight longer than NCCLRR_WATCHDOG_MS\n"
+           "  --stacks    record a call-site id per call (return addresses)\n"
+           "  --sketch, --capture, --capture-filter, --gpu-timing: not available yet\n"
+           "NCCL's profiler plugin (libnccl-profiler-ncclrr.so beside the preload) is set up\n"
+           "too, for a statically linked NCCL, chaining to NCCL_PROFILER_PLUGIN if set;\n"
+           "NCCLRR_PROFILER_PLUGIN=0 leaves it out. docs/recording.md lists the knobs.";
+  }
+
+  int Run(const std::vector<std::string>& raw) override {
+    try {
+      return Record(raw);
+    } catch (const UsageError& e) {
+      std::fprintf(stderr, "ncclrr record: %s\nusage: ncclrr record %s\n", e.what(), synopsis());
+      return kExitNotLaunched;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ncclrr record: %s\n", e.what());
+      return kExitNotLaunched;
+    }
+  }
+
+ private:
+  int Record(const std::vector<std::string>& raw) {
+    const Plan plan = Split(raw);
+    Args args("record", plan.ours);
+    args.Option("-o").Option("--ring").Flag("--sketch").Option("--capture");
+    args.Option("--capture-filter").Flag("--gpu-timing").Flag("--stacks");
+    args.Parse();
+    for (const auto& [flag, what] : kNotYet)
+      if (args.Has(flag))
+        throw UsageError(flag + " (" + what +
+                         ") is not available in this build yet; record without it");
+    if (plan.command.empty()) throw UsageError("no command to record: add -- CMD [ARGS...]");
+    const long long ring = args.GetInt("--ring", 0);
+    if (args.Has("--ring") && (ring < 1 || ring > (1 << 24)))
+      throw UsageError("--ring expects a number of calls between 1 and 16777216, got '" +
+                       *args.Get("--ring") + "'");
+
+    const std::string lib = FindInterposer();
+    if (lib.empty() || access(lib.c_str(), R_OK) != 0) {
+      std::fprintf(stderr,
+                   "ncclrr record: cannot find the interposer library (looked for '%s'); build "
+                   "the ncclrr_interpose target or set NCCLRR_INTERPOSE_LIBRARY\n",
+                   lib.c_str());
+      return kExitNotLaunched;
+    }
+    const fs::path dir = fs::absolute(args.GetOr("-o", DefaultDir()));
+    if (const size_t n = TraceFilesIn(dir); n > 0) {
+      std::fprintf(stderr,
+                   "ncclrr record: %s already holds the trace of another run (%zu .ncclrr "
+                   "file%s); choose another directory with -o or remove it\n",
+                   dir.c_str(), n, n == 1 ? "" : "s");
+      return kExitNotLaunched;
+    }
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || access(dir.c_str(), W_OK) != 0) {
+      std::fprintf(stderr, "ncclrr record: cannot write the trace directory %s: %s\n", dir.c_str(),
+                   ec ? ec.message().c_str() : "not writable");
+      return kExitNotLaunched;
+    }
+    std::fprintf(
+        stderr, "ncclrr: recording into %s%s\n", dir.c_str(),
+        ring > 0 ? (" (flight recorder, last " + std::to_string(ring) + " calls)").c_str() : "");
+    const std::string plugin = FindProfilerPlugin(lib);
+    const LaunchResult r = RunCommand(
+        plan.command, ChildEnvironment(lib, plugin, dir.string(), ring, args.Has("--stacks")));
+    if (!r.started) {
+      std::fprintf(stderr, "ncclrr record: cannot run '%s': %s\n", plan.command[0].c_str(),
+                   r.error.c_str());
+      return r.exit_code != 0 ? r.exit_code : kExitNotLaunched;
+    }
+    PrintSummary(dir.string());
+    return r.exit_code;
+  }
+};
+
+}  // namespace
+NCCLRR_REGISTER_COMMAND(RecordCommand);
 }  // namespace ncclrr::cli

@@ -1,0 +1,148 @@
+// Wrappers of the collectives and of point-to-point calls. In-place is what nccl.h defines for
+// each API (reduce-scatter: recvbuff == sendbuff + rank*recvcount; allgather: sendbuff ==
+// recvbuff + rank*sendcount; gather/scatter: offset by root*count; otherwise pointer equality).
+#include <nccl.h>
+
+#include "call_path.h"
+
+using namespace ncclrr;
+using namespace ncclrr::interpose;
+
+namespace {
+
+bool Offset(const void* base, const void* p, int64_t index, size_t count, ncclDataType_t dt) {
+  if (index < 0) return false;
+  const uint64_t bytes = static_cast<uint64_t>(index) * count * DtypeSize(static_cast<uint8_t>(dt));
+  return reinterpret_cast<uintptr_t>(p) == reinterpret_cast<uintptr_t>(base) + bytes;
+}
+
+int32_t RankOf(const CallBuilder& call) {
+  return call.comm != nullptr ? call.comm->rank.load(std::memory_order_relaxed) : -1;
+}
+
+}  // namespace
+
+NCCLRR_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm,
+                                  stream);
+  CallBuilder call(Api::kAllReduce, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, count, datatype);
+  call.RedOp(op);
+  call.InPlace(sendbuff == recvbuff);
+  return call.Finish(lib->fn.ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                      ncclDataType_t datatype, int root, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm,
+                                  stream);
+  CallBuilder call(Api::kBroadcast, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, count, datatype);
+  call.rec.root_peer = root;
+  call.InPlace(sendbuff == recvbuff);
+  return call.Finish(
+      lib->fn.ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclBcast, buff, count, datatype, root, comm, stream);
+  CallBuilder call(Api::kBcast, comm, stream, NCCLRR_CALLER);
+  call.Data(buff, buff, count, datatype);
+  call.rec.root_peer = root;
+  call.InPlace(true);
+  return call.Finish(lib->fn.ncclBcast(buff, count, datatype, root, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                   ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm,
+                                  stream);
+  CallBuilder call(Api::kReduce, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, count, datatype);
+  call.RedOp(op);
+  call.rec.root_peer = root;
+  call.InPlace(sendbuff == recvbuff);
+  return call.Finish(
+      lib->fn.ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                      ncclDataType_t datatype, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm,
+                                  stream);
+  CallBuilder call(Api::kAllGather, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, sendcount, datatype);
+  call.InPlace(Offset(recvbuff, sendbuff, RankOf(call), sendcount, datatype));
+  return call.Finish(lib->fn.ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op,
+                                  comm, stream);
+  CallBuilder call(Api::kReduceScatter, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, recvcount, datatype);
+  call.RedOp(op);
+  call.InPlace(Offset(sendbuff, recvbuff, RankOf(call), recvcount, datatype));
+  return call.Finish(
+      lib->fn.ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclComm_t comm,
+                                     cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
+  CallBuilder call(Api::kAlltoAll, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, count, datatype);
+  call.InPlace(sendbuff == recvbuff);
+  return call.Finish(lib->fn.ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclGather, sendbuff, recvbuff, count, datatype, root, comm,
+                                  stream);
+  CallBuilder call(Api::kGather, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, count, datatype);
+  call.rec.root_peer = root;
+  call.InPlace(recvbuff != nullptr && Offset(recvbuff, sendbuff, root, count, datatype));
+  return call.Finish(lib->fn.ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                    ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm,
+                                  stream);
+  CallBuilder call(Api::kScatter, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, recvbuff, count, datatype);
+  call.rec.root_peer = root;
+  call.InPlace(sendbuff != nullptr && Offset(sendbuff, recvbuff, root, count, datatype));
+  return call.Finish(lib->fn.ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                 int peer, ncclComm_t comm, cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclSend, sendbuff, count, datatype, peer, comm, stream);
+  CallBuilder call(Api::kSend, comm, stream, NCCLRR_CALLER);
+  call.Data(sendbuff, nullptr, count, datatype);
+  call.rec.root_peer = peer;
+  return call.Finish(lib->fn.ncclSend(sendbuff, count, datatype, peer, comm, stream));
+}
+
+NCCLRR_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream) {
+  NCCLRR_FORWARD_UNLESS_RECORDING(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
+  CallBuilder call(Api::kRecv, comm, stream, NCCLRR_CALLER);
+  call.Data(nullptr, recvbuff, count, datatype);
+  call.rec.root_peer = peer;
+  return call.Finish(lib->fn.ncclRecv(recvbuff, count, datatype, peer, comm, stream));
+}

@@ -1,0 +1,194 @@
+// The per-call path: CallBuilder (see call_path.h), the watchdog slots, and the per-thread log
+// of grouped calls that ncclGroupSimulateEnd rolls back.
+#include "call_path.h"
+
+#include <mutex>
+
+#include "comm_lifecycle.h"
+#include "cuda_graphs.h"
+#include "triggers.h"
+
+namespace ncclrr::interpose {
+
+CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const void* caller)
+    : rec{}, caller_(caller) {
+  if (__builtin_expect(g_restart_after_fork.load(std::memory_order_relaxed), 0))
+    RestartAfterFork();  // first recorded call in a forked child
+  ThreadState& t = t_state;
+  ++t.busy;
+  rec.enter_ns = MonotonicNs();
+  // The uid first: it sets up the writer's thread-local ring before the slot's releaser below,
+  // so the releaser is destroyed first when the thread exits (see SlotReleaser).
+  rec.uid = g_runtime.writer->NextCallUid();
+  slot_ = t.inflight != nullptr ? t.inflight : ClaimInFlightSlot();
+  slot_->api.store(static_cast<uint32_t>(api), std::memory_order_relaxed);
+  slot_->enter_ns.store(rec.enter_ns, std::memory_order_release);
+  rec.api = static_cast<uint16_t>(api);
+  rec.tid = CurrentTid();
+  rec.seq = kNoSeq;
+  rec.root_peer = -1;
+  rec.rank = -1;
+  rec.device = -1;
+  rec.stream = reinterpret_cast<uint64_t>(stream);
+  rec.group_depth = static_cast<uint8_t>(t.group_depth < 255 ? t.group_depth : 255);
+  rec.group_id = t.group_id;
+  if (handle != nullptr) {
+    comm = LookupComm(handle);
+    if (comm != nullptr) {
+      rec.comm_id = comm->id;
+      if (!comm->blocking) rec.flags |= call_flags::kNonblocking;
+    }
+  }
+  if ((IsCollective(api) || IsP2p(api)) && GraphsActive()) {
+    const CaptureInfo cap = QueryCapture(stream);
+    rec.capture = cap.capture;
+    rec.graph_id = cap.graph;
+  }
+}
+
+void CallBuilder::RedOp(ncclRedOp_t op) {
+  rec.op = static_cast<int32_t>(op);
+  if (static_cast<int32_t>(op) < static_cast<int32_t>(ncclNumOps)) return;
+  rec.flags |= call_flags::kPreMulSum;
+  if (comm == nullptr) return;
+  if (const PreMulOp* p = comm->FindPreMul(rec.op)) {
+    if (p->on_device)
+      rec.flags |= call_flags::kScalarOnDevice;
+    else
+      rec.scalar = p->scalar;
+  }
+}
+
+ncclResult_t CallBuilder::Finish(ncclResult_t result) {
+  rec.exit_ns = MonotonicNs();
+  rec.result = static_cast<int8_t>(result);
+  const Api api = static_cast<Api>(rec.api);
+  const bool accepted = result == ncclSuccess || result == ncclInProgress;
+  if (CommState* cs = comm) {
+    // Asking a destroyed communicator for its rank would touch freed memory.
+    if (!cs->ready.load(std::memory_order_acquire) && result == ncclSuccess &&
+        t_state.group_depth == 0 && api != Api::kCommDestroy && api != Api::kCommAbort)
+      FinalizeComm(cs);
+    rec.rank = cs->rank.load(std::memory_order_relaxed);
+    rec.device = cs->device.load(std::memory_order_relaxed);
+    rec.type_seq = cs->type_seq[rec.api].fetch_add(1, std::memory_order_relaxed);
+    if (accepted && rec.capture == 1) {
+      rec.seq = AddGraphTemplate(rec, cs);
+    } else if (accepted && IsCollective(api)) {
+      rec.seq = cs->coll_seq.fetch_add(1, std::memory_order_relaxed);
+    } else if (accepted && IsP2p(api)) {
+      std::atomic<uint64_t>* peers = cs->p2p_seq.load(std::memory_order_acquire);
+      if (peers != nullptr && rec.root_peer >= 0 &&
+          rec.root_peer < cs->nranks.load(std::memory_order_relaxed))
+        rec.seq = peers[rec.root_peer * 2 + (api == Api::kRecv)].fetch_add(1);
+    }
+    if (rec.seq != kNoSeq && rec.capture != 1 && t_state.group_depth > 0) LogGroupedCall(cs, rec);
+  }
+  if (g_runtime.stacks) rec.callsite = CallSiteId(caller_);
+  EmitCall(rec);
+  slot_->enter_ns.store(0, std::memory_order_release);
+  --t_state.busy;
+  if (!accepted) OnCallError(rec);
+  return result;
+}
+
+void GroupEndSlow(ncclResult_t result) {
+  if (t_state.created_in_group) {
+    if (result == ncclSuccess)
+      FinalizeGroupCreations();
+    else
+      t_state.created_in_group = false;  // nonblocking: ready when NCCL says so
+  }
+  if (result != ncclSuccess && result != ncclInProgress && Recording()) {
+    CallBuilder call(Api::kGroupEnd, nullptr, nullptr, nullptr);  // carries the group's id
+    call.Finish(result);
+  }
+}
+
+// --- watchdog slots --------------------------------------------------------------------------
+
+namespace {
+constexpr int kSlots = 4096;
+InFlightSlot g_slots[kSlots];
+InFlightSlot g_overflow_slot;  // shared by threads beyond kSlots: they are not watched
+
+// When the thread exits (for the main thread: inside exit(), before atexit handlers and static
+// destructors, which may still call NCCL): frees the thread's slot and stops recording on this
+// thread, whose thread-local ring of the writer is being destroyed too (it was set up before
+// this object, so it is destroyed after it).
+struct SlotReleaser {
+  InFlightSlot* slot = nullptr;
+  ~SlotReleaser() {
+    t_state.busy = 1u << 30;  // every later call of this thread is only forwarded
+    if (slot == nullptr) return;
+    slot->enter_ns.store(0);
+    slot->tid.store(0, std::memory_order_release);
+  }
+};
+thread_local SlotReleaser t_releaser;
+}  // namespace
+
+InFlightSlot* ClaimInFlightSlot() {
+  const uint32_t tid = CurrentTid();
+  for (InFlightSlot& s : g_slots) {
+    uint32_t free_tid = 0;
+    if (s.tid.load(std::memory_order_relaxed) == 0 &&
+        s.tid.compare_exchange_strong(free_tid, tid)) {
+      s.reported_enter.store(0);
+      t_state.inflight = &s;
+      t_releaser.slot = &s;
+      return &s;
+    }
+  }
+  t_state.inflight = &g_overflow_slot;
+  return &g_overflow_slot;
+}
+
+void ForEachInFlight(const std::function<void(InFlightSlot&)>& f) {
+  for (InFlightSlot& s : g_slots)
+    if (s.tid.load(std::memory_order_acquire) != 0) f(s);
+}
+
+void ResetInFlightAfterFork() {
+  // Only the forking thread exists in the child; its slot stays claimed.
+  const InFlightSlot* mine = t_state.inflight;
+  for (InFlightSlot& s : g_slots)
+    if (&s != mine) {
+      s.enter_ns.store(0);
+      s.tid.store(0);
+    }
+  t_state.tid = 0;
+  if (mine != nullptr) const_cast<InFlightSlot*>(mine)->tid.store(CurrentTid());
+}
+
+// --- grouped calls (for ncclGroupSimulateEnd) ------------------------------------------------
+
+void LogGroupedCall(CommState* cs, const CallRecord& rec) {
+  GroupLog* log = t_state.group_log;
+  if (log == nullptr) log = t_state.group_log = new GroupLog();  // once per thread
+  if (log->n == GroupLog::kMax) {
+    log->overflow = true;
+    return;
+  }
+  log->entries[log->n++] = {cs, rec.api, rec.root_peer};
+}
+
+void RollBackGroup() {
+  GroupLog* log = t_state.group_log;
+  if (log == nullptr) return;
+  for (int i = log->n - 1; i >= 0; --i) {
+    const GroupLog::Entry& e = log->entries[i];
+    if (IsCollective(static_cast<Api>(e.api))) {
+      e.comm->coll_seq.fetch_sub(1);
+    } else if (std::atomic<uint64_t>* peers = e.comm->p2p_seq.load()) {
+      peers[e.peer * 2 + (static_cast<Api>(e.api) == Api::kRecv)].fetch_sub(1);
+    }
+  }
+  if (log->overflow)
+    WarnOnce("simulate-overflow",
+             "a group ended by ncclGroupSimulateEnd held more than 1024 calls; sequence numbers "
+             "after it may be off by the calls beyond that");
+  ClearGroupLog();
+}
+
+}  // namespace ncclrr::interpose

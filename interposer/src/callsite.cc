@@ -1,0 +1,85 @@
+// --stacks: a call-site id per distinct chain of return addresses (the wrapper's caller and up
+// to NCCLRR_STACK_DEPTH - 1 frames above it), interned once as text
+// "object+0xoffset<object+0xoffset<..." and symbolized offline. Unwinding costs microseconds, so
+// it only runs when asked for.
+#include <unwind.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "call_path.h"
+#include "env_config.h"
+#include "symbols.h"
+
+namespace ncclrr::interpose {
+namespace {
+
+constexpr int kMaxFrames = 32;
+struct Frames {
+  const void* pc[kMaxFrames];
+  int n = 0;
+  int skip = 0;
+};
+
+_Unwind_Reason_Code Collect(_Unwind_Context* ctx, void* arg) {
+  auto* f = static_cast<Frames*>(arg);
+  const void* pc = reinterpret_cast<const void*>(_Unwind_GetIP(ctx));
+  if (pc == nullptr || f->n == kMaxFrames) return _URC_END_OF_STACK;
+  if (f->skip > 0) {
+    --f->skip;
+    return _URC_NO_REASON;
+  }
+  f->pc[f->n++] = pc;
+  return _URC_NO_REASON;
+}
+
+std::string Describe(const void* pc) {
+  LoadedObject o;
+  char buf[64];
+  if (!ObjectContaining(pc, &o)) {
+    std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(pc));
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "+0x%" PRIxPTR, reinterpret_cast<uintptr_t>(pc) - o.base);
+  const size_t slash = o.path.rfind('/');
+  return (slash == std::string::npos ? o.path : o.path.substr(slash + 1)) + buf;
+}
+
+std::mutex g_mu;
+std::unordered_map<uint64_t, uint32_t>* g_ids = new std::unordered_map<uint64_t, uint32_t>();
+
+}  // namespace
+
+uint32_t CallSiteId(const void* caller) {
+  Frames f;
+  const int depth = GetConfig().stack_depth;
+  _Unwind_Backtrace(Collect, &f);
+  // Start at the wrapper's caller: frames below it are ncclrr's own.
+  int first = 0;
+  while (first < f.n && f.pc[first] != caller) ++first;
+  if (first == f.n) {  // unwinding failed: the immediate caller alone
+    f.pc[0] = caller;
+    f.n = 1;
+    first = 0;
+  }
+  const int last = std::min(f.n, first + depth);
+  uint64_t key = 0xcbf29ce484222325ull;
+  for (int i = first; i < last; ++i)
+    key = (key ^ reinterpret_cast<uintptr_t>(f.pc[i])) * 0x100000001b3ull;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_ids->find(key);
+  if (it != g_ids->end()) return it->second;
+  std::string text;
+  for (int i = first; i < last; ++i) {
+    if (i > first) text += '<';
+    text += Describe(f.pc[i]);
+  }
+  const uint32_t id = g_runtime.writer->Intern(text);
+  g_ids->emplace(key, id);
+  return id;
+}
+
+}  // namespace ncclrr::interpose

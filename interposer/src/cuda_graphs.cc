@@ -1,0 +1,191 @@
+#include "cuda_graphs.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "env_config.h"
+#include "runtime.h"
+#include "symbols.h"
+
+namespace ncclrr::interpose {
+
+std::atomic<bool> g_graphs_active{false};
+
+namespace {
+
+// cuStreamGetCaptureInfo_v3 (CUDA >= 12.3) and _v2 (11.3+): optional outputs may be null.
+using CaptureInfoV3 = int (*)(void* stream, int* status, unsigned long long* id, void** graph,
+                              const void** deps, const void** edges, size_t* ndeps);
+using CaptureInfoV2 = int (*)(void* stream, int* status, unsigned long long* id, void** graph,
+                              const void** deps, size_t* ndeps);
+CaptureInfoV3 g_info_v3 = nullptr;
+CaptureInfoV2 g_info_v2 = nullptr;
+
+void* LoadedLibcuda() { return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD); }
+
+// What one graph's templates do to one communicator's sequence numbers at each launch.
+struct CommTemplates {
+  uint64_t collectives = 0;
+  std::map<int64_t, uint64_t> p2p;  // (peer * 2 + recv) -> calls
+};
+// The templates captured into one graph. Executables keep it alive: a graph may be destroyed
+// right after instantiation and its executable launched long after.
+struct TemplateSet {
+  uint64_t graph = 0;
+  std::map<CommState*, CommTemplates> comms;
+  uint64_t launches = 0;
+};
+using SetPtr = std::shared_ptr<TemplateSet>;
+std::mutex g_mu;
+auto* g_graphs = new std::unordered_map<uint64_t, SetPtr>();  // live graph handle -> set
+auto* g_execs = new std::unordered_map<uint64_t, SetPtr>();   // executable -> set
+auto* g_all = new std::vector<SetPtr>();                      // every set (for the exit note)
+
+void EmitGraphEvent(GraphEventKind kind, uint64_t graph, uint64_t exec, uint64_t stream) {
+  Record r{};
+  r.kind = RecordKind::kGraphEvent;
+  r.graph = {graph, exec, stream, MonotonicNs(), CurrentTid(), static_cast<uint8_t>(kind), {}};
+  Emit(r);
+}
+
+bool IsRecording() {
+  return g_runtime.stage.load(std::memory_order_acquire) == static_cast<int>(Stage::kRecording);
+}
+
+}  // namespace
+
+bool EnterGraphCall() { return t_state.busy++ == 0; }
+void LeaveGraphCall() { --t_state.busy; }
+
+std::mutex& GraphMutex() { return g_mu; }
+
+int CudaDriverVersion() {
+  void* h = LoadedLibcuda();
+  if (h == nullptr) return 0;
+  auto fn = reinterpret_cast<int (*)(int*)>(RealDlsym(h, "cuDriverGetVersion"));
+  int v = 0;
+  if (fn == nullptr || fn(&v) != 0) v = 0;
+  dlclose(h);
+  return v;
+}
+
+void InitCudaGraphs(const NcclLibrary& lib) {
+  if (!GetConfig().graphs || lib.host_nccl) return;
+  void* h = LoadedLibcuda();  // kept open: the process has it loaded anyway
+  if (h == nullptr) return;   // no CUDA in this process: nothing can be captured
+  g_info_v3 = reinterpret_cast<CaptureInfoV3>(RealDlsym(h, "cuStreamGetCaptureInfo_v3"));
+  if (g_info_v3 == nullptr)
+    g_info_v2 = reinterpret_cast<CaptureInfoV2>(RealDlsym(h, "cuStreamGetCaptureInfo_v2"));
+  if (g_info_v3 != nullptr || g_info_v2 != nullptr) g_graphs_active.store(true);
+}
+
+CaptureInfo QueryCapture(const void* stream) {
+  CaptureInfo out;
+  int status = 0;
+  unsigned long long id = 0;
+  void* graph = nullptr;
+  void* s = const_cast<void*>(stream);
+  const int rc = g_info_v3 != nullptr
+                     ? g_info_v3(s, &status, &id, &graph, nullptr, nullptr, nullptr)
+                     : g_info_v2(s, &status, &id, &graph, nullptr, nullptr);
+  if (rc != 0 || status == 0) return out;  // an invalid stream is NCCL's to report
+  out.capture = status == 1 ? 1 : 2;
+  out.graph = reinterpret_cast<uint64_t>(graph);
+  return out;
+}
+
+uint64_t AddGraphTemplate(const CallRecord& rec, CommState* cs) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  SetPtr& set = (*g_graphs)[rec.graph_id];
+  if (set == nullptr) {
+    set = std::make_shared<TemplateSet>();
+    set->graph = rec.graph_id;
+    g_all->push_back(set);
+  }
+  CommTemplates& t = set->comms[cs];
+  if (IsCollective(static_cast<Api>(rec.api))) return t.collectives++;
+  const int64_t key = int64_t{rec.root_peer} * 2 + (static_cast<Api>(rec.api) == Api::kRecv);
+  return t.p2p[key]++;
+}
+
+void OnGraphInstantiated(uint64_t graph, uint64_t exec) {
+  if (!IsRecording()) return;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto g = g_graphs->find(graph);
+    if (g == g_graphs->end()) return;  // no NCCL call in this graph
+    (*g_execs)[exec] = g->second;
+  }
+  EmitGraphEvent(GraphEventKind::kInstantiate, graph, exec, 0);
+}
+
+void OnGraphLaunched(uint64_t exec, uint64_t stream) {
+  if (!IsRecording()) return;
+  uint64_t graph;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto e = g_execs->find(exec);
+    if (e == g_execs->end()) return;
+    TemplateSet& set = *e->second;
+    graph = set.graph;
+    ++set.launches;
+    // The launch runs every template once, in capture order: live numbers move past them.
+    for (auto& [cs, t] : set.comms) {
+      cs->coll_seq.fetch_add(t.collectives);
+      std::atomic<uint64_t>* peers = cs->p2p_seq.load();
+      const int64_t n = cs->nranks.load();
+      for (const auto& [key, calls] : t.p2p)
+        if (peers != nullptr && key >= 0 && key < 2 * n) peers[key].fetch_add(calls);
+    }
+  }
+  EmitGraphEvent(GraphEventKind::kLaunch, graph, exec, stream);
+}
+
+void OnGraphExecDestroyed(uint64_t exec) {
+  if (!IsRecording()) return;
+  uint64_t graph;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto e = g_execs->find(exec);
+    if (e == g_execs->end()) return;
+    graph = e->second->graph;
+    g_execs->erase(e);
+  }
+  EmitGraphEvent(GraphEventKind::kDestroy, graph, exec, 0);
+}
+
+void OnGraphDestroyed(uint64_t graph) {
+  if (!IsRecording()) return;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_graphs->erase(graph) == 0) return;  // the handle may now be reused by a new graph
+  }
+  EmitGraphEvent(GraphEventKind::kDestroy, graph, 0, 0);
+}
+
+void NoteGraphsAtExit() {
+  int unlaunched = 0, total = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const SetPtr& set : *g_all) {
+      ++total;
+      if (set->launches == 0) ++unlaunched;
+    }
+  }
+  if (unlaunched == 0) return;
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "%d of %d CUDA graph(s) holding NCCL calls were never seen launched: either they "
+                "were not launched, or launched through an entry point ncclrr does not see (a "
+                "statically linked CUDA runtime); the live sequence numbers of their "
+                "communicators then lag behind NCCL's",
+                unlaunched, total);
+  Note(NoteLevel::kWarning, text);
+}
+
+}  // namespace ncclrr::interpose

@@ -1,0 +1,79 @@
+#include "env_config.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ncclrr::interpose {
+namespace {
+
+// A malformed value never stops the job: it is reported once and the default is kept.
+uint64_t ReadUnsigned(const char* name, uint64_t fallback, uint64_t max) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0' || v[0] == '-' || n > max) {
+    std::fprintf(stderr, "ncclrr: %s=\"%s\" is not a whole number between 0 and %llu; using %llu\n",
+                 name, v, static_cast<unsigned long long>(max),
+                 static_cast<unsigned long long>(fallback));
+    return fallback;
+  }
+  return n;
+}
+
+bool ReadBool(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  if (!std::strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+      !strcasecmp(v, "on"))
+    return true;
+  if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+      !strcasecmp(v, "off"))
+    return false;
+  std::fprintf(stderr, "ncclrr: %s=\"%s\" is not 0 or 1; using %d\n", name, v, fallback ? 1 : 0);
+  return fallback;
+}
+
+std::string ReadString(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+Config Load() {
+  Config c;
+  c.trace_dir = ReadString("NCCLRR_TRACE_DIR", "ncclrr-trace");
+  c.ring_calls = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING", 0, 1u << 24));
+  c.stacks = ReadBool("NCCLRR_STACKS", false);
+  c.nccl_library = ReadString("NCCLRR_NCCL_LIBRARY", "");
+  c.disabled = ReadBool("NCCLRR_DISABLE", false);
+  c.flush_ms = static_cast<uint32_t>(ReadUnsigned("NCCLRR_FLUSH_MS", c.flush_ms, 60'000));
+  if (c.flush_ms == 0) c.flush_ms = 1;
+  c.clock_ms = static_cast<uint32_t>(ReadUnsigned("NCCLRR_CLOCK_MS", c.clock_ms, 3'600'000));
+  if (c.clock_ms == 0) c.clock_ms = 1000;
+  c.watchdog_ms =
+      static_cast<uint32_t>(ReadUnsigned("NCCLRR_WATCHDOG_MS", c.watchdog_ms, 86'400'000));
+  c.ring_slots = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING_SLOTS", c.ring_slots, 1u << 24));
+  c.max_file_bytes = ReadUnsigned("NCCLRR_MAX_FILE_MB", 0, 1u << 30) << 20;
+  c.compress = ReadBool("NCCLRR_COMPRESS", true);
+  c.signals = ReadBool("NCCLRR_SIGNALS", true);
+  c.graphs = ReadBool("NCCLRR_GRAPHS", true);
+  c.dlsym_hook = ReadBool("NCCLRR_DLSYM", true);
+  c.stack_depth = static_cast<int>(ReadUnsigned("NCCLRR_STACK_DEPTH", 6, 32));
+  if (c.stack_depth == 0) c.stack_depth = 1;
+  c.verbose = ReadBool("NCCLRR_VERBOSE", false);
+  if (const char* v = std::getenv("NCCL_COMM_BLOCKING"); v != nullptr && *v != '\0')
+    c.nccl_comm_blocking = std::atoi(v) != 0 ? 1 : 0;
+  return c;
+}
+
+}  // namespace
+
+const Config& GetConfig() {
+  static const Config config = Load();  // thread-safe static initialization
+  return config;
+}
+
+}  // namespace ncclrr::interpose

@@ -1,0 +1,32 @@
+// Every environment knob of the interposer, read once (first use) through one accessor, like
+// NCCL_PARAM. docs/recording.md lists them; `ncclrr record` sets the first three.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ncclrr::interpose {
+
+struct Config {
+  std::string trace_dir;         // NCCLRR_TRACE_DIR (default "ncclrr-trace")
+  uint32_t ring_calls = 0;       // NCCLRR_RING: > 0 flight-recorder mode, calls kept per thread
+  bool stacks = false;           // NCCLRR_STACKS=1: call-site ids (return addresses)
+  std::string nccl_library;      // NCCLRR_NCCL_LIBRARY: the real NCCL, overriding discovery
+  bool disabled = false;         // NCCLRR_DISABLE=1: forward everything, record nothing
+  uint32_t flush_ms = 20;        // NCCLRR_FLUSH_MS: longest time a record waits in memory
+  uint32_t clock_ms = 1000;      // NCCLRR_CLOCK_MS: period of (monotonic, realtime) clock pairs
+  uint32_t watchdog_ms = 30000;  // NCCLRR_WATCHDOG_MS: a call in flight longer is reported (0: off)
+  uint32_t ring_slots = 8192;    // NCCLRR_RING_SLOTS: per-thread buffer in full mode (records)
+  uint64_t max_file_bytes = 0;   // NCCLRR_MAX_FILE_MB: size cap of one trace file (0: none)
+  bool compress = true;          // NCCLRR_COMPRESS=0: write frames uncompressed
+  bool signals = true;           // NCCLRR_SIGNALS=0: install no signal handlers
+  bool graphs = true;            // NCCLRR_GRAPHS=0: no CUDA-graph capture queries or graph hooks
+  bool dlsym_hook = true;        // NCCLRR_DLSYM=0: hand out no wrappers through dlsym
+  int stack_depth = 6;           // NCCLRR_STACK_DEPTH: frames per call-site with --stacks
+  bool verbose = false;          // NCCLRR_VERBOSE=1: say on stderr how NCCL was found
+  int nccl_comm_blocking = -1;   // NCCL_COMM_BLOCKING as NCCL reads it (-1: unset), read only
+};
+
+// The process's configuration. Thread-safe; reads the environment on the first call only.
+const Config& GetConfig();
+
+}  // namespace ncclrr::interpose

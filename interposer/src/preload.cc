@@ -1,0 +1,167 @@
+// libncclrr-interpose.so: records every NCCL call of an unmodified process (LD_PRELOAD).
+//
+// RULES FOR CODE IN THIS LIBRARY. It runs inside someone else's process, on their hot path.
+//  1. Never crash the job and never change what it computes: every wrapper forwards its exact
+//     arguments to the real NCCL and returns the real result, whatever ncclrr's own state. When
+//     ncclrr cannot do something (no trace directory, a full disk, a table full, an unknown
+//     communicator) it records less, says so in the trace (a Note, DropCount records) and once on
+//     stderr, and carries on.
+//  2. Do nothing until the first NCCL call: no constructor with side effects, no thread, no file.
+//     The preload reaches every child process (compilers, data-loader workers); only processes
+//     that call NCCL get a trace file. Queries alone (ncclGetVersion) do not create one.
+//  3. The per-call path fits on one screen (call_path.h): re-entrancy guard, timestamp, a
+//     fixed-size CallRecord into the writer's thread-local ring, forward. No lock, no allocation,
+//     no system call, no I/O on it; ncclGroupStart/ncclGroupEnd touch thread-local state only.
+//     Everything else (first use of a thread or communicator, comm creation, notes, CUDA graph
+//     bookkeeping) is a slow path and may lock and allocate.
+//  4. Record only what the application called: calls whose return address lies inside libnccl
+//     (ncclBcast -> ncclBroadcast, ncclCommInitAll -> ncclGetUniqueId, NCCL's own threads) and
+//     calls nested inside a wrapper on the same thread are forwarded unrecorded.
+//  5. Signal handlers (triggers.cc) call only async-signal-safe functions.
+//  6. CUDA and CUPTI only through dlopen of what the process already loaded; never link them.
+//  7. Call glibc's dlsym through RealDlsym(): this library exports its own dlsym.
+//  8. Every environment knob is read once, in env_config.cc.
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "call_path.h"
+#include "cuda_graphs.h"
+#include "env_config.h"
+#include "runtime.h"
+#include "triggers.h"
+
+extern char** environ;
+
+namespace ncclrr::interpose {
+
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+Runtime g_runtime;
+
+namespace {
+
+std::mutex g_start_mu;
+
+std::vector<std::string> ReadArgv() {
+  std::vector<std::string> argv;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  return argv;
+}
+
+std::map<std::string, std::string> NcclEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* kv = *e;
+    if (std::strncmp(kv, "NCCL_", 5) != 0 && std::strncmp(kv, "NCCLRR_", 7) != 0) continue;
+    const char* eq = std::strchr(kv, '=');
+    if (eq != nullptr) env[std::string(kv, eq)] = eq + 1;
+  }
+  return env;
+}
+
+void Forward(const char* why) {
+  g_runtime.stage.store(static_cast<int>(Stage::kForwarding), std::memory_order_release);
+  if (GetConfig().verbose) std::fprintf(stderr, "ncclrr: not recording this process: %s\n", why);
+}
+
+}  // namespace
+
+uint32_t CurrentTid() {
+  uint32_t tid = t_state.tid;
+  if (__builtin_expect(tid == 0, 0)) t_state.tid = tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
+
+const NcclLibrary* ResolveSlow() {
+  const NcclLibrary* lib = ResolveRealLibrary();
+  if (lib == nullptr) return nullptr;
+  g_runtime.lib = lib;
+  int idle = static_cast<int>(Stage::kIdle);
+  g_runtime.stage.compare_exchange_strong(idle, static_cast<int>(Stage::kResolved),
+                                          std::memory_order_acq_rel);
+  return lib;
+}
+
+bool StartRecordingSlow() {
+  std::lock_guard<std::mutex> lock(g_start_mu);
+  const int s = g_runtime.stage.load(std::memory_order_acquire);
+  if (s == static_cast<int>(Stage::kRecording)) return true;
+  if (s == static_cast<int>(Stage::kForwarding)) return false;
+  const Config& cfg = GetConfig();
+  const NcclLibrary* lib = ResolveSlow();
+  if (lib == nullptr) return Forward("no real NCCL"), false;
+  if (cfg.disabled) return Forward("NCCLRR_DISABLE=1"), false;
+
+  WriterOptions o;
+  o.dir = cfg.trace_dir;
+  o.ring_slots = cfg.ring_slots;
+  o.flush_interval_ms = cfg.flush_ms;
+  o.clock_interval_ms = cfg.clock_ms;
+  o.flight_recorder_calls = cfg.ring_calls;
+  o.compress = cfg.compress;
+  o.max_file_bytes = cfg.max_file_bytes;
+  o.header.route = Route::kPreload;
+  o.header.nccl_version = lib->version;
+  o.header.cuda_version = CudaDriverVersion();
+  o.header.argv = ReadArgv();
+  o.header.env = NcclEnvironment();
+  auto writer = TraceWriter::Create(std::move(o));
+  if (!writer.ok()) {
+    std::fprintf(stderr, "ncclrr: cannot record this process: %s. The job runs on unrecorded.\n",
+                 writer.status().message().c_str());
+    return Forward("the trace file cannot be created"), false;
+  }
+  g_runtime.writer = writer->release();
+  g_runtime.writer->SetNcclVersion(lib->version);
+  char text[512];
+  std::snprintf(text, sizeof text, "ncclrr forwards to NCCL %d.%d.%d at %s (found by %s)%s",
+                lib->version / 10000, lib->version / 100 % 100, lib->version % 100,
+                lib->object.path.c_str(), lib->how, lib->host_nccl ? "; it is the host NCCL" : "");
+  g_runtime.writer->AddNote(NoteLevel::kInfo, text);
+  if (cfg.ring_calls > 0) {
+    std::snprintf(text, sizeof text,
+                  "flight recorder: the last %u calls of each thread are kept in memory and "
+                  "written at exit, on a fatal signal, SIGUSR1, an NCCL error or a call in "
+                  "flight longer than %u ms",
+                  cfg.ring_calls, cfg.watchdog_ms);
+    g_runtime.writer->AddNote(NoteLevel::kInfo, text);
+  }
+  InitCudaGraphs(*lib);
+  g_runtime.stage.store(static_cast<int>(Stage::kRecording), std::memory_order_release);
+  InstallTriggers();
+  return true;
+}
+
+void EmitCall(const CallRecord& c) { g_runtime.writer->AppendCall(c); }
+
+void Note(NoteLevel level, std::string text) {
+  if (g_runtime.writer != nullptr) g_runtime.writer->AddNote(level, std::move(text));
+}
+
+void WarnOnce(const char* key, const std::string& text) {
+  static std::mutex mu;
+  static std::set<std::string>* seen = new std::set<std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen->insert(key).second) return;
+  }
+  std::fprintf(stderr, "ncclrr: %s\n", text.c_str());
+  Note(NoteLevel::kWarning, text);
+}
+
+ncclResult_t MissingFunction(const char* name) {
+  WarnOnce(name, std::string("the real NCCL has no ") + name +
+                     " (an older NCCL than the program was built for?); the call returns "
+                     "ncclInvalidUsage");
+  return RealLibrary() != nullptr ? ncclInvalidUsage : ncclSystemError;
+}
+
+}  // namespace ncclrr::interpose

@@ -1,0 +1,144 @@
+// `ncclrr record` as a user runs it: exit statuses, refusals, the summary line, the environment
+// it gives the command, and record -> dump/check end to end on ncclrr-example.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "run_util.h"
+
+namespace ncclrr::testing {
+namespace {
+
+struct Cli {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `ncclrr ARGS` in `cwd` with extra environment assignments `env` ("A=1 B=2").
+Cli Ncclrr(const std::string& args, const std::string& cwd = "", const std::string& env = "") {
+  const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
+  const std::string cmd =
+      (cwd.empty() ? "" : "cd '" + cwd + "' && ") + env + " " + bin + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string App(const char* name) { return std::string(NCCLRR_APPS_DIR) + "/" + name; }
+
+TEST(RecordVerb, ExitsWithTheCommandsStatus) {
+  const std::string dir = FreshDir("status");
+  EXPECT_EQ(Ncclrr("record -o " + dir + "/a -- sh -c 'exit 3'").code, 3);
+  EXPECT_EQ(Ncclrr("record -o " + dir + "/b -- sh -c 'kill -TERM $$'").code, 128 + 15);
+  EXPECT_EQ(Ncclrr("record -o " + dir + "/c -- true").code, 0);
+  const Cli missing = Ncclrr("record -o " + dir + "/d -- ncclrr-no-such-command");
+  EXPECT_EQ(missing.code, 127);
+  EXPECT_NE(missing.out.find("cannot run 'ncclrr-no-such-command'"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
+  const std::string dir = FreshDir("refuse");
+  const Cli sketch = Ncclrr("record --sketch -o " + dir + "/x -- true");
+  EXPECT_EQ(sketch.code, 125);
+  EXPECT_NE(sketch.out.find("--sketch (data sketches of send/recv buffers) is not available"),
+            std::string::npos)
+      << sketch.out;
+  EXPECT_EQ(Ncclrr("record --gpu-timing -- true").code, 125);
+  EXPECT_EQ(Ncclrr("record --capture 64 -- true").code, 125);
+  const Cli none = Ncclrr("record -o " + dir + "/y");
+  EXPECT_EQ(none.code, 125);
+  EXPECT_NE(none.out.find("no command to record"), std::string::npos);
+  const Cli ring = Ncclrr("record --ring zero -- true");
+  EXPECT_EQ(ring.code, 125);
+  EXPECT_NE(ring.out.find("--ring"), std::string::npos);
+  // A directory holding another run's trace is refused; other files do not matter.
+  std::filesystem::create_directories(dir + "/old");
+  std::ofstream(dir + "/old/notes.txt") << "hello";
+  EXPECT_EQ(Ncclrr("record -o " + dir + "/old -- true").code, 0);
+  std::ofstream(dir + "/old/host-1.ncclrr") << "x";
+  const Cli taken = Ncclrr("record -o " + dir + "/old -- true");
+  EXPECT_EQ(taken.code, 125);
+  EXPECT_NE(taken.out.find("already holds the trace of another run"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RecordVerb, SummaryLineAndEnvironment) {
+  const std::string dir = FreshDir("summary");
+  const Cli r = Ncclrr("record -o " + dir + "/t -- " + App("interposer_app_direct") + " basic");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("ncclrr: recorded 1 process, 6 communicators (ranks 4 of 4), 126 calls, "
+                       "0 dropped, route preload, in " +
+                       dir + "/t\n"),
+            std::string::npos)
+      << r.out;
+  // LD_PRELOAD is appended to, and the mode variables are set.
+  const Cli env = Ncclrr("record -o " + dir + "/e -- sh -c 'echo \"[$LD_PRELOAD][$NCCLRR_RING]\"'");
+  ASSERT_EQ(env.code, 0);
+  EXPECT_NE(env.out.find("libncclrr-interpose.so][0]"), std::string::npos) << env.out;
+  // With a preload of the user's own, ncclrr's comes after it.
+  const Cli user = Ncclrr("record -o " + dir + "/g -- sh -c 'echo \"[$LD_PRELOAD]\"'", "",
+                          "LD_PRELOAD=libm.so.6");
+  EXPECT_NE(user.out.find("[libm.so.6 "), std::string::npos) << user.out;
+  EXPECT_NE(user.out.find("libncclrr-interpose.so]"), std::string::npos) << user.out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RecordVerb, DefaultDirectoryAndNoNcclCall) {
+  const std::string cwd = FreshDir("default");
+  const Cli r = Ncclrr("record -- true", cwd);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("ncclrr: no NCCL call was seen"), std::string::npos) << r.out;
+  int dirs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cwd)) {
+    ++dirs;
+    EXPECT_TRUE(
+        std::regex_match(e.path().filename().string(), std::regex("ncclrr-[0-9]{8}-[0-9]{6}")))
+        << e.path();
+  }
+  EXPECT_EQ(dirs, 1);
+  std::filesystem::remove_all(cwd);
+}
+
+TEST(RecordVerb, RingModeReachesTheProcess) {
+  const std::string dir = FreshDir("ring");
+  const Cli r = Ncclrr("record --ring 10 -o " + dir + "/t -- " + App("interposer_app_direct") +
+                       " ring exit 20");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const TraceFile t = ReadOnlyTrace(dir + "/t");
+  EXPECT_TRUE(t.header.ring_mode);
+  EXPECT_EQ(CallsOf(t, Api::kAllReduce).size(), 10u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RecordVerb, RecordThenDumpAndCheckAnExample) {
+  const std::string example = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr-example";
+  if (!std::filesystem::exists(example)) GTEST_SKIP() << "ncclrr-example is not built";
+  const std::string dir = FreshDir("example");
+  // swap-same-size: rank 1 swaps two same-size allreduces; the example reports #wrong (exit 1).
+  const Cli r = Ncclrr("record -o " + dir + "/t -- " + example + " swap-same-size --ranks 2");
+  EXPECT_EQ(r.code, 1) << "the example's own status: " << r.out;
+  EXPECT_NE(r.out.find("ncclrr: recorded 1 process, 1 communicator (ranks 2 of 2)"),
+            std::string::npos)
+      << r.out;
+  const Cli dump = Ncclrr("dump " + dir + "/t --stable");
+  EXPECT_EQ(dump.code, 0) << dump.out;
+  EXPECT_NE(dump.out.find("AllReduce comm 0x"), std::string::npos);
+  EXPECT_NE(dump.out.find(" rank 1 seq 0 count "), std::string::npos) << dump.out;
+  const Cli check = Ncclrr("check " + dir + "/t");
+  if (check.code != 2) {  // 2: the check verb is not in this build
+    EXPECT_EQ(check.code, 1) << check.out;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ncclrr::testing
