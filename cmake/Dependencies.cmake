@@ -3,8 +3,17 @@
 
 find_package(FlatBuffers CONFIG REQUIRED)   # libflatbuffers-dev
 find_program(FLATC flatc REQUIRED)          # flatbuffers-compiler
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)  # libzstd-dev
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(ZSTD QUIET IMPORTED_TARGET libzstd)  # libzstd-dev
+endif()
+if(NOT TARGET PkgConfig::ZSTD)  # no pkg-config (e.g. a GPU machine given headers by prefix)
+  find_path(ZSTD_INCLUDE_DIR zstd.h REQUIRED)
+  find_library(ZSTD_LIBRARY zstd REQUIRED)
+  add_library(PkgConfig::ZSTD INTERFACE IMPORTED)
+  target_include_directories(PkgConfig::ZSTD INTERFACE ${ZSTD_INCLUDE_DIR})
+  target_link_libraries(PkgConfig::ZSTD INTERFACE ${ZSTD_LIBRARY})
+endif()
 find_package(Threads REQUIRED)
 
 # NCCL's header (types and signatures of the API we emulate and intercept). It includes
