@@ -53,6 +53,7 @@ class PlanBuilder {
           "the trace holds no collective or point-to-point calls: nothing to replay (is it the "
           "trace of a process that used NCCL? `ncclrr info DIR` lists what each file holds)");
     AssignActors();
+    NCCLRR_RETURN_IF_ERROR(CheckOneRankPerActor());
     for (size_t ci = 0; ci < m_.comms().size(); ++ci)
       if (plan_.comms[ci].used) AddComm(ci);
     MatchP2p();
@@ -107,6 +108,23 @@ class PlanBuilder {
       plan_.actors.push_back(a);
     }
     actor_index_ = std::move(index);
+  }
+
+  // One thread (one GPU) per actor issues its calls in order; two ranks of one communicator on
+  // it would wait for each other.
+  Status CheckOneRankPerActor() const {
+    for (size_t ci = 0; ci < m_.comms().size(); ++ci) {
+      if (!plan_.comms[ci].used) continue;
+      std::map<uint32_t, int> rank_of_actor;
+      for (const RankView& r : m_.comms()[ci].ranks)
+        if (auto [it, added] = rank_of_actor.emplace(ActorOf(r), r.rank); !added)
+          return Unsupported("communicator " + Hex64(m_.comms()[ci].id) + ": ranks " +
+                             std::to_string(it->second) + " and " + std::to_string(r.rank) +
+                             " were both recorded on " + plan_.actors[it->first].label +
+                             "; the replay gives each process and device one thread, so such a "
+                             "trace cannot be replayed");
+    }
+    return Status::Ok();
   }
 
   uint32_t ActorOf(const RankView& r) const {
