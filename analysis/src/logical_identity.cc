@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "flat_map.h"
 #include "parallel_for.h"
@@ -138,19 +139,37 @@ void MapRank(const TraceModel& m, const RankView& r, const RankView& ref,
       if (dense_votes[cell])
         votes.FindOrInsert(((cell / out->tensors) << 32) | (cell % out->tensors), 0) =
             dense_votes[cell];
-  std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
+  // One-to-one where possible: the strongest (key, tensor) pairs first, so that two buffers of
+  // a rank that swaps in half of its steps do not both land on the same tensor. Ties go to the
+  // tensor with the same address on both ranks, then to the key seen first and the lowest
+  // tensor id, so the result does not depend on hash order.
+  struct Candidate {
+    uint32_t votes, key, tensor;
+    bool same_address;
+  };
+  std::vector<Candidate> cand;
   votes.ForEach([&](uint64_t kv, uint32_t n) {
     const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
-    // Ties: the reference tensor with the same buffer key (same address on both ranks), then
-    // the lowest tensor id, so the result does not depend on hash order.
     const uint32_t* same = tensor_of_key.Find(keys[k]);
-    const bool t_same = same && *same == t;
-    const bool b_same = same && best[k] != kNoLogicalId && *same == best[k];
-    if (n > best_votes[k] || (n == best_votes[k] && (t_same || (!b_same && t < best[k])))) {
-      best[k] = t;
-      best_votes[k] = n;
-    }
+    cand.push_back({n, k, t, same && *same == t});
   });
+  std::sort(cand.begin(), cand.end(), [](const Candidate& a, const Candidate& b) {
+    return std::make_tuple(-static_cast<int64_t>(a.votes), !a.same_address, a.key, a.tensor) <
+           std::make_tuple(-static_cast<int64_t>(b.votes), !b.same_address, b.key, b.tensor);
+  });
+  std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
+  std::vector<uint8_t> taken(out->tensors, 0);
+  for (const Candidate& c : cand)
+    if (best[c.key] == kNoLogicalId && !taken[c.tensor]) {
+      best[c.key] = c.tensor;
+      best_votes[c.key] = c.votes;
+      taken[c.tensor] = 1;
+    }
+  for (const Candidate& c : cand)  // more keys than tensors: the rest take their strongest
+    if (best[c.key] == kNoLogicalId) {
+      best[c.key] = c.tensor;
+      best_votes[c.key] = c.votes;
+    }
   for (size_t k = 0; k < r.collectives.size(); ++k) {
     const uint32_t key = key_of_slot[k];
     uint32_t id = best[key];
