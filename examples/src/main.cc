@@ -118,5 +118,7 @@ int main(int argc, char** argv) {
   StartWatchdog(watchdog_s);
   const int rc = Run(opt, *be);
   std::fflush(stdout);
-  _exit(rc);  // the watchdog thread is detached
+  // Every rank finished (a hang leaves through the watchdog's _exit): a normal exit, so atexit
+  // handlers run, e.g. a recorder closing its trace. The detached watchdog only sleeps.
+  std::exit(rc);
 }

@@ -7,6 +7,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 export PATH=$ROOT/.gpu-deps/usr/bin:$PATH
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DNCCLRR_BUILD_VIEWER=OFF \
-  -DCMAKE_PREFIX_PATH="$ROOT/.gpu-deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 >"${OUT:-.}/build.log" 2>&1
+  -DCMAKE_PREFIX_PATH="$ROOT/.gpu-deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DNCCL_INCLUDE_DIR=${NCCLRR_NCCL_INCLUDE:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/include} >"${OUT:-.}/build.log" 2>&1
 ninja -C build-dev -k 0 >>"${OUT:-.}/build.log" 2>&1 || { tail -n 40 "${OUT:-.}/build.log"; exit 1; }
 tail -n 2 "${OUT:-.}/build.log"

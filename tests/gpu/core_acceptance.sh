@@ -18,10 +18,10 @@ EX=$BUILD/bin/ncclrr-example
 say() { echo "$*" | tee -a "$W/summary.log"; }
 run() {  # run NAME CMD...: output to $W/NAME.log, status in the summary
   local name=$1; shift
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s)
   timeout 240 "$@" >"$W/$name.log" 2>&1
   local rc=$?
-  say "$(printf '%-28s rc=%-3s %6.1fs' "$name" "$rc" "$(echo "$(date +%s.%N) - $t0" | bc)")"
+  say "$(printf "%-28s rc=%-3s %4ss" "$name" "$rc" "$(( $(date +%s) - t0 ))")"
   return $rc
 }
 say "gpus=$NGPU ranks=$RANKS nccl_dir=$NCCL_DIR"

@@ -7,6 +7,7 @@
 // What a log cannot say, the trace says it does not know: times are log order unless NCCL
 // printed timestamps; communicators created by split carry ncclrr's stand-in id (NCCL does not
 // print their commHash); group scopes and return codes are absent.
+#include <cstdint>
 #include <string>
 #include <vector>
 
