@@ -397,10 +397,23 @@ class Actor {
       if (!Retire(true)) usleep(200);
   }
 
+  // A nonblocking communicator is finalized (and waited for, with a deadline) before it is
+  // destroyed, as NCCL asks.
   void Teardown() {
-    if (!aborted_)
+    if (!aborted_) {
       for (ncclComm_t c : comm_of_)
+        if (c != nullptr && nccl_.CommFinalize) nccl_.CommFinalize(c);
+      const int64_t deadline = SteadyNs() + 10'000'000'000;
+      for (ncclComm_t c : comm_of_) {
+        ncclResult_t async = ncclInProgress;
+        while (c != nullptr && nccl_.CommFinalize && async == ncclInProgress &&
+               SteadyNs() < deadline) {
+          nccl_.CommGetAsyncError(c, &async);
+          if (async == ncclInProgress) usleep(100);
+        }
         if (c != nullptr) nccl_.CommDestroy(c);
+      }
+    }
     if (dev_ && in_flight_.empty()) dev_->Release();  // else: a device that did not drain, keep it
   }
 

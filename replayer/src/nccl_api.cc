@@ -52,7 +52,8 @@ StatusOr<NcclApi> NcclApi::Load(const std::string& path) {
                        ": it is not an NCCL library of version 2.12 or newer");
   }
   Resolve(h, "ncclGetLastError", &api.GetLastError);  // optional
-  Resolve(h, "ncclAlltoAll", &api.AlltoAll);          // NCCL 2.28 and newer
+  Resolve(h, "ncclCommFinalize", &api.CommFinalize);
+  Resolve(h, "ncclAlltoAll", &api.AlltoAll);  // NCCL 2.28 and newer
   Resolve(h, "ncclGather", &api.Gather);
   Resolve(h, "ncclScatter", &api.Scatter);
   api.GetVersion(&api.version);
