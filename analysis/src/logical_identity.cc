@@ -105,16 +105,15 @@ void FromCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
 }
 
 // Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
-void MapRank(const TraceModel& m, const RankView& r, const RankView& ref,
+void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const RankView& ref,
              const FlatMap64& tensor_of_key, const std::vector<uint32_t>& ref_tensor,
              CommIdentity* out) {
   // Number this rank's keys, then count which reference tensor sits at each key's positions.
-  const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
   FlatMap64 key_index(r.collectives.size() / 4 + 16);
   std::vector<uint32_t> key_of_slot(r.collectives.size());
   std::vector<uint64_t> keys;
   for (size_t k = 0; k < r.collectives.size(); ++k) {
-    const uint64_t key = BufferKey(calls[r.collectives[k].call.index]);
+    const uint64_t key = slot_keys[k];
     bool added = false;
     key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
     if (added) keys.push_back(key);
@@ -184,23 +183,23 @@ void MapRank(const TraceModel& m, const RankView& r, const RankView& ref,
   }
 }
 
-void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int threads) {
+// `keys[rank][slot]`: BufferKey of every slot, computed with the shapes (one pass over records).
+void FromBuffers(const std::vector<std::vector<uint64_t>>& keys, const CommModel& c,
+                 CommIdentity* out, int threads) {
   const RankView& ref = c.ranks[out->reference_rank];
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
   std::vector<uint32_t> ref_tensor(ref.collectives.size());
-  const CallRecord* calls =
-      ref.has_file() ? m.file(static_cast<uint32_t>(ref.file)).calls.data() : nullptr;
   for (size_t k = 0; k < ref.collectives.size(); ++k) {
     const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
-    ref_tensor[k] =
-        tensor_of_key.FindOrInsert(BufferKey(calls[ref.collectives[k].call.index]), fresh);
+    ref_tensor[k] = tensor_of_key.FindOrInsert(keys[ref.rank][k], fresh);
     out->ids[ref.rank][k] = ref_tensor[k];
     out->confidence[ref.rank][k] = 1.0f;
   }
   out->tensors = static_cast<uint32_t>(tensor_of_key.size());
   ParallelFor(c.ranks.size(), threads, [&](size_t i) {
     const RankView& r = c.ranks[i];
-    if (r.rank != ref.rank && r.has_file()) MapRank(m, r, ref, tensor_of_key, ref_tensor, out);
+    if (r.rank != ref.rank && r.has_file())
+      MapRank(keys[r.rank], r, ref, tensor_of_key, ref_tensor, out);
   });
 }
 
@@ -224,14 +223,20 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
     for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
     const int t = calls_in_comm >= 200'000 ? threads : 1;
     out.shapes.resize(c.ranks.size());
+    std::vector<std::vector<uint64_t>> keys(c.ranks.size());  // buffer keys, one pass with shapes
     ParallelFor(c.ranks.size(), t, [&](size_t i) {
       const RankView& r = c.ranks[i];
       auto& sh = out.shapes[r.rank];
       sh.resize(r.collectives.size());
       if (!r.has_file()) return;
+      auto& ky = keys[r.rank];
+      ky.resize(r.collectives.size());
       const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
-      for (size_t k = 0; k < sh.size(); ++k)
-        sh[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
+      for (size_t k = 0; k < sh.size(); ++k) {
+        const CallRecord& call = calls[r.collectives[k].call.index];
+        sh[k] = ShapeSignature(call) | 1;
+        ky[k] = BufferKey(call);
+      }
     });
     out.reference_rank = ReferenceRank(c, out.shapes);
     if (AllHaveCallSites(m, c)) {
@@ -239,7 +244,7 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
       FromCallSites(m, c, &out);
     } else {
       out.source = IdentitySource::kBuffers;
-      FromBuffers(m, c, &out, t);
+      FromBuffers(keys, c, &out, t);
     }
   }
   return li;

@@ -33,18 +33,7 @@ class SequenceChecker : public Checker {
   }
 
  private:
-  static std::vector<uint64_t> Signatures(const CheckContext& ctx, size_t ci, const RankView& r) {
-    std::vector<uint64_t> sig(r.collectives.size());
-    const CommIdentity& ident = ctx.identity().comm(ci);
-    for (size_t k = 0; k < sig.size(); ++k) {
-      const uint64_t shape = ident.shapes[r.rank][k];
-      const uint32_t id = ident.ids[r.rank][k];
-      sig[k] = Mix64(shape, id) | 1;  // never kUnknownSignature
-    }
-    return sig;
-  }
-
-  static DenseSequence Dense(const RankView& r, const std::vector<uint64_t>& sig, uint64_t lo) {
+  static DenseSequence Dense(const SequenceContext& sc, const RankView& r, uint64_t lo) {
     DenseSequence d;
     d.lo = lo;
     const uint64_t hi = r.issued();
@@ -54,10 +43,24 @@ class SequenceChecker : public Checker {
     for (size_t k = 0; k < r.collectives.size(); ++k) {
       const uint64_t s = r.collectives[k].seq;
       if (s < lo) continue;
-      d.sig[s - lo] = sig[k];
+      d.sig[s - lo] = sc.Sig(r.rank, k);
       d.slot[s - lo] = static_cast<uint32_t>(k);
     }
     return d;
+  }
+
+  // Does `r` issue exactly what the reference issued (same seqs, shapes and tensors)? The common
+  // case, compared directly before any alignment.
+  static bool SameAsReference(const CommIdentity& id, const RankView& r, const RankView& ref) {
+    if (r.collectives.size() != ref.collectives.size() || r.first_seq() != ref.first_seq() ||
+        r.issued() != ref.issued())
+      return false;
+    if (id.shapes[r.rank] != id.shapes[ref.rank] || id.ids[r.rank] != id.ids[ref.rank])
+      return false;
+    if (r.issued() - r.first_seq() == r.collectives.size()) return true;  // both without gaps
+    for (size_t k = 0; k < r.collectives.size(); ++k)
+      if (r.collectives[k].seq != ref.collectives[k].seq) return false;
+    return true;
   }
 
   // The signature the sequence would hold next if it continued its period (0 when it has no
@@ -88,31 +91,23 @@ class SequenceChecker : public Checker {
       last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
   }
 
-  static uint64_t SequenceHash(const RankView& r, const std::vector<uint64_t>& sig) {
-    uint64_t h = r.first_seq();
-    for (size_t k = 0; k < sig.size(); ++k) h = Mix64(h, sig[k] ^ r.collectives[k].seq);
-    return h;
-  }
-
   void CheckComm(CheckContext& ctx, size_t ci, FindingSink& sink) {
     const CommModel& c = ctx.model().comms()[ci];
     if (c.ranks.size() < 2) return;
     const int ref = ctx.identity().comm(ci).reference_rank;
     const RankView& rv_ref = c.ranks[ref];
     if (!rv_ref.has_file() || rv_ref.collectives.empty()) return;
-    SequenceContext sc{ctx, ci, ref, {}};
-    sc.sigs.resize(c.ranks.size());
-    for (const RankView& r : c.ranks) sc.sigs[r.rank] = Signatures(ctx, ci, r);
-    const uint64_t ref_hash = SequenceHash(rv_ref, sc.sigs[ref]);
+    SequenceContext sc{ctx, ci, ref};
+    const CommIdentity& ident = ctx.identity().comm(ci);
     AlignParams params;
     params.reorder_window = ctx.options().reorder_window;
     std::map<std::tuple<int, uint64_t, uint64_t, size_t, size_t, std::string>, RawEvent> merged;
     for (const RankView& r : c.ranks) {
       if (r.rank == ref || !r.has_file() || r.collectives.empty()) continue;
-      if (SequenceHash(r, sc.sigs[r.rank]) == ref_hash) continue;  // the common case: agree
+      if (SameAsReference(ident, r, rv_ref)) continue;  // the common case
       const uint64_t lo = std::max(r.first_seq(), rv_ref.first_seq());
-      const DenseSequence a = Dense(rv_ref, sc.sigs[ref], lo);
-      const DenseSequence b = Dense(r, sc.sigs[r.rank], lo);
+      const DenseSequence a = Dense(sc, rv_ref, lo);
+      const DenseSequence b = Dense(sc, r, lo);
       std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
       ExplainBlockedTail(&ops, a, b);
       for (const AlignOp& op : ops) {

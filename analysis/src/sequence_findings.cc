@@ -48,7 +48,7 @@ class EventView {
     const RankView& ref = c_.ranks[sc_.ref];
     const CollectiveSlot* at = ref.AtSeq(e_.ref_seq);
     if (!at) return {sc_.ref};
-    const uint64_t want = sc_.sigs[sc_.ref][static_cast<size_t>(at - ref.collectives.data())];
+    const uint64_t want = sc_.Sig(sc_.ref, static_cast<size_t>(at - ref.collectives.data()));
     for (const RankView& r : c_.ranks) {
       if (!r.has_file() || std::count(e_.ranks.begin(), e_.ranks.end(), r.rank)) continue;
       if (r.rank == sc_.ref) {
@@ -56,7 +56,7 @@ class EventView {
         continue;
       }
       const CollectiveSlot* s = r.AtSeq(e_.ref_seq);
-      if (s && sc_.sigs[r.rank][static_cast<size_t>(s - r.collectives.data())] == want)
+      if (s && sc_.Sig(r.rank, static_cast<size_t>(s - r.collectives.data())) == want)
         out.push_back(r.rank);
     }
     return out;

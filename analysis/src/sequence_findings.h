@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "flat_map.h"
 #include "ncclrr/analysis/check.h"
 #include "sequence_align.h"
 
@@ -10,9 +11,14 @@ namespace ncclrr::analysis {
 
 struct SequenceContext {
   CheckContext& ctx;
-  size_t ci;                                // comm index
-  int ref;                                  // reference rank
-  std::vector<std::vector<uint64_t>> sigs;  // [rank][slot] full signature (shape + identity)
+  size_t ci;  // comm index
+  int ref;    // reference rank
+
+  // Full signature of a slot: shape and logical identity (never kUnknownSignature).
+  uint64_t Sig(int rank, size_t slot) const {
+    const CommIdentity& id = ctx.identity().comm(ci);
+    return Mix64(id.shapes[rank][slot], id.ids[rank][slot]) | 1;
+  }
 };
 
 // One edit, merged over the ranks that made the same one at the same place.
