@@ -4,19 +4,28 @@
 
 #include <mutex>
 
+#include "call_clock.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
 #include "triggers.h"
 
 namespace ncclrr::interpose {
+namespace {
+inline uint64_t Bump(std::atomic<uint64_t>& counter) {
+  const uint64_t v = counter.load(std::memory_order_relaxed);
+  counter.store(v + 1, std::memory_order_relaxed);
+  return v;
+}
+}  // namespace
 
 CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const void* caller)
-    : rec{}, caller_(caller) {
+    : record_{}, caller_(caller) {
+  record_.kind = RecordKind::kCall;
   if (__builtin_expect(g_restart_after_fork.load(std::memory_order_relaxed), 0))
     RestartAfterFork();  // first recorded call in a forked child
   ThreadState& t = t_state;
   ++t.busy;
-  rec.enter_ns = MonotonicNs();
+  rec.enter_ns = CallClockNs();
   // The uid first: it sets up the writer's thread-local ring before the slot's releaser below,
   // so the releaser is destroyed first when the thread exits (see SlotReleaser).
   rec.uid = g_runtime.writer->NextCallUid();
@@ -60,7 +69,7 @@ void CallBuilder::RedOp(ncclRedOp_t op) {
 }
 
 ncclResult_t CallBuilder::Finish(ncclResult_t result) {
-  rec.exit_ns = MonotonicNs();
+  rec.exit_ns = CallClockNs();
   rec.result = static_cast<int8_t>(result);
   const Api api = static_cast<Api>(rec.api);
   const bool accepted = result == ncclSuccess || result == ncclInProgress;
@@ -71,21 +80,24 @@ ncclResult_t CallBuilder::Finish(ncclResult_t result) {
       FinalizeComm(cs);
     rec.rank = cs->rank.load(std::memory_order_relaxed);
     rec.device = cs->device.load(std::memory_order_relaxed);
-    rec.type_seq = cs->type_seq[rec.api].fetch_add(1, std::memory_order_relaxed);
+    // NCCL requires a communicator to be used by one thread at a time, so the counters need no
+    // read-modify-write instruction; were a program to break that rule, duplicated numbers in
+    // the trace would show it.
+    rec.type_seq = Bump(cs->type_seq[rec.api]);
     if (accepted && rec.capture == 1) {
       rec.seq = AddGraphTemplate(rec, cs);
     } else if (accepted && IsCollective(api)) {
-      rec.seq = cs->coll_seq.fetch_add(1, std::memory_order_relaxed);
+      rec.seq = Bump(cs->coll_seq);
     } else if (accepted && IsP2p(api)) {
       std::atomic<uint64_t>* peers = cs->p2p_seq.load(std::memory_order_acquire);
       if (peers != nullptr && rec.root_peer >= 0 &&
           rec.root_peer < cs->nranks.load(std::memory_order_relaxed))
-        rec.seq = peers[rec.root_peer * 2 + (api == Api::kRecv)].fetch_add(1);
+        rec.seq = Bump(peers[rec.root_peer * 2 + (api == Api::kRecv)]);
     }
     if (rec.seq != kNoSeq && rec.capture != 1 && t_state.group_depth > 0) LogGroupedCall(cs, rec);
   }
   if (g_runtime.stacks) rec.callsite = CallSiteId(caller_);
-  EmitCall(rec);
+  Emit(record_);
   slot_->enter_ns.store(0, std::memory_order_release);
   --t_state.busy;
   if (!accepted) OnCallError(rec);

@@ -73,6 +73,7 @@ class CallBuilder {
  public:
   CallBuilder(Api api, ncclComm_t comm, const void* stream, const void* caller);
   CallBuilder(const CallBuilder&) = delete;
+  CallBuilder(CallBuilder&&) = delete;
   CallBuilder& operator=(const CallBuilder&) = delete;
 
   void Data(const void* send, const void* recv, size_t count, ncclDataType_t dtype) {
@@ -87,7 +88,11 @@ class CallBuilder {
   }
   ncclResult_t Finish(ncclResult_t result);
 
-  CallRecord rec;
+ private:
+  Record record_;  // built in place: the writer copies it into its ring as it is
+
+ public:
+  CallRecord& rec = record_.call;
   CommState* comm = nullptr;
 
  private:

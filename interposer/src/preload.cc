@@ -140,8 +140,6 @@ bool StartRecordingSlow() {
   return true;
 }
 
-void EmitCall(const CallRecord& c) { g_runtime.writer->AppendCall(c); }
-
 void Note(NoteLevel level, std::string text) {
   if (g_runtime.writer != nullptr) g_runtime.writer->AddNote(level, std::move(text));
 }

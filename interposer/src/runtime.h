@@ -76,7 +76,6 @@ inline bool Recording() {
 
 // Appends a record; counts it as dropped when the writer cannot take it.
 inline void Emit(const Record& r) { g_runtime.writer->Append(r); }
-void EmitCall(const CallRecord& c);
 void Note(NoteLevel level, std::string text);
 // A one-time note + stderr warning, keyed by `key` (e.g. a missing API).
 void WarnOnce(const char* key, const std::string& text);

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "call_clock.h"
 #include "call_path.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
@@ -99,6 +100,7 @@ void Housekeeping() {
     }
     if (!reason.empty()) g_runtime.writer->Dump(reason);
     Watchdog(now);
+    UpdateTscAnchor();
     if (now - last_queries >= 1'000'000'000) {
       EmitQueryCounts();
       last_queries = now;
