@@ -75,7 +75,10 @@ int CudaDriverVersion() {
 }
 
 void InitCudaGraphs(const NcclLibrary& lib) {
-  if (!GetConfig().graphs || lib.host_nccl) return;
+  // The host NCCL's streams are not CUDA streams: the driver must not see them (unless a test
+  // stands in for the driver, NCCLRR_GRAPHS=2).
+  const int mode = GetConfig().graphs;
+  if (mode == 0 || (lib.host_nccl && mode < 2)) return;
   void* h = LoadedLibcuda();  // kept open: the process has it loaded anyway
   if (h == nullptr) return;   // no CUDA in this process: nothing can be captured
   g_info_v3 = reinterpret_cast<CaptureInfoV3>(RealDlsym(h, "cuStreamGetCaptureInfo_v3"));

@@ -59,7 +59,7 @@ Config Load() {
   c.max_file_bytes = ReadUnsigned("NCCLRR_MAX_FILE_MB", 0, 1u << 30) << 20;
   c.compress = ReadBool("NCCLRR_COMPRESS", true);
   c.signals = ReadBool("NCCLRR_SIGNALS", true);
-  c.graphs = ReadBool("NCCLRR_GRAPHS", true);
+  c.graphs = static_cast<int>(ReadUnsigned("NCCLRR_GRAPHS", 1, 2));
   c.dlsym_hook = ReadBool("NCCLRR_DLSYM", true);
   c.stack_depth = static_cast<int>(ReadUnsigned("NCCLRR_STACK_DEPTH", 6, 32));
   if (c.stack_depth == 0) c.stack_depth = 1;

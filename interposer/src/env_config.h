@@ -19,7 +19,8 @@ struct Config {
   uint64_t max_file_bytes = 0;   // NCCLRR_MAX_FILE_MB: size cap of one trace file (0: none)
   bool compress = true;          // NCCLRR_COMPRESS=0: write frames uncompressed
   bool signals = true;           // NCCLRR_SIGNALS=0: install no signal handlers
-  bool graphs = true;            // NCCLRR_GRAPHS=0: no CUDA-graph capture queries or graph hooks
+  int graphs = 1;                // NCCLRR_GRAPHS: 0 no CUDA-graph tracking; 2 also with the host
+                                 // NCCL (tests with a stand-in libcuda)
   bool dlsym_hook = true;        // NCCLRR_DLSYM=0: hand out no wrappers through dlsym
   int stack_depth = 6;           // NCCLRR_STACK_DEPTH: frames per call-site with --stacks
   bool verbose = false;          // NCCLRR_VERBOSE=1: say on stderr how NCCL was found

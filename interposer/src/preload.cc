@@ -135,6 +135,7 @@ bool StartRecordingSlow() {
     g_runtime.writer->AddNote(NoteLevel::kInfo, text);
   }
   InitCudaGraphs(*lib);
+  g_runtime.stacks = cfg.stacks;
   g_runtime.stage.store(static_cast<int>(Stage::kRecording), std::memory_order_release);
   InstallTriggers();
   return true;

@@ -173,6 +173,21 @@ TEST_F(BasicTrace, SplitAndShrinkLineage) {
   EXPECT_EQ(lineages, (std::set<uint32_t>{1, 2}));
 }
 
+TEST(InterposerLoading, StacksGiveEachCallSiteAnId) {
+  const std::string dir = FreshDir("stacks");
+  const RunResult r =
+      RunApp("interposer_app_direct", {"threads", "2", "5"}, dir, {{"NCCLRR_STACKS", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const TraceFile t = ReadOnlyTrace(dir);
+  std::set<uint32_t> sites;
+  for (const CallRecord& c : CallsOf(t, Api::kAllReduce)) sites.insert(c.callsite);
+  ASSERT_EQ(sites.size(), 1u) << "one call site in the source, one id";
+  const std::string text = t.String(*sites.begin());
+  EXPECT_NE(text.find("libinterposer_workload.so+0x"), std::string::npos) << text;
+  EXPECT_NE(CallsOf(t, Api::kCommInitRank)[0].callsite, *sites.begin());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(InterposerLoading, QueriesAloneCreateNoTraceFile) {
   const std::string dir = FreshDir("version");
   const RunResult r = RunApp("interposer_app_direct", {"version"}, dir);
