@@ -80,6 +80,7 @@ class ReplayCommand : public Command {
     if (!model.ok()) return Fail(json, model.status().message());
     auto report = replay::Replay(*model, o);
     if (!report.ok()) return Fail(json, report.status().message());
+    if (report->mpi_secondary) return report->ExitCode();  // MPI rank 0 prints the report
     const std::string out = json ? replay::FormatJson(*report) : replay::FormatText(*report);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);

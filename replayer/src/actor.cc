@@ -36,7 +36,7 @@ class Actor {
     if (WaitFor([&] { return st_.go.load(); })) IssueAll();
     if (!st_.abort.load()) Drain();
     st_.finished.fetch_add(1);
-    WaitFor([&] { return st_.finished.load() == static_cast<int>(plan_.actors.size()); });
+    WaitFor([&] { return st_.finished.load() == st_.running; });
     if (st_.abort.load()) Abort();
     Teardown();
   }
@@ -47,6 +47,7 @@ class Actor {
     bool has_block;
     size_t block_offset;
     std::vector<std::pair<cudaStream_t, uint64_t>> markers;
+    bool failed = false;  // NCCL failed it (an error, or a peer aborted): the replay is stuck
   };
 
   // Polls `cond` until it holds (true) or the replay is aborted (false).
@@ -63,7 +64,9 @@ class Actor {
   }
 
   Status Setup() {
-    auto dev = st_.backend.BindActor(static_cast<int>(index_), actor_.device);
+    const int slot =
+        st_.options.device_slot >= 0 ? st_.options.device_slot : static_cast<int>(index_);
+    auto dev = st_.backend.BindActor(slot, actor_.device);
     if (!dev.ok()) return dev.status();
     dev_ = std::move(*dev);
     NCCLRR_RETURN_IF_ERROR(InitComms());
@@ -329,6 +332,19 @@ class Actor {
     InFlight& f = in_flight_.front();
     for (const auto& [s, m] : f.markers)
       if (!dev_->Reached(s, m)) return false;
+    if (!failed) {
+      // A unit NCCL failed (a peer process aborted, or NCCL's own timeout) stays a stuck head.
+      for (uint32_t idx : plan_.units[f.unit].calls) {
+        ncclResult_t async = ncclSuccess;
+        nccl_.CommGetAsyncError(comm_of_[plan_.calls[idx].comm], &async);
+        f.failed |= async != ncclSuccess && async != ncclInProgress;
+      }
+      if (f.failed) {
+        st_.hang.store(true);
+        st_.abort.store(true);
+        return false;
+      }
+    }
     for (uint32_t idx : plan_.units[f.unit].calls) Complete(idx, failed, f);
     if (f.has_block) arena_.FreeOldest();
     in_flight_.pop_front();
@@ -340,11 +356,6 @@ class Actor {
   void Complete(uint32_t idx, bool failed, const InFlight& f) {
     const PlanCall& c = plan_.calls[idx];
     CallOutcome& out = st_.outcomes[idx];
-    if (!failed) {
-      ncclResult_t async = ncclSuccess;
-      nccl_.CommGetAsyncError(comm_of_[c.comm], &async);
-      failed = async != ncclSuccess && async != ncclInProgress;
-    }
     out.failed = failed;
     out.completed = !failed;
     if (failed || !st_.options.verify || c.recv_elems == 0) return;
@@ -378,15 +389,14 @@ class Actor {
     for (const InFlight& f : in_flight_) {
       bool head = false;
       for (const auto& [s, m] : f.markers)
-        if (!dev_->Reached(s, m) && !seen[s]) head = seen[s] = true;
+        if ((f.failed || !dev_->Reached(s, m)) && !seen[s]) head = seen[s] = true;
       if (head) report_.in_flight_heads.push_back(f.unit);
     }
     // Every actor records its heads before any communicator is aborted: an abort fails the
     // peers' queued work, which would move their heads.
     st_.snapshots.fetch_add(1);
     const int64_t wait_until = SteadyNs() + 5'000'000'000;
-    while (st_.snapshots.load() < static_cast<int>(plan_.actors.size()) && SteadyNs() < wait_until)
-      usleep(100);
+    while (st_.snapshots.load() < st_.running && SteadyNs() < wait_until) usleep(100);
     for (ncclComm_t& c : comm_of_) {
       if (c != nullptr) nccl_.CommAbort(c);
       c = nullptr;

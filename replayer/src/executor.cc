@@ -50,8 +50,9 @@ ExecResult Execute(const ReplayPlan& plan, Backend& backend, const DataSource& d
   st->positions = ReplayPositions(plan, order);
   st->outcomes.resize(plan.calls.size());
   st->actors.resize(plan.actors.size());
+  st->ids = options.ids;
   st->ids.resize(plan.comms.size());
-  for (size_t ci = 0; ci < plan.comms.size(); ++ci) {
+  for (size_t ci = 0; ci < plan.comms.size() && options.ids.empty(); ++ci) {
     if (!plan.comms[ci].used) continue;
     const ncclResult_t r = backend.nccl().GetUniqueId(&st->ids[ci]);
     if (r != ncclSuccess) {
@@ -59,10 +60,13 @@ ExecResult Execute(const ReplayPlan& plan, Backend& backend, const DataSource& d
       return result;
     }
   }
-  const int actors = static_cast<int>(plan.actors.size());
+  std::vector<uint32_t> run = options.run_actors;
+  if (run.empty())
+    for (uint32_t a = 0; a < plan.actors.size(); ++a) run.push_back(a);
+  const int actors = static_cast<int>(run.size());
+  st->running = actors;
   std::vector<std::thread> threads;
-  for (int a = 0; a < actors; ++a)
-    threads.emplace_back([st, a] { RunActor(*st, static_cast<uint32_t>(a)); });
+  for (uint32_t a : run) threads.emplace_back([st, a] { RunActor(*st, a); });
 
   const int64_t timeout_ns = static_cast<int64_t>(options.timeout_s * 1e9);
   int64_t start_ns = 0, last_move_ns = SteadyNs(), last_report_ns = SteadyNs(), abort_ns = 0;
@@ -115,6 +119,7 @@ ExecResult Execute(const ReplayPlan& plan, Backend& backend, const DataSource& d
     result.seconds = static_cast<double>(st->last_done_ns.load() - start_ns) * 1e-9;
   result.calls = std::move(st->outcomes);
   for (size_t i = 0; i < result.calls.size(); ++i) result.calls[i].position = st->positions[i];
+  result.actors = st->actors;
   if (result.hang || !result.error.empty())
     result.stuck = ExplainStuck(plan, order, st->positions, st->actors);
   return result;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "actor_report.h"
 #include "backend.h"
 #include "data.h"
 #include "ncclrr/replay/report.h"
@@ -30,6 +31,11 @@ struct ExecOptions {
   bool warmup = false;         // one small allreduce per communicator before the timed replay
   std::string label;           // "recorded order", for progress lines
   std::function<void(std::string_view)> progress;
+  // Under --mpi each process runs one actor: which ones run here (empty: all), on which device
+  // slot (-1: the actor's index), with communicator ids made by MPI rank 0 (empty: made here).
+  std::vector<uint32_t> run_actors;
+  int device_slot = -1;
+  std::vector<ncclUniqueId> ids;
 };
 
 struct CallOutcome {
@@ -43,8 +49,9 @@ struct ExecResult {
   std::string error;               // the first error that stopped the replay
   std::vector<CallOutcome> calls;  // per plan call
   std::vector<StuckCall> stuck;
-  double seconds = 0;        // from the start barrier to the last retired unit
-  double setup_seconds = 0;  // communicator creation and buffer allocation
+  double seconds = 0;               // from the start barrier to the last retired unit
+  double setup_seconds = 0;         // communicator creation and buffer allocation
+  std::vector<ActorReport> actors;  // where each actor stood (only those that ran are filled)
 };
 
 ExecResult Execute(const ReplayPlan& plan, Backend& backend, const DataSource& data,

@@ -50,8 +50,8 @@ uint64_t EnvMegabytes(const char* name) {
 
 class Replayer {
  public:
-  Replayer(const analysis::TraceModel& model, const ReplayOptions& options)
-      : model_(model), opt_(options) {}
+  Replayer(const analysis::TraceModel& model, const ReplayOptions& options, MpiWorld* mpi)
+      : model_(model), opt_(options), mpi_(mpi) {}
 
   StatusOr<ReplayReport> Run() {
     auto plan = BuildPlan(model_);
@@ -96,7 +96,13 @@ class Replayer {
     auto backend = opt_.backend == BackendKind::kHost ? MakeHostBackend(cfg) : MakeNcclBackend(cfg);
     if (!backend.ok()) return backend.status();
     backend_ = std::move(*backend);
-    if (static_cast<int>(plan_.actors.size()) > backend_->MaxActors())
+    if (mpi_ != nullptr && static_cast<int>(plan_.actors.size()) != mpi_->size())
+      return InvalidArgument("--mpi: the trace has " + std::to_string(plan_.actors.size()) +
+                             " ranks to replay (one per recorded process and device), so run "
+                             "it with mpirun -np " +
+                             std::to_string(plan_.actors.size()) + " (this job has " +
+                             std::to_string(mpi_->size()) + " processes)");
+    if (mpi_ == nullptr && static_cast<int>(plan_.actors.size()) > backend_->MaxActors())
       return InvalidArgument(
           "--backend nccl: the trace has " + std::to_string(plan_.actors.size()) +
           " ranks to replay (one per recorded process and device) but this machine has " +
@@ -170,7 +176,8 @@ class Replayer {
     eo.warmup = opt_.backend == BackendKind::kNccl;
     eo.label = label + " order";
     eo.progress = opt_.progress;
-    const ExecResult ex = Execute(plan_, *backend_, *data_, order, eo);
+    const ExecResult ex = mpi_ ? ExecuteUnderMpi(*mpi_, plan_, *backend_, *data_, order, eo)
+                               : Execute(plan_, *backend_, *data_, order, eo);
     OrderResult r;
     r.order = label;
     r.moved_calls = order.moved_calls;
@@ -242,6 +249,7 @@ class Replayer {
 
   const analysis::TraceModel& model_;
   const ReplayOptions& opt_;
+  MpiWorld* mpi_;
   ReplayPlan plan_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DataSource> data_;
@@ -254,12 +262,19 @@ class Replayer {
 }  // namespace
 
 StatusOr<ReplayReport> Replay(const analysis::TraceModel& model, const ReplayOptions& options) {
-  if (options.mpi && options.backend != BackendKind::kNccl)
-    return InvalidArgument(
-        "--mpi needs --backend nccl (the host backend replays every rank in "
-        "one process)");
-  if (options.mpi) return ReplayUnderMpi(model, options);
-  return Replayer(model, options).Run();
+  if (!options.mpi) return Replayer(model, options, nullptr).Run();
+  auto mpi = MpiWorld::Init();
+  if (!mpi.ok()) return mpi.status();
+  auto report = Replayer(model, options, mpi->get()).Run();
+  // Every process leaves with rank 0's verdict (an error on one rank is an error for all).
+  int code = report.ok() ? report->ExitCode() : 2;
+  (*mpi)->Broadcast(&code, sizeof code);
+  if (!report.ok()) return report.status();
+  if ((*mpi)->rank() != 0) {
+    report->mpi_secondary = true;
+    report->mpi_exit_code = code;
+  }
+  return report;
 }
 
 }  // namespace ncclrr::replay

@@ -186,6 +186,7 @@ const char* OutcomeName(Outcome o) {
 }
 
 int ReplayReport::ExitCode() const {
+  if (mpi_secondary) return mpi_exit_code;
   int code = 0;
   for (const OrderResult& r : results) {
     if (r.outcome == Outcome::kError) return 2;

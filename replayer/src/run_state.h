@@ -18,14 +18,6 @@ inline int64_t SteadyNs() {
       .count();
 }
 
-struct ActorReport {
-  uint64_t issued_units = 0;              // prefix of the actor's order that was issued
-  std::vector<uint32_t> in_flight_heads;  // units at the head of a stream when aborted
-  bool waiting_for_memory = false;        // stuck before issuing: the arena was full
-  bool setup_done = false;
-  int64_t setup_ns = 0;
-};
-
 struct RunState {
   RunState(const ReplayPlan& p, Backend& b, const DataSource& d, const IssueOrder& o,
            const ExecOptions& opt)
@@ -46,6 +38,7 @@ struct RunState {
   std::atomic<uint64_t> progress{0};
   std::atomic<uint64_t> issued_calls{0}, done_calls{0};
   std::atomic<int> ready{0}, finished{0}, exited{0}, snapshots{0};
+  int running = 0;  // actors that run in this process
   std::atomic<int64_t> last_done_ns{0};
 
   std::vector<CallOutcome> outcomes;

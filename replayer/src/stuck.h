@@ -4,9 +4,9 @@
 // of such waits is a deadlock), or, when every rank issued the position, how their calls differ.
 #include <vector>
 
+#include "actor_report.h"
 #include "ncclrr/replay/report.h"
 #include "order.h"
-#include "run_state.h"
 
 namespace ncclrr::replay {
 

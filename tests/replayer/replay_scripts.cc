@@ -141,11 +141,32 @@ SyntheticScript EveryApiScript(int ranks) {
   return s;
 }
 
+// Removes every directory FreshDir made when the test program ends.
+class TempDirs : public ::testing::Environment {
+ public:
+  static TempDirs& Get() {
+    static TempDirs* dirs = [] {
+      auto* d = new TempDirs;
+      ::testing::AddGlobalTestEnvironment(d);  // gtest owns it
+      return d;
+    }();
+    return *dirs;
+  }
+  void Add(const std::string& dir) { dirs_.push_back(dir); }
+  void TearDown() override {
+    for (const std::string& d : dirs_) std::filesystem::remove_all(d);
+  }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
 std::string FreshDir(const std::string& name) {
   const std::string dir =
       ::testing::TempDir() + "ncclrr-replay-" + name + "-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  TempDirs::Get().Add(dir);
   return dir;
 }
 

@@ -81,6 +81,10 @@ struct ReplayReport {
   std::vector<std::string> warnings;  // version differences, unsupported features, data notes
   std::vector<OrderResult> results;
   bool include_timing = false;  // add "timing" to each JSON result and text line
+  // --mpi: processes other than MPI rank 0 hold only their own part; rank 0 prints the report
+  // and every process exits with rank 0's code.
+  bool mpi_secondary = false;
+  int mpi_exit_code = 0;
 
   // 0: every replayed call matched its reference; 1: any wrong result or hang; 2: any error.
   int ExitCode() const;
