@@ -157,11 +157,11 @@ void SketchDevice::Impl::FillJob(Context& c, uint32_t s, const void* data, kabi:
 }
 
 Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, kabi::Job& job) const {
-  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, opt.max_tiles, job));
-  if (job.nblocks > opt.max_blocks)
-    return InvalidArgument("sketch: " + std::to_string(job.nblocks) + " blocks exceed the " +
-                           std::to_string(opt.max_blocks) +
+  if (r.request.layout.nblocks > opt.max_blocks)
+    return InvalidArgument("sketch: " + std::to_string(r.request.layout.nblocks) +
+                           " blocks exceed the " + std::to_string(opt.max_blocks) +
                            " of SketchDeviceOptions::max_blocks; split the request");
+  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, opt.max_tiles, job));
   if (JobSampleSlots(job) > opt.max_samples)
     return InvalidArgument("sketch: " + std::to_string(JobSampleSlots(job)) +
                            " samples exceed SketchDeviceOptions::max_samples (" +

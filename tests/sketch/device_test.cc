@@ -1,0 +1,186 @@
+// SketchDevice without a GPU: it fails with a clear Status when there is no driver (or a stub),
+// and, against a stand-in libcuda that runs the kernel body on the host emulator, it launches
+// the right kernels with the right geometry, publishes results equal to SketchHost, never hands
+// out a result before the kernel finished, recycles slots, and reports graph replays.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ncclrr/records.h"
+#include "ncclrr/sketch/device.h"
+#include "ncclrr/sketch/sketch.h"
+
+namespace ncclrr::sketch {
+namespace {
+
+void* const kCapturingStream = reinterpret_cast<void*>(0xcafe);
+void* const kBrokenStream = reinterpret_cast<void*>(0xdead);
+
+template <typename F>
+F Control(const char* name) {
+  void* h = dlopen(NCCLRR_FAKE_LIBCUDA, RTLD_NOW | RTLD_NOLOAD);
+  return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
+}
+
+std::vector<float> Floats(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+void ExpectSame(const SketchResult& a, const SketchResult& b) {
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (size_t i = 0; i < a.blocks.size(); ++i) {
+    EXPECT_EQ(std::memcmp(a.blocks[i].dots.data(), b.blocks[i].dots.data(), 128), 0);
+    EXPECT_EQ(a.blocks[i].samples, b.blocks[i].samples);
+    EXPECT_EQ(a.blocks[i].sumsq, b.blocks[i].sumsq);
+  }
+  ASSERT_EQ(a.race.has_value(), b.race.has_value());
+  if (a.race) {
+    EXPECT_EQ(std::memcmp(a.race->dots.data(), b.race->dots.data(), 128), 0);
+  }
+}
+
+TEST(SketchDevice, WithoutADriverItSaysSo) {
+  SketchDeviceOptions o;
+  o.driver_path = "/nonexistent/libcuda.so.1";
+  auto dev = SketchDevice::Create(o);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(dev.status().message().find("no CUDA driver"), std::string::npos)
+      << dev.status().message();
+}
+
+TEST(SketchDevice, TheToolkitStubLibraryIsRefusedAtCuInit) {
+  SketchDeviceOptions o;
+  o.driver_path = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!dlopen(o.driver_path.c_str(), RTLD_NOW | RTLD_LOCAL)) GTEST_SKIP() << "no CUDA stub here";
+  auto dev = SketchDevice::Create(o);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_NE(dev.status().message().find("cuInit failed"), std::string::npos)
+      << dev.status().message();
+}
+
+TEST(SketchDevice, KernelsAreEmbeddedWhenBuiltWithNvcc) {
+#if NCCLRR_TEST_HAVE_CUDA
+  EXPECT_TRUE(DeviceKernelsBuiltIn());
+#else
+  EXPECT_FALSE(DeviceKernelsBuiltIn());
+#endif
+}
+
+class FakeDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!DeviceKernelsBuiltIn()) GTEST_SKIP() << "built without nvcc";
+    SketchDeviceOptions o;
+    o.driver_path = NCCLRR_FAKE_LIBCUDA;
+    o.slots = 4;
+    o.max_tiles = 16;
+    auto dev = SketchDevice::Create(o);
+    ASSERT_TRUE(dev.ok()) << dev.status().message();
+    dev_ = std::move(*dev);
+  }
+  std::unique_ptr<SketchDevice> dev_;
+};
+
+TEST_F(FakeDriver, ResultsEqualTheHostAndFusedDtypesLaunchOncePerDtype) {
+  const auto a = Floats(70000, 1), b = Floats(5000, 2);
+  std::vector<uint16_t> c(3000);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = uint16_t(0x3f00 + i % 200);  // bf16
+  SketchRequest ra, rb, rc;
+  ra.layout = {uint8_t(Dtype::kFloat32), 70000, 1, 0, 0};
+  ra.mode = SketchMode::kFullAndRace;
+  rb.layout = {uint8_t(Dtype::kFloat32), 1000, 5, 17, 2000};
+  rc.layout = {uint8_t(Dtype::kBfloat16), 3000, 1, 9, 0};
+  const int before = Control<int (*)()>("fake_cuda_launches")();
+  auto slots = dev_->Enqueue(nullptr, {{a.data(), ra}, {c.data(), rc}, {b.data(), rb}});
+  ASSERT_TRUE(slots.ok()) << slots.status().message();
+  EXPECT_EQ(Control<int (*)()>("fake_cuda_launches")() - before, 2);  // float32 pair + bf16
+  const SketchRequest* reqs[] = {&ra, &rc, &rb};
+  const void* data[] = {a.data(), c.data(), b.data()};
+  for (int i = 0; i < 3; ++i) {
+    auto got = dev_->Poll((*slots)[i]);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    EXPECT_EQ((*got)->generation, 1u);
+    ExpectSame(SketchHost(data[i], *reqs[i]).value(), (*got)->result);
+  }
+  EXPECT_FALSE(dev_->Poll((*slots)[0]).ok());  // released after its result was read
+}
+
+TEST_F(FakeDriver, NoResultBeforeTheKernelRanAndSlotsAreRecycled) {
+  auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred");
+  auto run_pending = Control<void (*)()>("fake_cuda_run_pending");
+  const auto a = Floats(9000, 3);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 9000, 1, 0, 0};
+  set_deferred(1);
+  std::vector<SketchDevice::SlotId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back((*dev_->Enqueue(nullptr, {{a.data(), r}}))[0]);
+  auto full = dev_->Enqueue(nullptr, {{a.data(), r}});
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("slots"), std::string::npos);
+  auto early = dev_->Poll(ids[0]);
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(early->has_value());
+  dev_->Release(ids[1]);  // abandoned while in flight: not reusable yet
+  EXPECT_FALSE(dev_->Enqueue(nullptr, {{a.data(), r}}).ok());
+  run_pending();
+  set_deferred(0);
+  auto reused = dev_->Enqueue(nullptr, {{a.data(), r}});  // the abandoned slot finished
+  ASSERT_TRUE(reused.ok()) << reused.status().message();
+  for (auto id : {ids[0], ids[2], ids[3], (*reused)[0]}) {
+    auto got = dev_->Poll(id);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);
+  }
+}
+
+TEST_F(FakeDriver, CapturedSketchesReportEveryReplay) {
+  auto replay = Control<void (*)()>("fake_cuda_replay_graph");
+  auto a = Floats(20000, 4);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 20000, 1, 0, 0};
+  auto slots = dev_->Enqueue(kCapturingStream, {{a.data(), r}});
+  ASSERT_TRUE(slots.ok());
+  EXPECT_FALSE(dev_->Poll((*slots)[0])->has_value());  // captured, not launched yet
+  for (uint64_t gen = 1; gen <= 2; ++gen) {
+    a[5] = float(gen);
+    replay();
+    auto got = dev_->Poll((*slots)[0]);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    EXPECT_EQ((*got)->generation, gen);
+    EXPECT_EQ((*got)->missed, 0u);
+    ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);
+  }
+  replay();
+  replay();
+  auto got = dev_->Poll((*slots)[0]);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->generation, 4u);
+  EXPECT_EQ((*got)->missed, 1u);
+  dev_->Release((*slots)[0]);
+}
+
+TEST_F(FakeDriver, BadRequestsAndStreamsFailWithoutLaunching) {
+  const int before = Control<int (*)()>("fake_cuda_launches")();
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 100, 65, 0, 100};  // 65 blocks > max_blocks 64
+  auto too_many = dev_->Enqueue(nullptr, {{reinterpret_cast<void*>(0x10), r}});
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("max_blocks"), std::string::npos);
+  r.layout.nblocks = 1;
+  EXPECT_FALSE(dev_->Enqueue(nullptr, {{nullptr, r}}).ok());  // null data
+  EXPECT_FALSE(dev_->Enqueue(kBrokenStream, {{reinterpret_cast<void*>(0x10), r}}).ok());
+  EXPECT_EQ(Control<int (*)()>("fake_cuda_launches")(), before);
+  EXPECT_EQ(Control<int (*)()>("fake_cuda_capture_mode")(), 0);  // relaxed mode was restored
+  EXPECT_NE(dev_->Describe().find("sketch device"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclrr::sketch
