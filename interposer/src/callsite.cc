@@ -49,7 +49,10 @@ std::string Describe(const void* pc) {
 }
 
 std::mutex g_mu;
-std::unordered_map<uint64_t, uint32_t>* g_ids = new std::unordered_map<uint64_t, uint32_t>();
+std::unordered_map<uint64_t, uint32_t>& Ids() {  // never destroyed (calls during exit)
+  static auto* ids = new std::unordered_map<uint64_t, uint32_t>();
+  return *ids;
+}
 
 }  // namespace
 
@@ -70,15 +73,15 @@ uint32_t CallSiteId(const void* caller) {
   for (int i = first; i < last; ++i)
     key = (key ^ reinterpret_cast<uintptr_t>(f.pc[i])) * 0x100000001b3ull;
   std::lock_guard<std::mutex> lock(g_mu);
-  auto it = g_ids->find(key);
-  if (it != g_ids->end()) return it->second;
+  auto it = Ids().find(key);
+  if (it != Ids().end()) return it->second;
   std::string text;
   for (int i = first; i < last; ++i) {
     if (i > first) text += '<';
     text += Describe(f.pc[i]);
   }
   const uint32_t id = g_runtime.writer->Intern(text);
-  g_ids->emplace(key, id);
+  Ids().emplace(key, id);
   return id;
 }
 

@@ -23,9 +23,16 @@ struct Pending {
   CommState* state;
   ncclComm_t* slot;
 };
+// Heap objects never destroyed: NCCL calls may still arrive while the process exits.
 std::mutex g_mu;
-std::vector<Pending> g_pending;
-std::vector<CommState*> g_unready;
+std::vector<Pending>& PendingList() {
+  static auto* v = new std::vector<Pending>();
+  return *v;
+}
+std::vector<CommState*>& Unready() {
+  static auto* v = new std::vector<CommState*>();
+  return *v;
+}
 uint64_t g_unknown_count = 0;
 
 // What a caller's ncclConfig_t says. Fields were only ever appended to the struct, so 2.28's
@@ -196,7 +203,7 @@ void FinalizeComm(CommState* cs) {
   EmitCommRecord(cs);
   cs->ready.store(true, std::memory_order_release);
   std::lock_guard<std::mutex> lock(g_mu);
-  std::erase(g_unready, cs);
+  std::erase(Unready(), cs);
 }
 
 void PublishCreated(CommState* cs, ncclComm_t* slot, ncclResult_t result) {
@@ -205,7 +212,7 @@ void PublishCreated(CommState* cs, ncclComm_t* slot, ncclResult_t result) {
   if (t_state.group_depth > 0) t_state.created_in_group = true;
   if (handle == nullptr) {  // NCCL writes it later (split in a group, nonblocking split)
     std::lock_guard<std::mutex> lock(g_mu);
-    g_pending.push_back({cs, slot});
+    PendingList().push_back({cs, slot});
     return;
   }
   cs->handle = handle;
@@ -215,7 +222,7 @@ void PublishCreated(CommState* cs, ncclComm_t* slot, ncclResult_t result) {
     if (cs->ready.load()) return;
   }
   std::lock_guard<std::mutex> lock(g_mu);
-  g_unready.push_back(cs);
+  Unready().push_back(cs);
 }
 
 void FinalizeGroupCreations() {
@@ -224,7 +231,7 @@ void FinalizeGroupCreations() {
   std::vector<CommState*> todo;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    for (auto it = g_pending.begin(); it != g_pending.end();) {
+    for (auto it = PendingList().begin(); it != PendingList().end();) {
       if (it->state->creator_tid != tid) {
         ++it;
         continue;
@@ -233,11 +240,11 @@ void FinalizeGroupCreations() {
       if (handle != nullptr) {
         it->state->handle = handle;
         Comms().Insert(it->state);
-        g_unready.push_back(it->state);
+        Unready().push_back(it->state);
       }
-      it = g_pending.erase(it);  // null after a completed group: the split made no comm
+      it = PendingList().erase(it);  // null after a completed group: the split made no comm
     }
-    for (CommState* cs : g_unready)
+    for (CommState* cs : Unready())
       if (cs->creator_tid == tid && cs->blocking) todo.push_back(cs);
   }
   for (CommState* cs : todo) FinalizeComm(cs);
@@ -246,13 +253,13 @@ void FinalizeGroupCreations() {
 CommState* LookupCommSlow(ncclComm_t handle) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (CommState* cs = Comms().Find(handle)) return cs;
-  for (auto it = g_pending.begin(); it != g_pending.end(); ++it) {
+  for (auto it = PendingList().begin(); it != PendingList().end(); ++it) {
     if (*it->slot != handle) continue;  // NCCL has filled in this creation's handle by now
     CommState* cs = it->state;
-    g_pending.erase(it);
+    PendingList().erase(it);
     cs->handle = handle;
     Comms().Insert(cs);
-    g_unready.push_back(cs);
+    Unready().push_back(cs);
     return cs;
   }
   // A communicator ncclrr did not see being created: give it a stand-in id.
@@ -263,7 +270,7 @@ CommState* LookupCommSlow(ncclComm_t handle) {
   cs->id = cs->nccl_hash =
       StandInId(reinterpret_cast<uint64_t>(handle), (uint64_t(getpid()) << 24) ^ ++g_unknown_count);
   Comms().Insert(cs);
-  g_unready.push_back(cs);
+  Unready().push_back(cs);
   char text[160];
   std::snprintf(text, sizeof text,
                 "communicator %p was not created through a call ncclrr saw; it is recorded as "
@@ -279,7 +286,7 @@ void ForgetComm(ncclComm_t handle) {
   if (CommState* cs = Comms().Find(handle)) EmitQueryCountsOf(cs);
   Comms().Remove(handle);
   std::lock_guard<std::mutex> lock(g_mu);
-  std::erase_if(g_unready, [handle](CommState* cs) { return cs->handle == handle; });
+  std::erase_if(Unready(), [handle](CommState* cs) { return cs->handle == handle; });
 }
 
 }  // namespace ncclrr::interpose

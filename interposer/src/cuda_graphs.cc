@@ -42,9 +42,19 @@ struct TemplateSet {
 };
 using SetPtr = std::shared_ptr<TemplateSet>;
 std::mutex g_mu;
-auto* g_graphs = new std::unordered_map<uint64_t, SetPtr>();  // live graph handle -> set
-auto* g_execs = new std::unordered_map<uint64_t, SetPtr>();   // executable -> set
-auto* g_all = new std::vector<SetPtr>();                      // every set (for the exit note)
+// Never destroyed (graph calls may arrive while the process exits); made at first use.
+std::unordered_map<uint64_t, SetPtr>& Graphs() {  // live graph handle -> set
+  static auto* m = new std::unordered_map<uint64_t, SetPtr>();
+  return *m;
+}
+std::unordered_map<uint64_t, SetPtr>& Execs() {  // executable -> set
+  static auto* m = new std::unordered_map<uint64_t, SetPtr>();
+  return *m;
+}
+std::vector<SetPtr>& AllSets() {  // every set (for the exit note)
+  static auto* v = new std::vector<SetPtr>();
+  return *v;
+}
 
 void EmitGraphEvent(GraphEventKind kind, uint64_t graph, uint64_t exec, uint64_t stream) {
   Record r{};
@@ -104,11 +114,11 @@ CaptureInfo QueryCapture(const void* stream) {
 
 uint64_t AddGraphTemplate(const CallRecord& rec, CommState* cs) {
   std::lock_guard<std::mutex> lock(g_mu);
-  SetPtr& set = (*g_graphs)[rec.graph_id];
+  SetPtr& set = Graphs()[rec.graph_id];
   if (set == nullptr) {
     set = std::make_shared<TemplateSet>();
     set->graph = rec.graph_id;
-    g_all->push_back(set);
+    AllSets().push_back(set);
   }
   CommTemplates& t = set->comms[cs];
   if (IsCollective(static_cast<Api>(rec.api))) return t.collectives++;
@@ -120,9 +130,9 @@ void OnGraphInstantiated(uint64_t graph, uint64_t exec) {
   if (!IsRecording()) return;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    auto g = g_graphs->find(graph);
-    if (g == g_graphs->end()) return;  // no NCCL call in this graph
-    (*g_execs)[exec] = g->second;
+    auto g = Graphs().find(graph);
+    if (g == Graphs().end()) return;  // no NCCL call in this graph
+    Execs()[exec] = g->second;
   }
   EmitGraphEvent(GraphEventKind::kInstantiate, graph, exec, 0);
 }
@@ -132,8 +142,8 @@ void OnGraphLaunched(uint64_t exec, uint64_t stream) {
   uint64_t graph;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    auto e = g_execs->find(exec);
-    if (e == g_execs->end()) return;
+    auto e = Execs().find(exec);
+    if (e == Execs().end()) return;
     TemplateSet& set = *e->second;
     graph = set.graph;
     ++set.launches;
@@ -154,10 +164,10 @@ void OnGraphExecDestroyed(uint64_t exec) {
   uint64_t graph;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    auto e = g_execs->find(exec);
-    if (e == g_execs->end()) return;
+    auto e = Execs().find(exec);
+    if (e == Execs().end()) return;
     graph = e->second->graph;
-    g_execs->erase(e);
+    Execs().erase(e);
   }
   EmitGraphEvent(GraphEventKind::kDestroy, graph, exec, 0);
 }
@@ -166,7 +176,7 @@ void OnGraphDestroyed(uint64_t graph) {
   if (!IsRecording()) return;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (g_graphs->erase(graph) == 0) return;  // the handle may now be reused by a new graph
+    if (Graphs().erase(graph) == 0) return;  // the handle may now be reused by a new graph
   }
   EmitGraphEvent(GraphEventKind::kDestroy, graph, 0, 0);
 }
@@ -175,7 +185,7 @@ void NoteGraphsAtExit() {
   int unlaunched = 0, total = 0;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    for (const SetPtr& set : *g_all) {
+    for (const SetPtr& set : AllSets()) {
       ++total;
       if (set->launches == 0) ++unlaunched;
     }

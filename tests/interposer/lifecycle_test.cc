@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "run_util.h"
@@ -107,6 +108,28 @@ TEST(InterposerLifecycle, NonblockingCommunicators) {
     EXPECT_EQ(c.result, 0);
     EXPECT_EQ(c.aux, 7);  // from ncclInProgress
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(InterposerLifecycle, CallTimesAreOnTheMonotonicClock) {
+  // Calls 60 ms apart: the first on clock_gettime, later ones on the TSC once it is anchored.
+  const std::string dir = FreshDir("clock");
+  const RunResult r = RunApp("interposer_app_direct", {"clock", "8"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto calls = CallsOf(ReadOnlyTrace(dir), Api::kAllReduce);
+  ASSERT_EQ(calls.size(), 8u);
+  std::istringstream out(r.out);
+  std::string word;
+  int i = 0;
+  long long before = 0, after = 0;
+  while (out >> word >> i >> before >> after) {
+    ASSERT_LT(i, 8);
+    constexpr long long kSlackNs = 50'000;  // TSC anchoring error bound, generous
+    EXPECT_GE(calls[i].enter_ns, before - kSlackNs) << "call " << i;
+    EXPECT_LE(calls[i].exit_ns, after + kSlackNs) << "call " << i;
+    EXPECT_LE(calls[i].enter_ns, calls[i].exit_ns);
+  }
+  EXPECT_EQ(i, 7);
   std::filesystem::remove_all(dir);
 }
 

@@ -10,6 +10,8 @@
 //   crash segv|abort|kill N  N steps, then dies
 //   ring exit|usr1|error|hang N   N steps, then the flight-recorder trigger
 //   version                  only ncclGetVersion (a query: no trace file is created)
+//   clock N                  N allreduces 60 ms apart on a 1-rank communicator, printing
+//                            "call I BEFORE AFTER" (CLOCK_MONOTONIC ns around each)
 #include "workload.h"
 
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -400,12 +403,40 @@ int Ring(const NcclApi& a, const std::string& trigger, int steps) {
   return 98;
 }
 
+int64_t MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+int Clock(const NcclApi& a, int n) {
+  Checker ck;
+  ncclUniqueId id;
+  ncclComm_t comm = nullptr;
+  ck.Ok(a.ncclGetUniqueId(&id), "GetUniqueId");
+  ck.Ok(a.ncclCommInitRank(&comm, 1, id, 0), "InitRank");
+  cudaStream_t s = a.StreamCreate();
+  std::vector<float> v(16, 1.0f);
+  for (int i = 0; i < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    const int64_t before = MonotonicNow();
+    ck.Ok(a.ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, s), "AR");
+    const int64_t after = MonotonicNow();
+    std::printf("call %d %lld %lld\n", i, static_cast<long long>(before),
+                static_cast<long long>(after));
+  }
+  ck.Ok(a.StreamSynchronize(s), "sync");
+  ck.Ok(a.ncclCommDestroy(comm), "Destroy");
+  return ck.wrong;
+}
+
 }  // namespace
 
 int RunWorkload(const NcclApi& api, int argc, char** argv) {
   const std::string s = argc > 1 ? argv[1] : "basic";
   auto arg = [&](int i, int fallback) { return argc > i ? std::atoi(argv[i]) : fallback; };
   if (s == "basic") return Basic(api);
+  if (s == "clock") return Clock(api, arg(2, 8));
   if (s == "version") {
     int v = 0;
     return api.ncclGetVersion(&v) == ncclSuccess && v > 0 ? 0 : 1;
