@@ -233,16 +233,22 @@ int Basic(const NcclApi& a) {
   return ck.wrong;
 }
 
+// A communicator of one rank from a fresh unique id.
+ncclComm_t OneRankComm(const NcclApi& a, Checker& ck) {
+  ncclUniqueId id;
+  ncclComm_t comm = nullptr;
+  ck.Ok(a.ncclGetUniqueId(&id), "GetUniqueId");
+  ck.Ok(a.ncclCommInitRank(&comm, 1, id, 0), "InitRank");
+  return comm;
+}
+
 int Threads(const NcclApi& a, int nthreads, int iters) {
   std::vector<int> wrong(nthreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < nthreads; ++t)
     threads.emplace_back([&, t] {
       Checker ck;
-      ncclUniqueId id;
-      ncclComm_t comm = nullptr;
-      ck.Ok(a.ncclGetUniqueId(&id), "GetUniqueId");
-      ck.Ok(a.ncclCommInitRank(&comm, 1, id, 0), "InitRank");
+      ncclComm_t comm = OneRankComm(a, ck);
       cudaStream_t s = a.StreamCreate();
       std::vector<float> v(256, float(t));
       for (int i = 0; i < iters; ++i)
@@ -411,10 +417,7 @@ int64_t MonotonicNow() {
 
 int Clock(const NcclApi& a, int n) {
   Checker ck;
-  ncclUniqueId id;
-  ncclComm_t comm = nullptr;
-  ck.Ok(a.ncclGetUniqueId(&id), "GetUniqueId");
-  ck.Ok(a.ncclCommInitRank(&comm, 1, id, 0), "InitRank");
+  ncclComm_t comm = OneRankComm(a, ck);
   cudaStream_t s = a.StreamCreate();
   std::vector<float> v(16, 1.0f);
   for (int i = 0; i < n; ++i) {
