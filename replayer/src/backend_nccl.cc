@@ -43,8 +43,11 @@ bool Sym(void* h, const char* name, F* f) {
 
 StatusOr<CudaRt> LoadCudaRt() {
   void* h = nullptr;
-  for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
-                           "/usr/local/cuda/lib64/libcudart.so.13"})
+  for (const char* name :
+       {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
+        "/usr/local/cuda/lib64/libcudart.so.13",
+        "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13",
+        "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12"})
     if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
   if (h == nullptr)
     return NotFound(

@@ -100,35 +100,32 @@ TEST(ScenarioDetails, CountMismatchTail) {
   }
 }
 
-// A hang is reported with where each rank stood, not waited out.
-TEST(ScenarioDetails, CrossCommunicatorDeadlockIsExplained) {
-  auto model = WriteAndLoad(ExampleScript("cross-comm-order"), "cross-comm");
-  ASSERT_NE(model, nullptr);
+// Replays `scenario` in the recorded order, expects a hang with both ranks stuck at `seq` for a
+// reason containing `why`, and returns the explanation lines.
+std::vector<std::string> ExpectHangAt(const char* scenario, uint64_t seq, const char* why) {
+  auto model = WriteAndLoad(ExampleScript(scenario), std::string("hang-") + scenario);
+  if (model == nullptr) return {};
   const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded", 0.5));
   const replay::OrderResult& o = r.results[0];
-  ASSERT_EQ(o.outcome, Outcome::kHang);
-  ASSERT_EQ(o.stuck.size(), 2u) << replay::FormatText(r);
+  EXPECT_EQ(o.outcome, Outcome::kHang);
+  EXPECT_EQ(o.stuck.size(), 2u) << replay::FormatText(r);
   for (const replay::StuckCall& s : o.stuck) {
-    EXPECT_EQ(s.seq, 1u);
-    EXPECT_THAT(s.why, HasSubstr("another communicator"));
+    EXPECT_EQ(s.seq, seq);
+    EXPECT_THAT(s.why, HasSubstr(why));
   }
-  EXPECT_THAT(o.explanation, Contains(HasSubstr("opposite order")));
+  return o.explanation;
+}
+
+// A hang is reported with where each rank stood, not waited out.
+TEST(ScenarioDetails, CrossCommunicatorDeadlockIsExplained) {
+  EXPECT_THAT(ExpectHangAt("cross-comm-order", 1, "another communicator"),
+              Contains(HasSubstr("opposite order")));
 }
 
 // Rank 1 skips one allreduce in step 1: from there NCCL pairs its broadcast with rank 0's
 // allreduce, which the host NCCL cannot complete. The replay names the skip and the stuck pair.
 TEST(ScenarioDetails, MissingCollectiveNamesTheSkippedCall) {
-  auto model = WriteAndLoad(ExampleScript("missing-collective"), "missing");
-  ASSERT_NE(model, nullptr);
-  const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded", 0.5));
-  const replay::OrderResult& o = r.results[0];
-  ASSERT_EQ(o.outcome, Outcome::kHang);
-  ASSERT_EQ(o.stuck.size(), 2u) << replay::FormatText(r);
-  for (const replay::StuckCall& s : o.stuck) {
-    EXPECT_EQ(s.seq, 6u);
-    EXPECT_THAT(s.why, HasSubstr("cannot complete together"));
-  }
-  EXPECT_THAT(o.explanation,
+  EXPECT_THAT(ExpectHangAt("missing-collective", 6, "cannot complete together"),
               Contains("rank 1 is 1 call(s) ahead from seq 5 (it skipped tensor 1, step 1)"));
 }
 
