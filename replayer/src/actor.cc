@@ -397,6 +397,8 @@ class Actor {
     st_.snapshots.fetch_add(1);
     const int64_t wait_until = SteadyNs() + 5'000'000'000;
     while (st_.snapshots.load() < st_.running && SteadyNs() < wait_until) usleep(100);
+    if (st_.options.abort_grace_s > 0)
+      usleep(static_cast<useconds_t>(st_.options.abort_grace_s * 1e6));
     for (ncclComm_t& c : comm_of_) {
       if (c != nullptr) nccl_.CommAbort(c);
       c = nullptr;

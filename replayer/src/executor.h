@@ -36,6 +36,9 @@ struct ExecOptions {
   std::vector<uint32_t> run_actors;
   int device_slot = -1;
   std::vector<ncclUniqueId> ids;
+  // Under --mpi the other processes' watchdogs fire a moment later: waiting this long after the
+  // snapshot before aborting lets them record their heads before the abort moves them.
+  double abort_grace_s = 0;
 };
 
 struct CallOutcome {

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -203,6 +204,7 @@ ExecResult ExecuteUnderMpi(MpiWorld& mpi, const ReplayPlan& plan, Backend& backe
   mpi.Broadcast(options.ids.data(), options.ids.size() * sizeof(ncclUniqueId));
   options.run_actors = {actor};
   options.device_slot = mpi.local_rank();
+  options.abort_grace_s = std::min(1.0, options.timeout_s / 2);
   ExecResult local = Execute(plan, backend, data, order, options);
   const std::vector<std::string> all = mpi.GatherToRoot(Pack(plan, actor, local));
   if (mpi.rank() != 0) return local;
