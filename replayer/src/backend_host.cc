@@ -14,6 +14,7 @@
 #include <map>
 
 #include "backend.h"
+#include "replay_env.h"
 
 namespace ncclrr::replay {
 namespace {
@@ -102,8 +103,8 @@ class HostBackend : public Backend {
     std::vector<std::string> candidates;
     if (!config.library.empty()) {
       candidates.push_back(config.library);
-    } else if (const char* env = std::getenv("NCCLRR_HOSTNCCL_LIBRARY"); env && *env) {
-      candidates.push_back(env);
+    } else if (!Env().hostnccl_library.empty()) {
+      candidates.push_back(Env().hostnccl_library);
     } else {
       const std::string dir = ExecutableDir();
       candidates.push_back(dir + "/../lib/libncclrr-hostnccl.so");

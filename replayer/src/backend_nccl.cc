@@ -11,6 +11,7 @@
 #include <map>
 
 #include "backend.h"
+#include "replay_env.h"
 
 namespace ncclrr::replay {
 namespace {
@@ -185,7 +186,7 @@ class NcclBackend : public Backend {
           "CUDA_VISIBLE_DEVICES), or replay with --backend host");
     std::vector<std::string> candidates;
     if (!config.library.empty()) candidates.push_back(config.library);
-    if (const char* env = std::getenv("NCCLRR_NCCL_LIBRARY"); env && *env) {
+    if (const char* env = Env().nccl_library.c_str(); *env) {
       struct stat st {};
       const bool dir = stat(env, &st) == 0 && S_ISDIR(st.st_mode);
       candidates.push_back(dir ? std::string(env) + "/libnccl.so.2" : std::string(env));

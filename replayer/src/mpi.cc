@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "replay_env.h"
 #include "stuck.h"
 
 namespace ncclrr::replay {
@@ -41,7 +42,7 @@ bool Sym(void* h, const char* name, F* f) {
 
 StatusOr<std::unique_ptr<MpiWorld>> MpiWorld::Init() {
   std::vector<std::string> names;
-  if (const char* env = std::getenv("NCCLRR_MPI_LIBRARY"); env && *env) names.push_back(env);
+  if (!Env().mpi_library.empty()) names.push_back(Env().mpi_library);
   names.insert(names.end(), {"libmpi.so.40", "libmpi.so"});
   auto api = std::make_unique<Api>();
   std::string tried;
@@ -76,8 +77,7 @@ StatusOr<std::unique_ptr<MpiWorld>> MpiWorld::Init() {
   w->api_->CommRank(w->api_->world, &w->rank_);
   w->api_->CommSize(w->api_->world, &w->size_);
   w->local_rank_ = w->rank_;
-  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
-    w->local_rank_ = std::atoi(local);
+  if (Env().mpi_local_rank >= 0) w->local_rank_ = Env().mpi_local_rank;
   return w;
 }
 

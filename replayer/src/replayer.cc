@@ -14,6 +14,7 @@
 #include "mpi.h"
 #include "order.h"
 #include "plan.h"
+#include "replay_env.h"
 
 namespace ncclrr::replay {
 namespace {
@@ -41,11 +42,6 @@ double BusBytes(const PlanCall& c, int n) {
     default:
       return size;
   }
-}
-
-uint64_t EnvMegabytes(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::strtoull(v, nullptr, 10) << 20 : 0;
 }
 
 class Replayer {
@@ -121,8 +117,7 @@ class Replayer {
     report_.ranks = plan_.actors.size();
     for (const PlanComm& pc : plan_.comms) report_.comms += pc.used;
     report_.calls = plan_.calls.size();
-    report_.include_timing = std::getenv("NCCLRR_REPLAY_TIMING") != nullptr &&
-                             std::string(std::getenv("NCCLRR_REPLAY_TIMING")) == "1";
+    report_.include_timing = Env().timing;
     if (opt_.backend == BackendKind::kNccl) report_.warnings.push_back(backend_->Describe());
     const int rec = plan_.recorded_nccl_version, now = backend_->nccl().version;
     if (opt_.backend == BackendKind::kNccl && rec && now && rec / 100 != now / 100)
@@ -132,8 +127,7 @@ class Replayer {
     for (const std::vector<std::string>* list :
          {&std::as_const(plan_.notes), &data_->notes(), &backend_->notes()})
       report_.warnings.insert(report_.warnings.end(), list->begin(), list->end());
-    budget_ = opt_.memory_budget_bytes ? opt_.memory_budget_bytes
-                                       : EnvMegabytes("NCCLRR_REPLAY_MEMORY_MB");
+    budget_ = opt_.memory_budget_bytes ? opt_.memory_budget_bytes : Env().memory_budget;
     if (budget_ == 0) budget_ = opt_.backend == BackendKind::kHost ? (1ull << 30) : (8ull << 30);
     return Status::Ok();
   }
