@@ -43,7 +43,9 @@ class CheckCommand : public Command {
     }
     analysis::CheckOptions co;
     co.stable = args.Has("--stable");
+    co.progress = lo.progress;
     const analysis::Report report = analysis::Check(*model, co);
+    if (progress) std::fprintf(stderr, "\r\033[K");
     analysis::FormatOptions fo;
     fo.stable = co.stable;
     fo.strict = args.Has("--strict");
