@@ -23,13 +23,16 @@ inline int32_t PairingOp(const CallRecord& c) {
   return c.op;
 }
 
+// One hash per call: (api, dtype, pairing op, root) packed into one word, mixed with count.
 inline uint64_t ShapeSignature(const CallRecord& c) {
   const Api api = CanonicalApi(static_cast<Api>(c.api));
-  uint64_t h = Mix64(static_cast<uint64_t>(api), c.count);
-  h = Mix64(h, c.dtype);
-  h = Mix64(h, static_cast<uint64_t>(static_cast<int64_t>(PairingOp(c))));
-  if (IsRooted(api)) h = Mix64(h, static_cast<uint64_t>(static_cast<int64_t>(c.root_peer)));
-  return h;
+  const uint64_t op = static_cast<uint64_t>(PairingOp(c) + 1) & 0x7ff;  // -1..1000 -> 11 bits
+  const uint64_t root =
+      IsRooted(api) ? static_cast<uint64_t>(static_cast<uint32_t>(c.root_peer) + 1) & 0x1fffffff
+                    : 0;
+  const uint64_t packed =
+      static_cast<uint64_t>(api) | (uint64_t{c.dtype} << 16) | (op << 24) | (root << 35);
+  return Mix64(packed, c.count);
 }
 
 // Calls `f(ia, ib)` for every seq present in both sequences (indices into collectives).
