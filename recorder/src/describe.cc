@@ -42,7 +42,10 @@ std::string DescribeCall(const CallRecord& c, bool stable) {
   std::string s(ApiName(api));
   if (c.comm_id != 0) Appendf(&s, " comm %s rank %d", Hex64(c.comm_id).c_str(), c.rank);
   if (IsCollective(api) || IsP2p(api)) {
-    Appendf(&s, " seq %" PRIu64, c.seq);
+    if (c.seq == kNoSeq)
+      s += " seq -";
+    else
+      Appendf(&s, " seq %" PRIu64, c.seq);
     if (!stable) Appendf(&s, " sendbuff 0x%" PRIx64 " recvbuff 0x%" PRIx64, c.sendbuff, c.recvbuff);
     Appendf(&s, " count %" PRIu64 " datatype %s", c.count, std::string(DtypeName(c.dtype)).c_str());
     if (api != Api::kBroadcast && api != Api::kBcast && !IsP2p(api) && api != Api::kAllGather &&

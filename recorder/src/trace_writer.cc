@@ -29,12 +29,19 @@ struct TlsRings {
   static constexpr int kSlots = 4;
   TlsEntry entries[kSlots];
   int next = 0;
-  ~TlsRings() {
-    for (auto& e : entries)
-      if (e.ring) e.ring->dead.store(true, std::memory_order_release);
-  }
+  ~TlsRings();
 };
 thread_local TlsRings tls_rings;
+// Trivially destructible, so it stays valid while the thread (or, for the main thread, exit())
+// runs code after tls_rings was destroyed: such late records are dropped and counted.
+thread_local bool tls_rings_gone = false;
+std::atomic<uint64_t> g_late_drops{0};
+
+TlsRings::~TlsRings() {
+  tls_rings_gone = true;
+  for (auto& e : entries)
+    if (e.ring) e.ring->dead.store(true, std::memory_order_release);
+}
 
 uint32_t RoundUpPow2(uint32_t v) {
   uint32_t p = 2;
@@ -62,8 +69,9 @@ TraceWriter::~TraceWriter() { (void)Close("destroyed"); }
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(WriterOptions options) {
   if (options.dir.empty()) return InvalidArgument("TraceWriter: no trace directory given");
   options.ring_slots = RoundUpPow2(std::max<uint32_t>(options.ring_slots, 64));
+  // One slot more than kept: the slot being overwritten while a dump copies is discarded.
   if (options.flight_recorder_calls > 0)
-    options.ring_slots = RoundUpPow2(options.flight_recorder_calls);
+    options.ring_slots = RoundUpPow2(options.flight_recorder_calls + 1);
   auto impl = std::make_unique<Impl>(std::move(options));
   NCCLRR_RETURN_IF_ERROR(impl->OpenFile());
   impl->StartThread();
@@ -71,6 +79,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(WriterOptions options
 }
 
 ThreadRing* TraceWriter::Impl::RingForThisThread() {
+  if (__builtin_expect(tls_rings_gone, 0)) return nullptr;
   const uint64_t gen = generation_.load(std::memory_order_relaxed);
   for (auto& e : tls_rings.entries)
     if (e.generation == gen) return e.ring;
@@ -103,6 +112,10 @@ bool TraceWriter::Impl::Append(const Record& record) {
     return true;
   }
   ThreadRing* ring = RingForThisThread();
+  if (__builtin_expect(ring == nullptr, 0)) {  // this thread is exiting
+    g_late_drops.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   const uint64_t h = ring->head.load(std::memory_order_relaxed);
   if (!flight_ && h - ring->cached_tail >= ring->capacity()) {
     ring->cached_tail = ring->tail.load(std::memory_order_acquire);
@@ -126,8 +139,11 @@ bool TraceWriter::Impl::Append(const Record& record) {
 
 uint64_t TraceWriter::NextCallUid() {
   ThreadRing* ring = impl_->RingForThisThread();
+  if (ring == nullptr) return 0;  // this thread is exiting; its record will be dropped
   return (uint64_t{ring->index} << 40) | ring->uid_counter++;
 }
+
+uint64_t LateThreadDrops() { return g_late_drops.load(std::memory_order_relaxed); }
 
 uint32_t TraceWriter::Intern(std::string_view text) { return impl_->Intern(text); }
 

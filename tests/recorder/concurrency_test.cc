@@ -130,3 +130,38 @@ TEST(Concurrency, ForkedChildRecordsToItsOwnFile) {
 
 }  // namespace
 }  // namespace ncclrr
+
+namespace ncclrr {
+namespace {
+
+// A thread-local object constructed before the thread's first record is destroyed after the
+// writer's thread-local state: records it appends then are dropped and counted, never a crash.
+struct AppendsInDestructor {
+  TraceWriter* writer = nullptr;
+  ~AppendsInDestructor() {
+    if (writer) writer->AppendCall(testing::MakeCall(1));
+  }
+};
+thread_local AppendsInDestructor tls_late;
+
+TEST(Concurrency, RecordsAfterThreadLocalTeardownAreDropped) {
+  testing::ScratchDir dir("late");
+  WriterOptions o;
+  o.dir = dir.path();
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok());
+  const uint64_t before = LateThreadDrops();
+  std::thread t([&] {
+    tls_late.writer = w->get();  // constructed first, so destroyed last
+    (*w)->AppendCall(testing::MakeCall(0));
+  });
+  t.join();
+  EXPECT_EQ(LateThreadDrops(), before + 1);
+  ASSERT_TRUE((*w)->Close().ok());
+  auto f = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->calls.size(), 1u);
+}
+
+}  // namespace
+}  // namespace ncclrr

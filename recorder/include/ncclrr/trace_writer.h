@@ -94,6 +94,10 @@ class TraceWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+// Records dropped because their thread was already exiting (after its thread-local state was
+// destroyed, e.g. the main thread inside exit()): counted here, never touched.
+uint64_t LateThreadDrops();
+
 // "<hostname>-<pid>.ncclrr"
 std::string DefaultTraceFileName(int pid);
 std::string HostName();
