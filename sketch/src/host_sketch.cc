@@ -36,6 +36,8 @@ Partial HostChunk(const uint8_t* p, uint64_t n, uint64_t g, const uint32_t (*eta
   DotType<D> dots[kDots][kLanes];
   SumSq ss[kLanes];
   uint64_t nan = 0, posinf = 0, neginf = 0;
+  uint64_t eps_words[core::kChunkEpsWords];
+  for (int i = 0; i < core::kChunkEpsWords; ++i) eps_words[i] = core::ChunkEpsWord(g, i);
   for (int lane = 0; lane < kLanes; ++lane) {
     core::LaneState<D> s;
     core::LaneInit(s);
@@ -44,7 +46,7 @@ Partial HostChunk(const uint8_t* p, uint64_t n, uint64_t g, const uint32_t (*eta
       if (pos >= n) break;
       const int nv = int(std::min<uint64_t>(D::V, n - pos));
       const uint8_t* row = p + pos * sizeof(typename D::Raw);
-      core::LaneRow(s, nv, core::EpsBits(g + pos, D::V),
+      core::LaneRow(s, nv, core::EpsBitsAt(eps_words, g, pos, D::V),
                     [row](int v) { return LoadRaw<D>(row, v); });
     }
     DotType<D> d[kDots];

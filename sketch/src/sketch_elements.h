@@ -68,6 +68,20 @@ NCCLRR_HD uint32_t EpsBits(uint64_t g, int n) {
   return uint32_t(bits) & (n >= 32 ? 0xffffffffu : ((1u << n) - 1));
 }
 
+// The same bits from the hash words of a chunk (a chunk of 4096 elements at global index g0
+// touches at most 65 words): word i = Mix64(g0 / 64 + i). Computing them once per chunk instead
+// of once per lane and row saves most of the hashing; the bits are identical.
+inline constexpr int kChunkEpsWords = 65;
+NCCLRR_HD uint64_t ChunkEpsWord(uint64_t g0, int i) { return Mix64((g0 >> 6) + uint64_t(i)); }
+NCCLRR_HD uint32_t EpsBitsAt(const uint64_t* words, uint64_t g0, uint64_t pos, int n) {
+  const uint64_t g = g0 + pos;
+  const uint32_t off = uint32_t(g & 63);
+  const uint64_t i = (g >> 6) - (g0 >> 6);
+  uint64_t bits = words[i] >> off;
+  if (off + uint32_t(n) > 64) bits |= words[i + 1] << (64 - off);
+  return uint32_t(bits) & (n >= 32 ? 0xffffffffu : ((1u << n) - 1));
+}
+
 // ---- Exact arithmetic helpers --------------------------------------------------------------
 NCCLRR_HD float AddF(float a, float b) {
 #if defined(__CUDA_ARCH__)

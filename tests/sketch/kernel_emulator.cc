@@ -93,6 +93,7 @@ struct EmuExec {
   int tid() const { return t; }
   uint32_t cta() const { return block; }
   void sync() { c->fibers.CtaBarrier(); }
+  void sync_warp() { c->fibers.WarpBarrier(t / core::kLanes); }
   template <typename T>
   T shfl_down(T v, int offset) {
     const int w = t / core::kLanes, l = t % core::kLanes;

@@ -3,6 +3,7 @@
 // source runs as CUDA (sketch_kernel.cu, X = DeviceExec) and on the host emulator that the CI
 // tests use (tests/sketch/kernel_emulator.cc, X = one OS thread per GPU thread). X provides:
 //   int tid(); uint32_t cta(); void sync();            // __syncthreads
+//   void sync_warp();                                  // __syncwarp
 //   T shfl_down(T v, int offset);                      // within the warp, all 32 lanes
 //   uint32_t atomic_add(uint32_t* p, uint32_t v);      // device-scope atomic
 //   void fence(); void fence_system();                 // __threadfence(_system)
@@ -34,7 +35,8 @@ using kabi::kWarpsPerCta;
 
 struct CtaShared {
   uint32_t eta[core::kLanes][16];  // eta words of each lane's positions (same for every warp)
-  uint64_t part[kWarpsPerCta][kPartialWords];  // chunk partials of the current round
+  uint64_t eps[kWarpsPerCta][core::kChunkEpsWords];  // each warp's chunk hash words
+  uint64_t part[kWarpsPerCta][kPartialWords];        // chunk partials of the current round
   uint64_t main_stack[kStackDepth][kPartialWords];
   uint64_t race_stack[kStackDepth][kPartialWords];
   uint64_t generation;
@@ -78,7 +80,7 @@ NCCLRR_KD typename D::Raw ExtractRaw(const uint32_t* w, int v) {
 template <class D, class X>
 NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_count,
                          uint64_t block_first, uint64_t chunk, int lane, const uint32_t* eta,
-                         uint64_t* dst) {
+                         uint64_t* eps_words, uint64_t* dst) {
   using Raw = typename D::Raw;
   constexpr uint32_t kRow = core::kRowElems<D>;
   constexpr uint32_t kRows = core::kRows<D>;
@@ -87,6 +89,10 @@ NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_coun
   const uint64_t n = rest < core::kChunk ? rest : core::kChunk;
   const Raw* p = block + off;
   const uint64_t g = block_first + off;
+  // The chunk's hash words, computed once by the warp (at most 3 per lane).
+  for (int i = lane; i < core::kChunkEpsWords; i += core::kLanes)
+    eps_words[i] = core::ChunkEpsWord(g, i);
+  x.sync_warp();
   core::LaneState<D> s;
   core::LaneInit(s);
   if (n == core::kChunk) {
@@ -104,7 +110,7 @@ NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_coun
       for (uint32_t i = 0; i < kBatch; ++i) {
         const uint64_t pos = uint64_t(r0 + i) * kRow + uint64_t(lane) * D::V;
         const uint32_t* w = words[i];
-        core::LaneRow(s, D::V, core::EpsBits(g + pos, D::V),
+        core::LaneRow(s, D::V, core::EpsBitsAt(eps_words, g, pos, D::V),
                       [w](int v) { return ExtractRaw<D>(w, v); });
       }
     }
@@ -114,7 +120,8 @@ NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_coun
       if (pos >= n) break;
       const int nv = n - pos < uint64_t(D::V) ? int(n - pos) : D::V;
       const Raw* row = p + pos;
-      core::LaneRow(s, nv, core::EpsBits(g + pos, D::V), [row](int v) { return row[v]; });
+      core::LaneRow(s, nv, core::EpsBitsAt(eps_words, g, pos, D::V),
+                    [row](int v) { return row[v]; });
     }
   }
   core::DotType<D> dots[core::kDots];
@@ -159,7 +166,8 @@ NCCLRR_KD void TileWork(X& x, const Job& job, uint32_t t, CtaShared& sh) {
     const uint64_t leaf = q * kWarpsPerCta + uint64_t(warp);
     if (leaf < leaves) {
       const uint64_t chunk = c0 + (full ? leaf : leaf * core::kRaceStride);
-      ChunkWarp<D>(x, block, job.block_count, block_first, chunk, lane, eta, sh.part[warp]);
+      ChunkWarp<D>(x, block, job.block_count, block_first, chunk, lane, eta, sh.eps[warp],
+                   sh.part[warp]);
     }
     x.sync();
     if (tid < kPartialWords) {

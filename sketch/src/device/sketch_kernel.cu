@@ -10,6 +10,7 @@ struct DeviceExec {
   __device__ int tid() const { return int(threadIdx.x); }
   __device__ uint32_t cta() const { return blockIdx.x; }
   __device__ void sync() { __syncthreads(); }
+  __device__ void sync_warp() { __syncwarp(); }
   template <typename T>
   __device__ T shfl_down(T v, int offset) {
     return __shfl_down_sync(0xffffffffu, v, offset);
