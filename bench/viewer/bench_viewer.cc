@@ -136,7 +136,7 @@ void Bench(const std::string& dir, int frames, int w, int h) {
   };
   for (const Level& level :
        {Level{"pan, whole trace in view", 1.0}, Level{"pan, 1/100 of the trace in view", 0.01},
-        Level{"pan, 1/100000 of the trace in view", 1e-5}}) {
+        Level{"pan, 1/10000 of the trace in view", 1e-4}}) {
     scene.axis.Fit(s.timeline().begin_ns + span / 3,
                    s.timeline().begin_ns + span / 3 + static_cast<int64_t>(span * level.fraction));
     std::vector<double> ms;

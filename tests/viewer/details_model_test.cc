@@ -98,5 +98,32 @@ TEST(CallDetailsModel, NamesTheFindingsOfACall) {
   EXPECT_EQ(m.rowCount(), 0);
 }
 
+TEST(CallDetailsModel, ShowsGpuTimesSketchesAndStackFrames) {
+  testing::EnsureApp();
+  auto s = testing::LoadWithReport(testing::WriteRichTrace("details-rich"), {});
+  ASSERT_TRUE(s);
+  uint32_t f0 = 0;
+  while (s->model().file(f0).calls.front().rank != 0) ++f0;
+  CallDetailsModel m;
+  QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  m.Show(s, CallRef{f0, 0});
+  const std::string dump = DumpModel(m).toStdString();
+  for (const char* want :
+       {"  call site | #", "    frame 0 | train.py:42 step()",
+        "    frame 1 | ddp.py:310 allreduce_bucket()", "GPU time | ", "  duration | 40.0 us",
+        "  source | CUPTI", "  queued before running | 20.0 us", "Sketches (1) | ",
+        "  send buffer before the call | 4096 elements from 0", "    sum of squares | 42",
+        "    NaN / +Inf / -Inf | 0 / 0 / 0", "    samples (2) | [0]=0.25 [7]=-1"})
+    EXPECT_NE(dump.find(want), std::string::npos) << want << "\n" << dump;
+  uint32_t f1 = 1 - f0;
+  m.Show(s, CallRef{f1, 4});
+  const std::string hung = DumpModel(m).toStdString();
+  EXPECT_NE(hung.find("  returned | never: in flight when the trace ended"), std::string::npos)
+      << hung;
+  EXPECT_NE(hung.find("  in flight | the call had not returned"), std::string::npos) << hung;
+  EXPECT_NE(hung.find("  closed in order | no (killed, hung or still running)"), std::string::npos)
+      << hung;
+}
+
 }  // namespace
 }  // namespace ncclrr::viewer

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <QApplication>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QMenu>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QSignalSpy>
 #include <QTableView>
 #include <fstream>
@@ -131,6 +135,30 @@ TEST(MainWindow, SelectingACellSelectsTheCallInTheTimeline) {
   ASSERT_TRUE(rect);
   EXPECT_NEAR(rect->center().x(),
               w.timeline()->scene().geometry.label_width + w.timeline()->axis().width_px / 2, 2);
+}
+
+TEST(MainWindow, ADroppedDirectoryOpensAndBecomesRecent) {
+  testing::EnsureApp();
+  const std::string dir = testing::WriteCleanTrace("dropped");
+  MainWindow w;
+  QSignalSpy loaded(w.loader(), &SessionLoader::loaded);
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(dir))});
+  QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&w, &enter);
+  EXPECT_TRUE(enter.isAccepted());
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&w, &drop);
+  ASSERT_TRUE(loaded.wait(30000));
+  QApplication::processEvents();
+  ASSERT_NE(w.session(), nullptr);
+  EXPECT_EQ(w.session()->path(), dir);
+  // File > Open recent now offers it first.
+  QMenu* recent = w.findChild<QMenu*>("recent");
+  ASSERT_NE(recent, nullptr);
+  ASSERT_FALSE(recent->actions().isEmpty());
+  EXPECT_EQ(recent->actions().front()->text(),
+            QFileInfo(QString::fromStdString(dir)).absoluteFilePath());
 }
 
 }  // namespace

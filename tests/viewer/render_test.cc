@@ -100,6 +100,69 @@ TEST(Render, AHangIsMarkedAndTheEndOfEachTraceShown) {
             5);
 }
 
+TEST(Render, CallsInFlightAreAmberAndGpuLanesArePainted) {
+  testing::EnsureApp();
+  auto s = testing::LoadWithReport(testing::WriteRichTrace("render-rich"), {});
+  ASSERT_TRUE(s);
+  const DeviceRow& r1 = s->timeline().devices[1];
+  const Lane& lane = s->timeline().lanes[r1.lanes[0]];
+  auto r = Render(*s, 1400, 300, 0, lane.boxes.end[4] + 50'000);
+  const CallRef hung{lane.file, lane.call[4]};
+  auto rect = CallRect(r->scene, hung);
+  ASSERT_TRUE(rect);
+  EXPECT_GT(CountPixels(r->image, InFlightColor(), *rect), rect->width() * rect->height() / 4);
+  EXPECT_EQ(CountPixels(r->image, FindingColor()), 0);  // no finding in our own empty report
+  // Four GPU intervals per rank in the thinner lane under each host lane.
+  const Lane& gpu = s->timeline().lanes[s->timeline().devices[0].lanes[1]];
+  const DisplayRow& row = r->layout.rows[r->layout.RowOfLane(s->timeline().devices[0].lanes[1])];
+  const double top = r->scene.geometry.ruler_height + row.y;
+  for (size_t k = 0; k < gpu.boxes.size(); ++k) {
+    const double x0 = r->scene.geometry.label_width + r->scene.axis.ToPixel(gpu.boxes.begin[k]);
+    const double x1 = r->scene.geometry.label_width + r->scene.axis.ToPixel(gpu.boxes.end[k]);
+    EXPECT_GT(CountPixels(r->image, StyleColor(BoxStyle::kAllReduce),
+                          QRectF(x0, top, x1 - x0, row.height)),
+              0)
+        << "GPU interval " << k;
+  }
+}
+
+TEST(Render, WrongSumsRacesAndHangsAreHatchedDistinctly) {
+  testing::EnsureApp();
+  const std::string dir = testing::WriteCleanTrace("render-kinds", 2, 1);
+  analysis::Report report;
+  const analysis::FindingKind kinds[] = {
+      analysis::FindingKind::kWrongSum, analysis::FindingKind::kBufferRace,
+      analysis::FindingKind::kMissingCall, analysis::FindingKind::kCountMismatch};
+  for (uint32_t k = 0; k < 4; ++k) {
+    analysis::Finding f;
+    f.kind = kinds[k];
+    f.short_text = "finding " + std::to_string(k);
+    f.calls.push_back({{0, k}, 0, k});  // rank-file 0's call k
+    report.findings.push_back(f);
+  }
+  auto s = testing::LoadWithReport(dir, report);
+  ASSERT_TRUE(s);
+  const Lane& lane = s->timeline().lanes[0];
+  auto r = Render(*s, 1600, 200, 0, lane.boxes.end[3] + 10'000);
+  // Every one is red; the hatch tells them apart: white (wrong sum), yellow (race), dark (hang),
+  // none (a structural mismatch).
+  const QColor hatch[] = {QColor(Qt::white), QColor(0xff, 0xe0, 0x4d), QColor(0x20, 0x20, 0x20),
+                          QColor()};
+  for (uint32_t k = 0; k < 4; ++k) {
+    auto rect = CallRect(r->scene, {lane.file, k});
+    ASSERT_TRUE(rect);
+    const QRectF inner = rect->adjusted(2, 2, -2, -2);
+    EXPECT_GT(CountPixels(r->image, FindingColor(), inner), 10) << k;
+    for (uint32_t other = 0; other < 3; ++other) {
+      const int n = CountPixels(r->image, hatch[other], inner);
+      if (other == k)
+        EXPECT_GT(n, 5) << "finding " << k << " lacks its hatch";
+      else
+        EXPECT_EQ(n, 0) << "finding " << k << " has the hatch of " << other;
+    }
+  }
+}
+
 TEST(Render, SelectionOutlinesAndJoinsTheCallsNcclPairs) {
   testing::EnsureApp();
   auto s = testing::LoadWithReport(testing::WriteCleanTrace("render-link", 3, 2), {});

@@ -36,10 +36,12 @@ void CheckEveryFinding(const std::shared_ptr<const TraceSession>& s, const std::
       auto rect = CallRect(w.timeline()->scene(), c);
       if (!rect) continue;  // scrolled away when a finding spans more ranks than fit
       const QRectF px(rect->x() * dpr, rect->y() * dpr, rect->width() * dpr, rect->height() * dpr);
-      EXPECT_GT(testing::CountPixels(image, FindingColor(), px.adjusted(-1, 0, 1, 0)), 0)
-          << name << ": finding " << f << " ("
-          << analysis::FindingKindName(s->report().findings[f].kind) << ") call " << c.file << ":"
-          << c.index;
+      const int red = testing::CountPixels(image, FindingColor(), px.adjusted(-1, 0, 1, 0));
+      if (red == 0 && std::getenv("NCCLRR_VIEWER_TEST_SAVE"))
+        image.save(QString("/tmp/viewer-test-%1-f%2.png").arg(QString::fromStdString(name)).arg(f));
+      EXPECT_GT(red, 0) << name << ": finding " << f << " ("
+                        << analysis::FindingKindName(s->report().findings[f].kind) << ") call "
+                        << c.file << ":" << c.index;
     }
   }
 }
@@ -85,7 +87,8 @@ TEST(ScenariosRender, EveryExampleProgramRecorded) {
     auto s = TraceSession::Load(dir.toStdString());
     ASSERT_TRUE(s.ok()) << s.status().message() << "\nrecord said: " << err.toStdString();
     EXPECT_GT(s.value()->timeline().boxes, 0u);
-    if (scenario != "clean") {
+    // send-race is a data bug: without sketches (`record --sketch`) nothing structural differs.
+    if (scenario != "clean" && scenario != "send-race") {
       EXPECT_FALSE(s.value()->report().findings.empty());
     }
     CheckEveryFinding(s.value(), scenario.toStdString());

@@ -182,5 +182,32 @@ TEST(TimelineIndex, AHangShowsWhereTheTraceEnds) {
   EXPECT_TRUE(hang_marked) << "the analysis's missing_call names the calls where ranks stopped";
 }
 
+TEST(TimelineIndex, GpuTimesGetTheirLaneAndCallsInFlightAreMarked) {
+  auto s = Load(testing::WriteRichTrace("index-rich"));
+  ASSERT_TRUE(s);
+  const TimelineIndex& x = s->timeline();
+  ASSERT_EQ(x.devices.size(), 2u);
+  for (const DeviceRow& d : x.devices) {
+    ASSERT_EQ(d.lanes.size(), 2u) << "host lane and GPU lane of the stream";
+    const Lane& host = x.lanes[d.lanes[0]];
+    const Lane& gpu = x.lanes[d.lanes[1]];
+    EXPECT_FALSE(host.gpu);
+    EXPECT_TRUE(gpu.gpu);
+    EXPECT_EQ(gpu.stream, host.stream);
+    ASSERT_EQ(gpu.boxes.size(), 4u);
+    EXPECT_EQ(gpu.boxes.begin[0] - host.boxes.begin[0], 20'000);  // queued 20 us, ran 40 us
+    EXPECT_EQ(gpu.boxes.end[0] - gpu.boxes.begin[0], 40'000);
+  }
+  const DeviceRow& r1 = x.devices[1];
+  EXPECT_FALSE(r1.ended_cleanly);
+  const Lane& lane = x.lanes[r1.lanes[0]];
+  ASSERT_EQ(lane.boxes.size(), 5u);
+  ASSERT_EQ(lane.marked.size(), 1u);
+  EXPECT_EQ(lane.marked[0], 4u);
+  EXPECT_TRUE(lane.mark_bits[0] & mark::kInFlight);
+  // It lasts until the process's last sign of life.
+  EXPECT_EQ(lane.boxes.end[4], std::max(r1.last_alive_ns, lane.boxes.begin[4]));
+}
+
 }  // namespace
 }  // namespace ncclrr::viewer

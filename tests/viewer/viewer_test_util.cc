@@ -1,5 +1,7 @@
 #include "viewer_test_util.h"
 
+#include "ncclrr/trace_writer.h"
+
 #include <unistd.h>
 
 #include <QPainter>
@@ -86,6 +88,92 @@ std::string WriteHangTrace(const std::string& name) {
   o.missing_index = 1;
   o.close_files = false;
   return WriteOrFail(o);
+}
+
+std::string WriteRichTrace(const std::string& name) {
+  const std::string dir = TempDir(name);
+  for (int rank = 0; rank < 2; ++rank) {
+    WriterOptions w;
+    w.dir = dir;
+    w.file_name = "rich-rank" + std::to_string(rank) + ".ncclrr";
+    w.overflow = OverflowPolicy::kBlock;
+    w.header.host = "rich";
+    auto writer = TraceWriter::Create(w);
+    EXPECT_TRUE(writer.ok()) << writer.status().message();
+    if (!writer.ok()) return dir;
+    TraceWriter& tw = **writer;
+    Record comm{};
+    comm.kind = RecordKind::kComm;
+    comm.comm = CommRecord{0xabc,
+                           0,
+                           0x1000,
+                           0,
+                           2,
+                           rank,
+                           rank,
+                           0,
+                           0,
+                           0,
+                           tw.Intern("rich.world"),
+                           static_cast<uint8_t>(CommOrigin::kInitRank),
+                           1,
+                           1,
+                           0};
+    tw.Append(comm);
+    const int64_t base = MonotonicNs();
+    const uint32_t site = tw.Intern("train.py:42 step()\nddp.py:310 allreduce_bucket()");
+    const int calls = rank == 1 ? 5 : 4;
+    for (int k = 0; k < calls; ++k) {
+      CallRecord c{};
+      c.uid = tw.NextCallUid();
+      c.comm_id = 0xabc;
+      c.seq = c.type_seq = static_cast<uint64_t>(k);
+      c.sendbuff = c.recvbuff = 0x7f0000000000ull + (static_cast<uint64_t>(k) << 20);
+      c.count = 4096;
+      c.stream = 0x9000 + rank;
+      c.enter_ns = base + k * 100'000;
+      c.exit_ns = k == 4 ? 0 : c.enter_ns + 10'000;  // rank 1's fifth call never returns
+      c.root_peer = -1;
+      c.device = rank;
+      c.rank = rank;
+      c.api = static_cast<uint16_t>(Api::kAllReduce);
+      c.dtype = static_cast<uint8_t>(Dtype::kFloat32);
+      c.callsite = k == 0 ? site : 0;
+      tw.AppendCall(c);
+      if (k < 4) {
+        Record g{};
+        g.kind = RecordKind::kGpuTime;
+        g.gpu = GpuTimeRecord{c.uid, c.enter_ns + 20'000, c.enter_ns + 60'000, 0, {}};
+        tw.Append(g);
+      }
+      if (k == 0 && rank == 0) {
+        SketchData sk;
+        sk.call_uid = c.uid;
+        sk.which = SketchWhich::kSendBefore;
+        sk.dtype = c.dtype;
+        sk.count = c.count;
+        sk.dots[0] = 1.5;
+        sk.sumsq = 42;
+        sk.sample_idx = {0, 7};
+        sk.samples = {0.25, -1};
+        tw.AddSketch(sk);
+      }
+    }
+    if (rank == 1) {  // still alive 2 ms after the call that never returned
+      Record clock{};
+      clock.kind = RecordKind::kClock;
+      clock.clock =
+          ClockPairRecord{base + 2'400'000, base + 2'400'000 + (RealtimeNs() - MonotonicNs())};
+      tw.Append(clock);
+    }
+    if (rank == 0) {
+      EXPECT_TRUE(tw.Close("done").ok());
+    } else {
+      tw.Flush();
+      (void)writer->release();  // left open, as a hung process's file is
+    }
+  }
+  return dir;
 }
 
 std::shared_ptr<const TraceSession> Load(const std::string& dir) {

@@ -27,6 +27,11 @@ std::string WriteScript(const std::string& name, SyntheticScript script);
 // A two-rank trace whose rank 1 stops after 5 calls and never closes its file (a hang).
 std::string WriteHangTrace(const std::string& name);
 
+// Two ranks written through the TraceWriter directly, with what the generators do not write:
+// GPU times for every call, a sketch and a call site (two stack frames) on rank 0's first call,
+// and on rank 1 a last call that never returned (exit_ns = 0) in a file left unclosed.
+std::string WriteRichTrace(const std::string& name);
+
 std::shared_ptr<const TraceSession> Load(const std::string& dir);
 // Model of `dir` with a report of our own (tests of the viewer's own behaviour).
 std::shared_ptr<const TraceSession> LoadWithReport(const std::string& dir, analysis::Report report);

@@ -57,6 +57,11 @@ AlignmentView::AlignmentView(QWidget* parent) : QWidget(parent) {
   connect(comms_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!updating_) model_->SetComm(i);
   });
+  // A few ranks share the width; many get fixed columns and a scroll bar.
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+    table_->horizontalHeader()->setSectionResizeMode(
+        model_->columnCount() <= 8 ? QHeaderView::Stretch : QHeaderView::Interactive);
+  });
   connect(table_->selectionModel(), &QItemSelectionModel::currentChanged, this,
           [this](const QModelIndex& current) {
             if (updating_) return;

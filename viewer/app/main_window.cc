@@ -47,7 +47,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   findings_ = new FindingsView(dock);
   dock->setWidget(findings_);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
-  resizeDocks({dock}, {420}, Qt::Horizontal);
+  resizeDocks({dock}, {470}, Qt::Horizontal);
 
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 100);

@@ -35,6 +35,7 @@ void MainWindow::BuildMenus() {
     if (!f.isEmpty()) OpenPath(f);
   });
   recent_menu_ = file->addMenu("Open &recent");
+  recent_menu_->setObjectName("recent");
   RefreshRecentMenu();
   file->addSeparator();
   QAction* quit = file->addAction("&Quit", qApp, &QApplication::quit);

@@ -144,8 +144,9 @@ void CallDetailsModel::AddPairing(QStandardItem* root, const TraceSession& s, Ca
 
 void CallDetailsModel::AddFindings(QStandardItem* root, const TraceSession& s, CallRef r) {
   const auto& findings = s.marks().FindingsOf(r);
-  const uint8_t marks = s.marks().MarksOf(r);
-  if (findings.empty() && !(marks & mark::kInFlight)) return;
+  const CallRecord& c = s.model().call(r);
+  const bool in_flight = !(c.exit_ns > 0 && c.exit_ns >= c.enter_ns);  // what the record says
+  if (findings.empty() && !in_flight) return;
   QStandardItem* sec = Section(root, "Findings about this call");
   for (uint32_t i : findings) {
     const analysis::Finding& f = s.report().findings[i];
@@ -153,7 +154,7 @@ void CallDetailsModel::AddFindings(QStandardItem* root, const TraceSession& s, C
         Field(sec, Str(analysis::FindingKindName(f.kind)), QString::fromStdString(f.short_text));
     Field(item, "message", QString::fromStdString(f.message));
   }
-  if (marks & mark::kInFlight)
+  if (in_flight)
     Field(sec, "in flight", "the call had not returned when this process's trace ended");
 }
 

@@ -105,8 +105,10 @@ QVariant FindingsModel::FindingData(size_t i, int column, int role) const {
       return QString::fromStdString(f.short_text.empty() ? f.message : f.short_text);
     case kComm:
       if (f.comm == 0) return QString("\u2014");
-      return f.comm_name.empty() ? QString::fromStdString(Hex64(f.comm))
-                                 : QString::fromStdString(f.comm_name);
+      if (!f.comm_name.empty()) return QString::fromStdString(f.comm_name);
+      // "0x376a\u2026bb0b": enough to tell communicators apart in a narrow panel.
+      return QString::fromStdString(Hex64(f.comm)).left(6) + "\u2026" +
+             QString::fromStdString(Hex64(f.comm)).right(4);
     case kSeq: {
       if (!f.seq) return QString("\u2014");
       QString s = QString::number(*f.seq);

@@ -56,7 +56,7 @@ std::string DeviceRow::Label() const {
   if (world_rank >= 0)
     s = "rank " + std::to_string(world_rank);
   else
-    s = "process";
+    s = "process-level calls";
   if (device >= 0) s += " \u00b7 GPU " + std::to_string(device);
   return s;
 }

@@ -2,6 +2,7 @@
 
 #include <QFontMetricsF>
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "models/timeline_style.h"
@@ -33,13 +34,15 @@ class Painter {
   Painter(QPainter& p, const TimelineScene& s) : p_(p), s_(s), x0_(s.geometry.label_width) {}
 
   PaintStats Paint() {
-    p_.fillRect(QRectF(0, 0, s_.width, s_.height), Qt::white);
+    // Every pixel is filled once (ruler, label column, rows, the white below): at 1080p a
+    // needless full-screen fill is a few ms of a 16 ms frame.
     ticks_ = s_.axis.Ticks(90);
     p_.save();
     p_.setClipRect(QRectF(x0_, s_.geometry.ruler_height, s_.width - x0_,
                           s_.height - s_.geometry.ruler_height));
     PaintRowBackgrounds();
     PaintGrid();
+    PaintLinkUnderlays();
     for (const DisplayRow* row : visible_) PaintRowBoxes(*row);
     FlushFills();
     PaintEndMarkers();
@@ -67,13 +70,19 @@ class Painter {
         p_.fillRect(QRectF(x0_, top, s_.width - x0_, 1), QColor(0xd0, 0xd5, 0xdd));
     }
     stats_.rows = visible_.size();
+    const double below = s_.geometry.ruler_height + s_.layout->height - s_.scroll_y;
+    if (below < s_.height)
+      p_.fillRect(QRectF(x0_, below, s_.width - x0_, s_.height - below), Qt::white);
   }
 
   void PaintGrid() {
-    p_.setPen(QPen(QColor(0xe2, 0xe5, 0xea), 1));
+    // One-pixel rectangles: the raster engine fills them faster than it strokes lines.
+    const QColor grid(0xe2, 0xe5, 0xea);
     for (const RulerTick& t : ticks_)
       if (t.major)
-        p_.drawLine(QPointF(x0_ + t.x, s_.geometry.ruler_height), QPointF(x0_ + t.x, s_.height));
+        p_.fillRect(QRectF(std::floor(x0_ + t.x), s_.geometry.ruler_height, 1,
+                           s_.height - s_.geometry.ruler_height),
+                    grid);
   }
 
   void PaintRowBoxes(const DisplayRow& row) {
@@ -153,66 +162,100 @@ class Painter {
     }
   }
 
-  // A dashed line where a process that did not close its file went silent.
+  // A dashed line where a process that did not close its file showed its last sign of life
+  // (a hang: the gap between its last call and this line); when that is right of the view, a
+  // tag at the right edge says when.
   void PaintEndMarkers() {
-    p_.setFont(PixelFont(10));
+    p_.setFont(PixelFont(10, true));
+    const QFontMetricsF fm(p_.font());
     for (const DisplayRow* row : visible_) {
       if (!row->first_of_device || row->device < 0) continue;
       const DeviceRow& d = s_.index->devices[row->device];
       if (d.ended_cleanly) continue;
       const double x = x0_ + s_.axis.ToPixel(d.last_alive_ns);
+      const double top = s_.geometry.ruler_height + row->y - s_.scroll_y;
+      const QString when = QString::fromStdString(FormatDuration(d.last_alive_ns));
+      if (x > s_.width - 2) {
+        const QString text = "file not closed; last sign of life at " + when + " \u25b8";
+        const double w = fm.horizontalAdvance(text) + 8;
+        const QRectF tag(s_.width - w - 2, top + 2, w, 15);
+        p_.fillRect(tag, QColor(255, 255, 255, 230));
+        p_.setPen(FindingBorderColor());
+        p_.drawText(tag, Qt::AlignCenter, text);
+        continue;
+      }
+      if (x < x0_) continue;
       double bottom = row->y + row->height;
       for (const DisplayRow* r : visible_)
         if (r->device == row->device) bottom = std::max(bottom, r->y + r->height);
-      const double top = s_.geometry.ruler_height + row->y - s_.scroll_y;
       p_.setPen(QPen(FindingBorderColor(), 1.5, Qt::DashLine));
       p_.drawLine(QPointF(x, top), QPointF(x, s_.geometry.ruler_height + bottom - s_.scroll_y));
       p_.setPen(FindingBorderColor());
-      p_.drawText(QPointF(x + 3, top + 10), "trace ends");
+      p_.drawText(QPointF(x + 3, top + 11), "trace ends (file not closed) at " + when);
     }
   }
 
   std::optional<QRectF> RectOf(CallRef r) const { return CallRect(s_, r); }
 
-  void Outline(const std::vector<CallRef>& calls, const QPen& pen, bool connect) {
+  // Rectangles of calls, widened to at least 5 px so that a thin call still shows its frame.
+  std::vector<QRectF> RectsOf(const std::vector<CallRef>& calls) const {
     std::vector<QRectF> rects;
     for (CallRef c : calls)
       if (auto r = RectOf(c)) rects.push_back(r->width() < 5 ? r->adjusted(-2, 0, 2, 0) : *r);
-    if (rects.empty()) return;
-    p_.setBrush(Qt::NoBrush);
-    p_.setPen(pen);
-    for (const QRectF& r : rects) p_.drawRect(r.adjusted(-1.5, -1.5, 1.5, 1.5));
-    if (!connect || rects.size() < 2) return;
-    std::sort(rects.begin(), rects.end(),
-              [](const QRectF& a, const QRectF& b) { return a.top() < b.top(); });
-    QPen link(pen.color(), 1.5, Qt::DashLine);
-    p_.setPen(link);
-    for (size_t i = 1; i < rects.size(); ++i)
-      p_.drawLine(QPointF(rects[i - 1].center().x(), rects[i - 1].bottom() + 1.5),
-                  QPointF(rects[i].center().x(), rects[i].top() - 1.5));
+    return rects;
   }
 
-  void PaintLinks() {
-    if (!s_.highlighted.empty()) Outline(s_.highlighted, QPen(HighlightColor(), 3), false);
+  // Frames are painted *under* the boxes, grown by `grow`: they show around a call without ever
+  // covering it or a neighbour (adjacent thin calls of a finding stay red).
+  void Underlay(const std::vector<CallRef>& calls, const QColor& color, double grow) {
+    for (const QRectF& r : RectsOf(calls)) p_.fillRect(r.adjusted(-grow, -grow, grow, grow), color);
+  }
+
+  void Connect(const std::vector<CallRef>& calls, const QColor& color) {
+    std::vector<QRectF> rects = RectsOf(calls);
+    if (rects.size() < 2) return;
+    std::sort(rects.begin(), rects.end(),
+              [](const QRectF& a, const QRectF& b) { return a.top() < b.top(); });
+    p_.setPen(QPen(color, 1.5, Qt::DashLine));
+    for (size_t i = 1; i < rects.size(); ++i)
+      p_.drawLine(QPointF(rects[i - 1].center().x(), rects[i - 1].bottom() + 2),
+                  QPointF(rects[i].center().x(), rects[i].top() - 2));
+  }
+
+  std::vector<CallRef> SelectedLinks() const {
+    if (!s_.selected) return {};
+    auto linked = s_.session->Linked(*s_.selected);
+    if (linked.empty()) linked.push_back(*s_.selected);
+    return linked;
+  }
+
+  // Before the boxes: the selected finding's calls in yellow, the calls NCCL pairs with the
+  // selected (black) or hovered (grey) call.
+  void PaintLinkUnderlays() {
+    if (!s_.highlighted.empty()) Underlay(s_.highlighted, HighlightColor(), 4);
     if (s_.hovered && s_.hovered != s_.selected)
-      Outline(s_.session->Linked(*s_.hovered), QPen(QColor(0x55, 0x55, 0x55), 1.5), true);
-    if (s_.selected) {
-      auto linked = s_.session->Linked(*s_.selected);
-      if (linked.empty()) linked.push_back(*s_.selected);
-      Outline(linked, QPen(LinkColor(), 2), true);
-      if (auto cs = s_.session->CommSeqOf(*s_.selected))
-        if (auto r = RectOf(*s_.selected)) {
-          p_.setFont(PixelFont(11, true));
-          p_.setPen(LinkColor());
-          // Left of the box: finding labels take the right.
-          const QString tag = QString(cs->p2p ? "pair #%1" : "seq %1").arg(cs->seq);
-          const QFontMetricsF fm(p_.font());
-          const double w = fm.horizontalAdvance(tag) + 6;
-          const QRectF area(r->left() - 4 - w, r->center().y() - 8, w, 16);
-          p_.fillRect(area, QColor(255, 255, 255, 230));
-          p_.drawText(area, Qt::AlignCenter, tag);
-        }
-    }
+      Underlay(s_.session->Linked(*s_.hovered), QColor(0x77, 0x77, 0x77), 1.5);
+    Underlay(SelectedLinks(), LinkColor(), 2);
+  }
+
+  // After the boxes: dashed lines joining them, and the seq of the selected call.
+  void PaintLinks() {
+    if (s_.hovered && s_.hovered != s_.selected)
+      Connect(s_.session->Linked(*s_.hovered), QColor(0x55, 0x55, 0x55));
+    if (!s_.selected) return;
+    Connect(SelectedLinks(), LinkColor());
+    const auto cs = s_.session->CommSeqOf(*s_.selected);
+    const auto r = RectOf(*s_.selected);
+    if (!cs || !r) return;
+    p_.setFont(PixelFont(11, true));
+    p_.setPen(LinkColor());
+    // Left of the box: finding labels take the right.
+    const QString tag = QString(cs->p2p ? "pair #%1" : "seq %1").arg(cs->seq);
+    const QFontMetricsF fm(p_.font());
+    const double w = fm.horizontalAdvance(tag) + 6;
+    const QRectF area(r->left() - 6 - w, r->center().y() - 8, w, 16);
+    p_.fillRect(area, QColor(255, 255, 255, 230));
+    p_.drawText(area, Qt::AlignCenter, tag);
   }
 
   // The finding's short text on (or next to) each marked call. A label never covers the next
@@ -315,14 +358,15 @@ class Painter {
       right = "GPU";
     else
       right = QString("stream 0x%1").arg(lane.stream, 0, 16);
-    const bool second_line = row.height >= 26 || !row.first_of_device;
-    if (second_line && (row.first_of_device ? row.height >= 26 : true)) {
-      const QRectF line(area.left(), row.first_of_device ? top + 15 : top, area.width(),
-                        row.first_of_device ? row.height - 15 : row.height);
-      if (row.first_of_device || d.lanes.size() < 2 || row.lanes.front() == d.lanes[1])
-        p_.drawText(line, Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(d.Sublabel()));
+    // The device's first row: its name on the first line, host and pid on the second. Every
+    // row: its lane (stream) on the right.
+    const bool two_lines = row.first_of_device && row.height >= 26;
+    const QRectF line =
+        row.first_of_device ? QRectF(area.left(), top + 15, area.width(), row.height - 15) : area;
+    if (two_lines)
+      p_.drawText(line, Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(d.Sublabel()));
+    if (two_lines || !row.first_of_device)
       p_.drawText(line, Qt::AlignRight | Qt::AlignVCenter, right);
-    }
   }
 
   void PaintRuler() {
