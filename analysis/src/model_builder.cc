@@ -46,6 +46,10 @@ std::vector<const SketchData*> TraceModel::Sketches(CallRef r) const {
 
 namespace {
 
+// Larger communicators than this are treated as corrupt records (the largest NCCL jobs have
+// ~100k ranks); a RankView per rank is allocated up front.
+constexpr int kMaxRanks = 1 << 18;
+
 bool IsLifecycle(Api a) {
   return (a >= Api::kCommInitRank && a <= Api::kCommRevoke) || a == Api::kAsyncErrorChange;
 }
@@ -110,6 +114,11 @@ class ModelBuilder {
       const CommRecord& r = t.comms[i];
       const size_t ci = CommFor(r.comm_id, r.lineage);
       CommModel& c = m_.comms_[ci];
+      if (r.nranks <= 0 || r.nranks > kMaxRanks) {
+        c.problems.push_back("a CommRecord claims " + std::to_string(r.nranks) +
+                             " ranks; it is left out");
+        continue;
+      }
       if (c.nranks == 0) {
         c.nranks = r.nranks;
         c.parent_id = r.parent_id;
@@ -121,7 +130,7 @@ class ModelBuilder {
                              std::to_string(c.nranks));
       }
       if (c.name.empty() && r.name_id) c.name = t.String(r.name_id);
-      if (r.rank < 0 || r.rank >= std::max(r.nranks, 1)) {
+      if (r.rank < 0 || r.rank >= std::max(r.nranks, 1) || r.nranks > kMaxRanks) {
         c.problems.push_back("a CommRecord names rank " + std::to_string(r.rank) + " of " +
                              std::to_string(r.nranks));
         continue;
@@ -157,7 +166,7 @@ class ModelBuilder {
 
   void AddCalls(uint32_t f) {
     const TraceFile& t = m_.dir_->files[f];
-    std::map<std::pair<size_t, uint64_t>, size_t> graph_of;  // (comm, graph id) -> template
+    std::map<std::tuple<size_t, int, uint64_t>, size_t> graph_of;  // (comm, rank, graph) -> index
     // Most files hold one rank of one or a few comms: reserve to avoid regrowing big vectors.
     if (!file_comms_[f].empty()) {
       const size_t share = t.calls.size() / file_comms_[f].size();
@@ -170,6 +179,12 @@ class ModelBuilder {
       if (c.comm_id == 0) continue;
       const size_t ci = CommOfCall(f, c);
       if (c.rank < 0) continue;
+      const int nranks = m_.comms_[ci].nranks;
+      if (c.rank >= kMaxRanks || (nranks > 0 && c.rank >= nranks)) {
+        m_.comms_[ci].problems.push_back("a call names rank " + std::to_string(c.rank) + " of " +
+                                         std::to_string(nranks) + "; it is left out");
+        continue;
+      }
       RankView& rv = RankOf(ci, c.rank);
       if (rv.file < 0) {
         rv.file = static_cast<int32_t>(f);
@@ -186,7 +201,7 @@ class ModelBuilder {
       if ((c.result != 0 && c.result != kInProgress) || c.capture == 2)
         m_.flagged_.push_back({ref, ci, c.rank});
       if (c.capture == 1 && (IsCollective(api) || IsP2p(api))) {
-        auto [it, added] = graph_of.try_emplace({ci, c.graph_id}, rv.graphs.size());
+        auto [it, added] = graph_of.try_emplace({ci, c.rank, c.graph_id}, rv.graphs.size());
         if (added) rv.graphs.push_back({c.graph_id, {}, {}});
         rv.graphs[it->second].calls.push_back(ref);
       } else if (IsCollective(api)) {
@@ -272,12 +287,28 @@ class ModelBuilder {
         };
         if (!std::is_sorted(rv.collectives.begin(), rv.collectives.end(), by_seq))
           std::stable_sort(rv.collectives.begin(), rv.collectives.end(), by_seq);
+        RenumberIfInconsistent(c, rv);
         if (rv.file >= 0) {
           ExpandGraphLaunches(rv);
           m_.files_[rv.file].ranks.push_back({ci, r});
         }
       }
     }
+  }
+
+  // Seqs come from the recorder; a span far beyond the number of calls (a recorder bug, a
+  // corrupt record) would make every per-position array huge. Such a rank is renumbered in
+  // issue order and the communicator says so.
+  static void RenumberIfInconsistent(CommModel& c, RankView& rv) {
+    if (rv.collectives.empty()) return;
+    const uint64_t n = rv.collectives.size();
+    const uint64_t first = rv.collectives.front().seq, last = rv.collectives.back().seq;
+    if (last != kNoSeq && last - first < 16 * n + 1'000'000) return;
+    c.problems.push_back("rank " + std::to_string(rv.rank) +
+                         "'s sequence numbers are inconsistent (" + std::to_string(n) +
+                         " calls span seq " + std::to_string(first) + " to " +
+                         std::to_string(last) + "); they were renumbered in issue order");
+    for (uint64_t k = 0; k < n; ++k) rv.collectives[k].seq = k;
   }
 
   void StampTimes() {

@@ -22,9 +22,16 @@ class P2pChecker : public Checker {
  private:
   using Lists = std::map<std::pair<int, int>, std::vector<const P2pCall*>>;  // (src, dst)
 
-  static void Collect(const RankView& r, Lists* sends, Lists* recvs) {
-    for (const P2pCall& p : r.p2p)
+  // Peers outside the communicator cannot pair with anything; they are returned in `invalid`.
+  static void Collect(const RankView& r, int nranks, Lists* sends, Lists* recvs,
+                      std::vector<const P2pCall*>* invalid) {
+    for (const P2pCall& p : r.p2p) {
+      if (p.peer < 0 || p.peer >= nranks) {
+        invalid->push_back(&p);
+        continue;
+      }
       (p.send ? (*sends)[{r.rank, p.peer}] : (*recvs)[{p.peer, r.rank}]).push_back(&p);
+    }
     auto order = [](Lists* l) {
       for (auto& [k, v] : *l)
         std::stable_sort(v.begin(), v.end(), [](const P2pCall* a, const P2pCall* b) {
@@ -39,7 +46,30 @@ class P2pChecker : public Checker {
     const TraceModel& m = ctx.model();
     const CommModel& c = m.comms()[ci];
     Lists sends, recvs;
-    for (const RankView& r : c.ranks) Collect(r, &sends, &recvs);
+    const int nranks = static_cast<int>(c.ranks.size());
+    for (const RankView& r : c.ranks) {
+      std::vector<const P2pCall*> invalid;
+      Collect(r, nranks, &sends, &recvs, &invalid);
+      for (const P2pCall* p : invalid) {
+        const CallRecord& x = m.call(p->call);
+        Finding f = FindingOn(FindingKind::kP2pMismatch, m, ci);
+        f.seq = p->pair_seq;
+        f.peer = p->peer;
+        f.ranks = {r.rank};
+        f.first_time = p->time_ns;
+        f.calls = {{p->call, r.rank, p->pair_seq}};
+        f.pattern = "invalid peer " + std::to_string(p->peer);
+        f.table = {{std::to_string(r.rank), std::to_string(p->pair_seq), ShortCall(x), true}};
+        f.short_text = "rank " + std::to_string(r.rank) + " posted " + ShortCall(x) +
+                       " with a peer outside the communicator (" + std::to_string(nranks) +
+                       " ranks)";
+        f.message = "Rank " + std::to_string(r.rank) + " posted " + ShortCall(x) + " naming peer " +
+                    std::to_string(p->peer) + ", which is not a rank of " + CommLabel(c) +
+                    ": NCCL rejects it (ncclInvalidArgument) or the call never pairs. Peers are "
+                    "ranks of the communicator the call is issued on, not global ranks.";
+        sink.Add(std::move(f));
+      }
+    }
     std::set<std::pair<int, int>> pairs;
     for (const auto& [k, v] : sends) pairs.insert(k);
     for (const auto& [k, v] : recvs) pairs.insert(k);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
 
@@ -138,6 +140,82 @@ TEST(TraceModel, SketchesAreFoundByCall) {
   const TraceModel m = TraceModel::Build(std::move(d));
   ASSERT_EQ(m.Sketches({0, 0}).size(), 1u);
   EXPECT_EQ(m.Sketches({0, 0})[0]->count, 4u);
+}
+
+TEST(TraceModel, CorruptValuesAreReportedNotTrustedOrCrashedOn) {
+  CommRecord huge = Comm(11, 1 << 30, 0);  // absurd nranks
+  CallRecord far_rank = Coll(12, 1'000'000'000, 0, 4, 1);
+  CallRecord no_seq = Coll(12, 0, kNoSeq, 4, 2);  // a collective without a seq
+  CallRecord big_seq = Coll(12, 0, uint64_t{1} << 50, 4, 3);
+  CallRecord bad_peer = Coll(12, 0, 0, 4, 4);
+  bad_peer.api = static_cast<uint16_t>(Api::kSend);
+  bad_peer.root_peer = -5;
+  TraceDir d;
+  d.files.push_back(File("a", {huge, Comm(12, 1, 0)}, {far_rank, no_seq, big_seq, bad_peer}));
+  const TraceModel m = TraceModel::Build(std::move(d));
+  const Report r = Check(m);
+  const std::string json = FormatJson(r, &m, {});
+  EXPECT_NE(json.find("names rank 1000000000"), std::string::npos) << json;
+  EXPECT_NE(json.find("renumbered in issue order"), std::string::npos) << json;
+  const int c12 = m.FindComm(12);
+  ASSERT_GE(c12, 0);
+  EXPECT_EQ(m.comms()[c12].ranks[0].collectives.size(), 2u);
+  EXPECT_EQ(m.comms()[c12].ranks[0].issued(), 2u);
+}
+
+// NCCLRR_RANDOM_ROUNDS raises the number of random traces for a longer soak.
+int RandomRounds() {
+  const char* e = std::getenv("NCCLRR_RANDOM_ROUNDS");
+  return e ? std::atoi(e) : 20;
+}
+
+TEST(TraceModel, RandomRecordsNeverCrashTheCheckers) {
+  // Whatever a buggy recorder writes, check and export finish with a report.
+  uint64_t state = 12345;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int round = 0; round < RandomRounds(); ++round) {
+    TraceDir d;
+    for (int f = 0; f < 4; ++f) {
+      std::vector<CommRecord> comms;
+      for (int c = 0; c < 3; ++c)
+        if (next(4))
+          comms.push_back(Comm(100 + c, static_cast<int>(next(6)), static_cast<int>(next(5))));
+      std::vector<CallRecord> calls;
+      for (int k = 0; k < 300; ++k) {
+        CallRecord c = Coll(100 + next(4), static_cast<int>(next(7)) - 1, next(50), next(4) * 512,
+                            static_cast<int64_t>(next(1'000'000)));
+        const uint16_t apis[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 21, 45, 47, 48, 49, 90, 0, 999};
+        c.api = apis[next(18)];
+        c.root_peer = static_cast<int>(next(8)) - 2;
+        c.result = static_cast<int8_t>(next(3) == 0 ? next(8) : 0);
+        c.capture = static_cast<uint8_t>(next(6) == 0 ? next(3) : 0);
+        c.graph_id = c.capture ? 0x10 + next(3) : 0;
+        c.group_id = next(3);
+        c.dtype = static_cast<uint8_t>(next(14));
+        if (next(40) == 0) c.seq = kNoSeq;
+        calls.push_back(c);
+      }
+      TraceFile t = File("host" + std::to_string(f % 2), comms, calls);
+      for (int g = 0; g < 5; ++g)
+        t.graph_events.push_back({0x10 + next(3),
+                                  0,
+                                  0,
+                                  static_cast<int64_t>(next(1'000'000)),
+                                  0,
+                                  static_cast<uint8_t>(next(5)),
+                                  {}});
+      if (next(2)) t.footer.reset();
+      t.torn = next(3) == 0;
+      d.files.push_back(std::move(t));
+    }
+    const TraceModel m = TraceModel::Build(std::move(d));
+    const Report r = Check(m);
+    EXPECT_FALSE(FormatText(r, &m, {}).empty());
+    EXPECT_FALSE(FormatJson(r, &m, {}).empty());
+  }
 }
 
 TEST(TraceModel, LoadReportsWhatIsMissing) {
