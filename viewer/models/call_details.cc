@@ -31,8 +31,9 @@ QStandardItem* Field(QStandardItem* parent, const QString& name, const QString& 
 }
 
 QString SinceStart(const TraceSession& s, uint32_t file, int64_t mono_ns) {
+  // Microseconds to the nanosecond, as `ncclrr dump` prints times.
   const int64_t t = s.model().CommonTime(file, mono_ns) - s.model().start_ns();
-  return QString::fromStdString(FormatTime(t, 1)) + " since the first call";
+  return QString::number(static_cast<double>(t) / 1e3, 'f', 3) + " us since the first call";
 }
 
 QString FlagsText(uint8_t f) {

@@ -151,7 +151,7 @@ class Painter {
           1));
       p_.drawRects(rects.data(), static_cast<int>(rects.size()));
     }
-    p_.setPen(QPen(QColor(0x55, 0x5b, 0x66), 1));
+    p_.setPen(QPen(QColor(0x33, 0x38, 0x40), 1.5));
     p_.drawLines(brackets_.data(), static_cast<int>(brackets_.size()));
     p_.setFont(PixelFont(11));
     const QFontMetricsF fm(p_.font());
