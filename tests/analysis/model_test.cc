@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <sstream>
 
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/perfetto_export.h"
 #include "ncclrr/analysis/report_format.h"
 
 namespace ncclrr::analysis {
@@ -215,6 +217,8 @@ TEST(TraceModel, RandomRecordsNeverCrashTheCheckers) {
     const Report r = Check(m);
     EXPECT_FALSE(FormatText(r, &m, {}).empty());
     EXPECT_FALSE(FormatJson(r, &m, {}).empty());
+    std::ostringstream exported;
+    EXPECT_TRUE(ExportPerfetto(m, &r, {}, exported).ok());
   }
 }
 
