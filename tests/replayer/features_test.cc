@@ -115,3 +115,23 @@ TEST(Features, PreMulSumUsesEachRanksScalar) {
 
 }  // namespace
 }  // namespace ncclrr::testing
+
+namespace ncclrr::testing {
+namespace {
+
+// A memory budget smaller than the trace's buffers makes actors reuse their ring arena (waiting
+// for their oldest calls); below one unit's buffers the arena still holds the largest unit. The
+// verdicts stay the same.
+TEST(Features, SmallMemoryBudget) {
+  auto model = WriteAndLoad(ExampleScript("swap-same-size"), "budget");
+  ASSERT_NE(model, nullptr);
+  auto options = TestOptions("recorded,canonical");
+  const replay::ReplayReport full = MustReplay(*model, options);
+  for (uint64_t budget : {12u << 10, 1u << 10}) {
+    options.memory_budget_bytes = budget;
+    EXPECT_EQ(replay::FormatText(full), replay::FormatText(MustReplay(*model, options))) << budget;
+  }
+}
+
+}  // namespace
+}  // namespace ncclrr::testing
