@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 #include <QApplication>
+#include <QComboBox>
 #include <QDropEvent>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTest>
 #include <fstream>
 
 #include "scenarios.h"
@@ -159,6 +162,51 @@ TEST(MainWindow, ADroppedDirectoryOpensAndBecomesRecent) {
   ASSERT_FALSE(recent->actions().isEmpty());
   EXPECT_EQ(recent->actions().front()->text(),
             QFileInfo(QString::fromStdString(dir)).absoluteFilePath());
+}
+
+TEST(MainWindow, FiltersAndSeqSearchDriveTheViews) {
+  testing::EnsureApp();
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  QSignalSpy progress(w.loader(), &SessionLoader::progress);
+  ASSERT_TRUE(OpenAndWait(w, testing::WriteCleanTrace("window-filter", 3, 2)).isEmpty());
+  EXPECT_GE(progress.count(), 3);  // reading, checking, indexing, done
+  auto* bar = w.findChild<FilterBar*>();
+  ASSERT_NE(bar, nullptr);
+  const auto combos = bar->findChildren<QComboBox*>();
+  ASSERT_EQ(combos.size(), 3);  // comm, op, rank
+  QComboBox* rank = combos[2];
+  rank->setCurrentIndex(rank->findData(2));
+  QApplication::processEvents();
+  ASSERT_EQ(w.timeline()->scene().index->devices.size(), 1u);
+  EXPECT_EQ(w.timeline()->scene().index->devices[0].world_rank, 2);
+  QComboBox* op = combos[1];
+  op->setCurrentIndex(op->findText("AllReduce"));
+  EXPECT_EQ(w.timeline()->scene().index->boxes, 8u);
+  rank->setCurrentIndex(0);
+  op->setCurrentIndex(0);
+  EXPECT_EQ(w.timeline()->scene().index->boxes, 24u);
+  // Seq search: every rank's call at seq 5 is highlighted and the first one selected.
+  QLineEdit* seq = nullptr;
+  for (QLineEdit* e : bar->findChildren<QLineEdit*>())
+    if (e->placeholderText() == "go to seq") seq = e;
+  ASSERT_NE(seq, nullptr);
+  seq->setText("5");
+  QTest::keyClick(seq, Qt::Key_Return);
+  EXPECT_EQ(w.timeline()->scene().highlighted.size(), 3u);
+  ASSERT_TRUE(w.timeline()->scene().selected);
+  EXPECT_EQ(w.session()->model().call(*w.timeline()->scene().selected).seq, 5u);
+  // A malformed time window is reported, not applied.
+  QString error;
+  EXPECT_FALSE(FilterBar::ParseWindow("1.5", "abc", &error));
+  EXPECT_TRUE(error.contains("expected two numbers of milliseconds")) << error.toStdString();
+  EXPECT_FALSE(FilterBar::ParseWindow("2", "1", &error));
+  EXPECT_TRUE(error.contains("must be after")) << error.toStdString();
+  auto window = FilterBar::ParseWindow("0.5", "1.25", &error);
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->first, 500'000);
+  EXPECT_EQ(window->second, 1'250'000);
 }
 
 }  // namespace

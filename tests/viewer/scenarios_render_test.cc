@@ -79,6 +79,11 @@ TEST(ScenariosRender, EveryExampleProgramRecorded) {
         QString::fromStdString(testing::TempDir("example-" + scenario.toStdString()));
     QDir(dir).removeRecursively();
     QProcess p;
+    // Hangs end sooner: the host NCCL gives up on a call after 2 s, the example after 5 s.
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("NCCLRR_HOST_TIMEOUT_MS", "2000");
+    env.insert("NCCLRR_EXAMPLE_WATCHDOG_S", "5");
+    p.setProcessEnvironment(env);
     p.start(bin + "/ncclrr", {"record", "-o", dir, "--", bin + "/ncclrr-example", scenario});
     ASSERT_TRUE(p.waitForFinished(120000));
     const QString err = QString::fromUtf8(p.readAllStandardError());

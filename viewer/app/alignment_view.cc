@@ -6,6 +6,7 @@
 #include <QPainter>
 #include <QStyledItemDelegate>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "ncclrr/describe.h"
 
@@ -47,7 +48,7 @@ AlignmentView::AlignmentView(QWidget* parent) : QWidget(parent) {
   model_ = new AlignmentModel(this);
   table_->setModel(model_);
   // Fixed sizes: sizing columns to contents would visit every row of a million-call trace.
-  table_->horizontalHeader()->setDefaultSectionSize(250);
+  table_->horizontalHeader()->setDefaultSectionSize(230);
   table_->verticalHeader()->setDefaultSectionSize(20);
   table_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -57,10 +58,12 @@ AlignmentView::AlignmentView(QWidget* parent) : QWidget(parent) {
   connect(comms_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!updating_) model_->SetComm(i);
   });
-  // A few ranks share the width; many get fixed columns and a scroll bar.
+  // Ranks share the width when their cells fit in it; otherwise fixed columns and a scroll bar.
   connect(model_, &QAbstractItemModel::modelReset, this, [this] {
-    table_->horizontalHeader()->setSectionResizeMode(
-        model_->columnCount() <= 8 ? QHeaderView::Stretch : QHeaderView::Interactive);
+    const int fits = table_->viewport()->width() / table_->horizontalHeader()->defaultSectionSize();
+    table_->horizontalHeader()->setSectionResizeMode(model_->columnCount() <= std::max(fits, 2)
+                                                         ? QHeaderView::Stretch
+                                                         : QHeaderView::Interactive);
   });
   connect(table_->selectionModel(), &QItemSelectionModel::currentChanged, this,
           [this](const QModelIndex& current) {
