@@ -4,12 +4,12 @@
 #include "ncclrr/analysis/perfetto_export.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <fstream>
 #include <map>
 
 #include "json_writer.h"
-#include "ncclrr/analysis/collective_shape.h"
 #include "ncclrr/describe.h"
 
 namespace ncclrr::analysis {
@@ -36,7 +36,8 @@ class Exporter {
   std::string Us(int64_t common_ns) const {
     char b[32];
     const int64_t d = common_ns - m_.start_ns();
-    std::snprintf(b, sizeof b, "%" PRId64 ".%03d", d / 1000, static_cast<int>(std::abs(d % 1000)));
+    std::snprintf(b, sizeof b, "%s%" PRId64 ".%03d", d < 0 ? "-" : "", std::abs(d) / 1000,
+                  static_cast<int>(std::abs(d) % 1000));
     return b;
   }
   void Event(const std::string& body) {
@@ -59,11 +60,18 @@ class Exporter {
   }
 
   int Pid(uint32_t file, int device) {
+    if (file == last_pid_key_.first && device == last_pid_key_.second) return last_pid_;
     auto [it, added] = pids_.try_emplace({file, device}, static_cast<int>(pids_.size()) + 1);
-    return it->second;
+    last_pid_key_ = {file, device};
+    return last_pid_ = it->second;
   }
   int Tid(int pid, uint64_t stream) {
     if (stream == 0) return 1;
+    if (pid == last_tid_key_.first && stream == last_tid_key_.second) return last_tid_;
+    last_tid_key_ = {pid, stream};
+    return last_tid_ = NewTid(pid, stream);
+  }
+  int NewTid(int pid, uint64_t stream) {
     auto& m = tids_[pid];
     auto [it, added] = m.try_emplace(stream, static_cast<int>(m.size()) + 2);
     if (added)
@@ -97,19 +105,84 @@ class Exporter {
     }
   }
 
+  // Appenders with std::to_chars: exports are hundreds of MB, and printf-style formatting
+  // would be most of the time.
+  static void Int(std::string& o, int64_t v) {
+    char b[24];
+    o.append(b, static_cast<size_t>(std::to_chars(b, b + sizeof b, v).ptr - b));
+  }
+  static void Uint(std::string& o, uint64_t v) {
+    char b[24];
+    o.append(b, static_cast<size_t>(std::to_chars(b, b + sizeof b, v).ptr - b));
+  }
+  static void Micros(std::string& o, int64_t ns) {  // ns as microseconds with 3 decimals
+    if (ns < 0) {
+      o += '-';
+      ns = -ns;
+    }
+    Int(o, ns / 1000);
+    const int frac = static_cast<int>(ns % 1000);
+    o += '.';
+    o += static_cast<char>('0' + frac / 100);
+    o += static_cast<char>('0' + frac / 10 % 10);
+    o += static_cast<char>('0' + frac % 10);
+  }
+  static void Hex(std::string& o, uint64_t v) {
+    char b[19] = "0x0000000000000000";
+    for (int i = 17; i >= 2; --i, v >>= 4) b[i] = "0123456789abcdef"[v & 15];
+    o.append(b, 18);
+  }
+
   std::string Slice(const CallRecord& c, uint32_t f, int64_t t, int64_t dur, int launch) {
     const int pid = Pid(f, c.device);
     const int tid = Tid(pid, c.stream);
-    std::string s = "{\"ph\":\"X\",\"name\":" + Q(std::string(ApiName(static_cast<Api>(c.api)))) +
-                    ",\"cat\":\"nccl\",\"pid\":" + std::to_string(pid) +
-                    ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Us(t) +
-                    ",\"dur\":" + Us(m_.start_ns() + std::max<int64_t>(dur, 1000)) +
-                    ",\"args\":{\"call\":" + Q(ShortCall(c));
-    if (c.comm_id) s += ",\"comm\":" + Q(Hex64(c.comm_id)) + ",\"rank\":" + std::to_string(c.rank);
-    if (c.seq != kNoSeq) s += ",\"seq\":" + std::to_string(c.seq);
-    if (launch) s += ",\"graph_launch\":" + std::to_string(launch);
-    if (c.result) s += ",\"result\":" + Q(NcclResultName(c.result));
-    return s + "}}";
+    const Api api = static_cast<Api>(c.api);
+    std::string o;
+    o.reserve(256);
+    o += "{\"ph\":\"X\",\"name\":\"";
+    o += ApiName(api);
+    o += "\",\"cat\":\"nccl\",\"pid\":";
+    Int(o, pid);
+    o += ",\"tid\":";
+    Int(o, tid);
+    o += ",\"ts\":";
+    Micros(o, t - m_.start_ns());
+    o += ",\"dur\":";
+    Micros(o, std::max<int64_t>(dur, 1000));
+    o += ",\"args\":{";
+    if (IsCollective(api) || IsP2p(api)) {
+      o += "\"count\":";
+      Uint(o, c.count);
+      o += ",\"dtype\":\"";
+      o += DtypeName(c.dtype);
+      o += "\",";
+    }
+    if (IsRooted(api) || IsP2p(api)) {
+      o += IsP2p(api) ? "\"peer\":" : "\"root\":";
+      Int(o, c.root_peer);
+      o += ',';
+    }
+    if (c.seq != kNoSeq) {
+      o += "\"seq\":";
+      Uint(o, c.seq);
+      o += ',';
+    }
+    if (launch) {
+      o += "\"graph_launch\":";
+      Int(o, launch);
+      o += ',';
+    }
+    if (c.result) {
+      o += "\"result\":\"";
+      o += NcclResultName(c.result);
+      o += "\",";
+    }
+    o += "\"comm\":\"";
+    Hex(o, c.comm_id);
+    o += "\",\"rank\":";
+    Int(o, c.rank);
+    o += "}}";
+    return o;
   }
 
   void CallSlices(uint32_t f) {
@@ -162,10 +235,20 @@ class Exporter {
           const CallRecord& call = m_.call(at[k]->call);
           const int pid = Pid(at[k]->call.file, call.device);
           const char* ph = k == 0 ? "s" : (k + 1 == at.size() ? "f" : "t");
-          Event(std::string("{\"ph\":\"") + ph +
-                "\",\"bp\":\"e\",\"cat\":\"seq\",\"name\":" + Q("seq " + std::to_string(seq)) +
-                ",\"id\":" + std::to_string(id) + ",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
-                std::to_string(Tid(pid, call.stream)) + ",\"ts\":" + Us(SliceTime(*at[k])) + "}");
+          std::string o = "{\"ph\":\"";
+          o += ph;
+          o += "\",\"bp\":\"e\",\"cat\":\"seq\",\"name\":\"seq ";
+          Uint(o, seq);
+          o += "\",\"id\":";
+          Uint(o, id);
+          o += ",\"pid\":";
+          Int(o, pid);
+          o += ",\"tid\":";
+          Int(o, Tid(pid, call.stream));
+          o += ",\"ts\":";
+          Micros(o, SliceTime(*at[k]) - m_.start_ns());
+          o += '}';
+          Event(o);
         }
       }
     }
@@ -194,6 +277,10 @@ class Exporter {
   std::string buf_;
   bool first_ = true;
   std::map<std::pair<uint32_t, int>, int> pids_;
+  std::pair<uint32_t, int> last_pid_key_{~0u, 0};  // the last lookups, usually repeated
+  int last_pid_ = 0;
+  std::pair<int, uint64_t> last_tid_key_{-1, 0};
+  int last_tid_ = 0;
   std::map<int, std::map<uint64_t, int>> tids_;
 };
 
