@@ -68,6 +68,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QString last_error_;
+  quint64 filter_generation_ = 0;  // the newest filter; older results are dropped
 };
 
 }  // namespace ncclrr::viewer
