@@ -76,8 +76,8 @@ class CrossCommChecker : public Checker {
         y_issued = std::max(y_issued, r.issued());
       for (const auto& v : vs) {
         const FileView& fv = m.files()[v.first];
-        per_view.push_back(
-            Intervals(views[v], pair.first, pair.second, !fv.torn && !fv.ring_mode, y_issued));
+        per_view.push_back(Intervals(views[v], pair.first, pair.second,
+                                     !fv.torn && !fv.ring_mode && fv.dropped == 0, y_issued));
       }
       CheckPair(ctx, pair.first, pair.second, vs, per_view, rank_in, sink);
     }

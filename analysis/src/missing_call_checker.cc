@@ -51,6 +51,8 @@ class MissingCallChecker : public Checker {
     for (int r : shorter) {
       const FileView& fv = m.files()[c.ranks[r].file];
       if (fv.torn) continue;  // its end is lost: trace_incomplete says so
+      // Records the recorder dropped may be the calls that look missing (records_dropped).
+      if (fv.dropped >= static_cast<uint64_t>(most - adjusted[r])) continue;
       const CollectiveSlot* w = first_waiting(r);
       if (!fv.clean && (!w || fv.last_alive_ns - w->time_ns < kUnflushedSlackNs)) continue;
       accused.push_back(r);
@@ -117,7 +119,8 @@ class MissingCallChecker : public Checker {
                 ", but " + RankList(accused) + " never did: " + stops +
                 ". NCCL cannot complete a collective until every rank of the communicator "
                 "issues it, so " +
-                RankList(waiters) + " hang in seq " + std::to_string(seq) +
+                RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
+                std::to_string(seq) +
                 (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
                 ". Find why " + RankList(accused) +
                 " did not get there: a rank-dependent branch, an exception, or a blocking call on "

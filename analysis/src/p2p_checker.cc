@@ -116,6 +116,7 @@ class P2pChecker : public Checker {
       if (ns == nr) continue;
       if (ctx.UntrustedTail(ci, src) || ctx.UntrustedTail(ci, dst)) continue;
       if (Torn(m, c, src) || Torn(m, c, dst)) continue;
+      if (Dropped(m, c, src) + Dropped(m, c, dst) >= (ns > nr ? ns - nr : nr - ns)) continue;
       const bool more_sends = ns > nr;
       const uint64_t k = std::min(ns, nr);
       const auto& longer = more_sends ? s : r;
@@ -151,6 +152,11 @@ class P2pChecker : public Checker {
   static bool Torn(const TraceModel& m, const CommModel& c, int rank) {
     const RankView& r = c.ranks[rank];
     return !r.has_file() || m.files()[r.file].torn;
+  }
+
+  static uint64_t Dropped(const TraceModel& m, const CommModel& c, int rank) {
+    const RankView& r = c.ranks[rank];
+    return r.has_file() ? m.files()[r.file].dropped : 0;
   }
 
   static std::string Nth(uint64_t k) {

@@ -62,6 +62,34 @@ TEST_P(GoldenTest, CheckStableTextAndJson) {
   fs::remove_all(dir);
 }
 
+// Drops depend on when the writer flushes, so this one asserts the note rather than a golden.
+TEST(RecordsDropped, IsANoteWithTheCount) {
+  const fs::path dir = fs::temp_directory_path() / ("ncclrr-dropped-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  ScriptBuilder b(2);
+  const int dp = b.Comm(0x77, "dp", {0, 1});
+  for (int step = 0; step < 2000; ++step) b.All(dp, AllReduce(1024, step % 4));
+  b.s.processes[1].max_file_bytes = 4096;  // the writer drops (and counts) records past 4 KB
+  b.s.processes[1].flush_every = 50;       // ... written in many small frames
+  b.s.dir = dir.string();
+  ASSERT_TRUE(WriteSyntheticScript(b.s).ok());
+  auto model = analysis::TraceModel::Load(dir.string());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const analysis::Report r = analysis::Check(*model);
+  bool found = false;
+  for (const analysis::Note& n : r.notes)
+    if (n.kind == analysis::NoteKind::kRecordsDropped) {
+      found = true;
+      EXPECT_GT(n.count, 0u);
+      EXPECT_NE(n.message.find("dropped"), std::string::npos) << n.message;
+    }
+  EXPECT_TRUE(found) << analysis::FormatText(r, &*model, {});
+  EXPECT_TRUE(r.findings.empty()) << analysis::FormatText(r, &*model, {});
+  EXPECT_EQ(r.ExitCode(false), r.findings.empty() ? 0 : 1);
+  EXPECT_EQ(r.ExitCode(true), 1);
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(GoldenScenarios()),
                          [](const auto& param_info) { return param_info.param.name; });
 
