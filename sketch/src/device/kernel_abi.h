@@ -8,7 +8,7 @@
 
 namespace ncclrr::sketch::kabi {
 
-inline constexpr int kMaxJobs = 4;      // sketches fused into one launch
+inline constexpr int kMaxJobs = 16;     // sketches fused into one launch (1.8 KB of parameters)
 inline constexpr int kWarpsPerCta = 8;  // chunks processed per round
 inline constexpr int kThreadsPerCta = kWarpsPerCta * core::kLanes;
 inline constexpr uint32_t kModeFull = 1;  // SketchMode bits
@@ -60,6 +60,7 @@ struct Launch {
   Job jobs[kMaxJobs];
 };
 static_assert(sizeof(Launch) == 8 + kMaxJobs * sizeof(Job));
+static_assert(sizeof(Launch) <= 4096, "kernel parameters are limited to 4 KB");
 
 NCCLRR_HD uint32_t JobCtas(const Job& j) { return j.nblocks * j.tiles_per_block; }
 

@@ -58,7 +58,7 @@ class SketchDevice {
   SketchDevice(const SketchDevice&) = delete;
   SketchDevice& operator=(const SketchDevice&) = delete;
 
-  // Enqueues up to 4 sketches on `stream` (a cudaStream_t / CUstream; 0 is the legacy default
+  // Enqueues up to 16 sketches on `stream` (a cudaStream_t / CUstream; 0 is the legacy default
   // stream of the current context), one launch per distinct datatype. Returns one slot per
   // request, in order. Fails without launching anything when a request is invalid or exceeds
   // the options, when no slot is free, or when the stream's capture was invalidated.
