@@ -45,7 +45,7 @@ void Log(const char* fmt, ...) {
 }
 
 // Random elements of any datatype: a table of 4096 encoded random values (normal(0, 3) for
-// floats, full-range integers) sampled by a fast generator, with a few NaN/Inf for floats.
+// floats, integers up to 2^52 wrapped into the type) sampled by a fast generator, with a few NaN/Inf for floats.
 std::vector<uint8_t> RandomBytes(uint8_t dtype, uint64_t n, uint64_t seed) {
   const size_t size = DtypeSize(dtype);
   std::mt19937_64 rng(seed);
