@@ -11,7 +11,8 @@ std::atomic<uint64_t> g_process_count[kApiSlots];
 uint64_t g_process_emitted[kApiSlots];  // under g_emit_mu
 std::mutex g_emit_mu;
 
-void EmitCounts(uint64_t comm_id, std::atomic<uint64_t>* counts, uint64_t* emitted) {
+void EmitCounts(uint64_t comm_id, int32_t rank, std::atomic<uint64_t>* counts,
+                uint64_t* emitted) {
   for (int api = 0; api < kApiSlots; ++api) {
     const uint64_t n = counts[api].load(std::memory_order_relaxed);
     if (n == emitted[api]) continue;
@@ -20,6 +21,7 @@ void EmitCounts(uint64_t comm_id, std::atomic<uint64_t>* counts, uint64_t* emitt
     r.kind = RecordKind::kQuery;
     r.query.comm_id = comm_id;
     r.query.api = static_cast<uint16_t>(api);
+    r.query.rank = rank;
     r.query.count = n;
     Emit(r);
   }
@@ -44,14 +46,15 @@ void AsyncErrorChanged(CommState* cs, ncclResult_t value, const void* caller) {
 void EmitQueryCounts() {
   if (g_runtime.stage.load() != static_cast<int>(Stage::kRecording)) return;
   std::lock_guard<std::mutex> lock(g_emit_mu);
-  EmitCounts(0, g_process_count, g_process_emitted);
-  for (CommState* cs : Comms().Snapshot()) EmitCounts(cs->id, cs->query_count, cs->query_emitted);
+  EmitCounts(0, -1, g_process_count, g_process_emitted);
+  for (CommState* cs : Comms().Snapshot())
+    EmitCounts(cs->id, cs->rank.load(), cs->query_count, cs->query_emitted);
 }
 
 void EmitQueryCountsOf(CommState* cs) {
   if (g_runtime.stage.load() != static_cast<int>(Stage::kRecording)) return;
   std::lock_guard<std::mutex> lock(g_emit_mu);
-  EmitCounts(cs->id, cs->query_count, cs->query_emitted);
+  EmitCounts(cs->id, cs->rank.load(), cs->query_count, cs->query_emitted);
 }
 
 }  // namespace ncclrr::interpose

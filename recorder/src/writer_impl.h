@@ -51,7 +51,8 @@ class TraceWriter::Impl {
   void Loop();
   bool DrainRings(bool dump, internal::PendingBatch* out);
   void WriteBatch(internal::PendingBatch* batch);
-  bool WriteBytes(const uint8_t* data, size_t size, size_t records);  // false: not written
+  // false: not written. `past_cap`: write even beyond max_file_bytes (the closing frame).
+  bool WriteBytes(const uint8_t* data, size_t size, size_t records, bool past_cap = false);
 
   WriterOptions options_;
   const bool flight_;

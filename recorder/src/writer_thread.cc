@@ -205,8 +205,11 @@ bool TraceWriter::Impl::DrainRings(bool dump, PendingBatch* out) {
   return more;
 }
 
-bool TraceWriter::Impl::WriteBytes(const uint8_t* data, size_t size, size_t records) {
-  if (io_failed_ || (options_.max_file_bytes && bytes_ + size > options_.max_file_bytes)) {
+bool TraceWriter::Impl::WriteBytes(const uint8_t* data, size_t size, size_t records,
+                                   bool past_cap) {
+  // The closing frame goes out even past the size cap: it says how much was dropped.
+  if (io_failed_ ||
+      (!past_cap && options_.max_file_bytes && bytes_ + size > options_.max_file_bytes)) {
     lost_ += records;
     if (!warned_io_ && !io_failed_) {
       warned_io_ = true;
@@ -250,7 +253,7 @@ void TraceWriter::Impl::WriteBatch(PendingBatch* batch) {
   if (options_.compress && batch->calls.size() >= 16) region = encoder_.CallsRegion();
   internal::EncodeFrame(data, static_cast<uint32_t>(size), options_.compress, zstd_, region,
                         &transpose_buf_, &frame_buf_);
-  if (WriteBytes(frame_buf_.data(), frame_buf_.size(), records)) {
+  if (WriteBytes(frame_buf_.data(), frame_buf_.size(), records, batch->footer.has_value())) {
     records_written_ += records;
     calls_written_ += batch->calls.size();
     frames_ += 1;
@@ -288,6 +291,12 @@ void TraceWriter::Impl::Loop() {
         for (auto& r : rings_) dropped += r->dropped.load();
       }
       batch.clocks.push_back({MonotonicNs(), RealtimeNs()});
+      // Past the size cap the closing frame carries only the footer: what was dropped.
+      if (options_.max_file_bytes && lost_ > 0) {
+        dropped += batch.RecordCount();
+        lost_ += batch.RecordCount();
+        batch.Clear();
+      }
       batch.footer = FooterData{true, calls_written_ + batch.calls.size(), dropped, MonotonicNs(),
                                 close_reason_};
     }

@@ -127,15 +127,20 @@ TEST_F(BasicTrace, GroupsShareAnIdAndArgumentsAreKept) {
 
 TEST_F(BasicTrace, QueriesAreCountedNotRecorded) {
   EXPECT_TRUE(CallsOf(T(), Api::kCommGetAsyncError).empty());
+  std::map<std::pair<uint64_t, int32_t>, uint64_t> async_by_rank;  // cumulative per rank
   std::map<uint64_t, uint64_t> async_counts;
   uint64_t count_calls = 0, version_calls = 0;
   for (const QueryCountRecord& q : T().queries) {
-    if (static_cast<Api>(q.api) == Api::kCommGetAsyncError)
-      async_counts[q.comm_id] = std::max(async_counts[q.comm_id], q.count);
+    if (static_cast<Api>(q.api) == Api::kCommGetAsyncError) {
+      auto& n = async_by_rank[{q.comm_id, q.rank}];
+      n = std::max(n, q.count);
+    }
     if (static_cast<Api>(q.api) == Api::kCommCount) count_calls += q.count;
     if (static_cast<Api>(q.api) == Api::kGetVersion) version_calls = q.count;
   }
+  for (const auto& [key, n] : async_by_rank) async_counts[key.first] += n;
   const auto init = CallsOf(T(), Api::kCommInitAll)[0];
+  EXPECT_EQ(async_by_rank.size(), 4u);  // one counter per rank of the InitAll communicator
   EXPECT_EQ(async_counts[init.comm_id], 200u);  // 50 polls x 4 ranks of one communicator
   EXPECT_EQ(count_calls, 1u);
   EXPECT_EQ(version_calls, 1u);

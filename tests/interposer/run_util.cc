@@ -26,10 +26,12 @@ std::string Slurp(const std::string& path) {
 }  // namespace
 
 std::string FreshDir(const std::string& tag) {
+  // No current test inside SetUpTestSuite: then the suite's name stands in.
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("ncclrr-interposer-" + std::to_string(getpid()) + "-" + info->name() + "-" + tag);
+  const auto* suite = ::testing::UnitTest::GetInstance()->current_test_suite();
+  const std::string who = info ? info->name() : suite ? suite->name() : "suite";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ncclrr-interposer-" + std::to_string(getpid()) + "-" + who + "-" + tag);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

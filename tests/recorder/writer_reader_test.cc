@@ -104,7 +104,7 @@ TEST(WriterReader, EveryRecordKindRoundTrips) {
     tw.Append(r);
     r = {};
     r.kind = RecordKind::kQuery;
-    r.query = QueryCountRecord{11, 80, {}, 12345};
+    r.query = QueryCountRecord{11, 80, 0, 3, 12345};
     tw.Append(r);
     r = {};
     r.kind = RecordKind::kClock;

@@ -210,7 +210,8 @@ static_assert(sizeof(GraphEventRecord) == 40);
 struct QueryCountRecord {
   uint64_t comm_id;
   uint16_t api;
-  uint8_t pad[6];
+  uint16_t pad;
+  int32_t rank;  // the querying rank (one process may hold several ranks of one comm)
   uint64_t count;
 };
 static_assert(sizeof(QueryCountRecord) == 24);
