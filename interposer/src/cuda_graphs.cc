@@ -84,17 +84,35 @@ int CudaDriverVersion() {
   return v;
 }
 
+namespace {
+// Set when graphs are to be watched but the process had no CUDA driver loaded yet.
+std::atomic<bool> g_graphs_wanted{false};
+
+bool ResolveCaptureQuery() {
+  void* h = LoadedLibcuda();  // kept open: the process has it loaded anyway
+  if (h == nullptr) return false;
+  g_info_v3 = reinterpret_cast<CaptureInfoV3>(RealDlsym(h, "cuStreamGetCaptureInfo_v3"));
+  if (g_info_v3 == nullptr)
+    g_info_v2 = reinterpret_cast<CaptureInfoV2>(RealDlsym(h, "cuStreamGetCaptureInfo_v2"));
+  if (g_info_v3 != nullptr || g_info_v2 != nullptr) g_graphs_active.store(true);
+  return true;
+}
+}  // namespace
+
 void InitCudaGraphs(const NcclLibrary& lib) {
   // The host NCCL's streams are not CUDA streams: the driver must not see them (unless a test
   // stands in for the driver, NCCLRR_GRAPHS=2).
   const int mode = GetConfig().graphs;
   if (mode == 0 || (lib.host_nccl && mode < 2)) return;
-  void* h = LoadedLibcuda();  // kept open: the process has it loaded anyway
-  if (h == nullptr) return;   // no CUDA in this process: nothing can be captured
-  g_info_v3 = reinterpret_cast<CaptureInfoV3>(RealDlsym(h, "cuStreamGetCaptureInfo_v3"));
-  if (g_info_v3 == nullptr)
-    g_info_v2 = reinterpret_cast<CaptureInfoV2>(RealDlsym(h, "cuStreamGetCaptureInfo_v2"));
-  if (g_info_v3 != nullptr || g_info_v2 != nullptr) g_graphs_active.store(true);
+  // A program may make its first NCCL call (ncclGetUniqueId, ncclCommInitAll) before it touches
+  // CUDA: then the driver is loaded by NCCL itself, and RetryCudaGraphs looks again.
+  if (!ResolveCaptureQuery()) g_graphs_wanted.store(true);
+}
+
+void RetryCudaGraphs() {
+  if (!g_graphs_wanted.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_graphs_wanted.load() && ResolveCaptureQuery()) g_graphs_wanted.store(false);
 }
 
 CaptureInfo QueryCapture(const void* stream) {

@@ -31,6 +31,9 @@ struct CaptureInfo {
 
 // At recording start: looks for the driver's capture query (unless the NCCL is the host one).
 void InitCudaGraphs(const NcclLibrary& lib);
+// After a communicator is created (NCCL has loaded the driver by then): looks again when the
+// driver was not loaded at recording start. Cheap once resolved.
+void RetryCudaGraphs();
 // cuDriverGetVersion of a loaded libcuda, else 0.
 int CudaDriverVersion();
 CaptureInfo QueryCapture(const void* stream);

@@ -1,9 +1,9 @@
 #pragma once
 // Executes one ordering on a backend: one thread per actor (recorded process and device). Each
-// actor creates its communicators (always nonblocking, so a stuck replay can be aborted; pairing
-// is the same as with blocking ones), issues its units in the order's sequence onto streams that
-// mirror the recorded ones, and retires units in issue order once their completion markers are
-// reached: outputs are copied back and verified, buffers go back to the actor's ring arena.
+// actor creates its communicators (nonblocking, so a stuck replay can be aborted; blocking with
+// --no-verify, which times the replay; pairing is the same), issues its units in the order's
+// sequence onto streams that mirror the recorded ones, and retires units in issue order once
+// their completion markers are reached: outputs are copied back and verified, buffers go back to the actor's ring arena.
 //
 // Hangs: a watchdog on the calling thread counts issued and retired units; when nothing moves for
 // `timeout_s`, every actor records which units were still in flight (the head of each stream is

@@ -25,7 +25,7 @@ say() { echo "$*" | tee -a "$W/summary.log"; }
 while read -r sc kind seq must; do
   t=$W/t-$sc
   rm -rf "$t"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   NCCLRR_NCCL_LIBRARY=$NCCL_DIR/libnccl.so.2 NCCLRR_EXAMPLE_WATCHDOG_S=${WATCHDOG_S:-20} \
     timeout 240 "$N" record -o "$t" -- "$EX" "$sc" --backend nccl --ranks 2 --steps 4 \
     >"$W/$sc.record.log" 2>&1
@@ -56,7 +56,7 @@ PYEOF
   fi
   say "$(printf '%-20s record rc=%-3s check rc=%-2s got %-22s seq %-5s notes %-2s expected %-22s seq %-4s %s%s %.1fs' \
     "$sc" "$rec" "$chk" "$gkind" "$gseq" "$notes" "$kind" "$seq" "$verdict" \
-    "$([ "$must" = yes ] && echo ' (must pass)')" "$(echo "$(date +%s.%N) - $start" | bc)")"
+    "$([ "$must" = yes ] && echo ' (must pass)')" "$(( ($(date +%s%N) - start) / 1000000 ))e-3")"
 done <<'EOF2'
 clean               -                      -  yes
 swap-same-size      suspected_swap         4  no

@@ -39,7 +39,7 @@ fail() { say "FAIL $1${2:+: $2}"; FAILED=1; }
 run() {  # run NAME CMD...: output in $W/NAME.log; returns the command's status
   local name=$1; shift
   local t0=$(date +%s)
-  timeout 300 "$@" >"$W/$name.log" 2>&1
+  timeout -k 5 "${NCCLRR_RUN_TIMEOUT_S:-90}" "$@" >"$W/$name.log" 2>&1
   local rc=$?
   echo "$(printf '%-32s rc=%-3s %4ss' "$name" "$rc" "$(( $(date +%s) - t0 ))")" >>"$W/runs.log"
   return $rc
@@ -102,7 +102,8 @@ check bench1-ring-trace "$W/t-bench1-ring" 'f[0]["calls"] >= 900 and f[0]["calls
 expect_rc torch1-plain 0 env NCCLRR_JOB_GRAPH=1 "$PY" "$ROOT/tests/gpu/interposer_torch_job.py"
 expect_rc torch1-record 0 env NCCLRR_JOB_GRAPH=1 "$N" record -o "$W/t-torch1" -- "$PY" "$ROOT/tests/gpu/interposer_torch_job.py"
 same_output torch1-results-identical "$W/torch1-plain.log" "$W/torch1-record.log" 'checksum'
-check torch1-trace "$W/t-torch1" 'len(f) == 1 and f[0]["route"] == "preload" and total("AllReduce") >= 50 and total("AllGather") >= 50 and total("ReduceScatter") >= 50 and total("Broadcast") >= 50 and f[0]["live_seq_ok"] and f[0]["clean"]'
+# (torch makes no NCCL call for reduce_scatter at world size 1: it copies.)
+check torch1-trace "$W/t-torch1" 'len(f) == 1 and f[0]["route"] == "preload" and total("AllReduce") >= 50 and total("AllGather") >= 50 and total("Bcast") >= 50 and f[0]["live_seq_ok"] and f[0]["clean"]'
 check torch1-graph "$W/t-torch1" 'f[0]["templates"] >= 3 and f[0]["graph"]["launch"] >= 10'
 expect_rc torch1-ring 0 env NCCLRR_JOB_GRAPH=1 "$N" record --ring 64 -o "$W/t-torch1-ring" -- "$PY" "$ROOT/tests/gpu/interposer_torch_job.py"
 same_output torch1-ring-results-identical "$W/torch1-plain.log" "$W/torch1-ring.log" 'checksum'
@@ -127,7 +128,7 @@ if [ "$NGPU" -ge 2 ]; then
   expect_rc torch2-plain 0 env NCCLRR_JOB_GRAPH=1 $TR "$ROOT/tests/gpu/interposer_torch_job.py"
   expect_rc torch2-record 0 env NCCLRR_JOB_GRAPH=1 "$N" record -o "$W/t-torch2" -- $TR "$ROOT/tests/gpu/interposer_torch_job.py"
   same_output torch2-results-identical "$W/torch2-plain.log" "$W/torch2-record.log" 'checksum'
-  check torch2-trace "$W/t-torch2" 'len(f) == 2 and all(x["clean"] and x["live_seq_ok"] and x["dropped"] == 0 for x in f) and total("Send") >= 100 and total("Recv") >= 100 and total("AllReduce") >= 100'
+  check torch2-trace "$W/t-torch2" 'len(f) == 2 and all(x["clean"] and x["live_seq_ok"] and x["dropped"] == 0 for x in f) and total("Send") >= 100 and total("Recv") >= 100 and total("AllReduce") >= 100 and total("ReduceScatter") >= 100'
   check torch2-comm-ids-equal "$W/t-torch2" 'len({c["id"] for c in f[0]["comms"] if c["nranks"] == 2}) >= 1 and {c["id"] for c in f[0]["comms"] if c["nranks"] == 2} == {c["id"] for c in f[1]["comms"] if c["nranks"] == 2}'
   check torch2-graph "$W/t-torch2" 'all(x["templates"] >= 3 and x["graph"]["launch"] >= 10 for x in f)'
   expect_rc jax2-plain 0 "$PY" "$ROOT/tests/gpu/interposer_jax_job.py"

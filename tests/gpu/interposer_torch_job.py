@@ -59,6 +59,9 @@ def main():
             g.replay()
         torch.cuda.synchronize()
         checksum += float(y.double().sum())
+        # NCCL keeps a communicator's resources while a graph that captured it lives: destroying
+        # the process group first would wait for the graph forever.
+        del g
     torch.cuda.synchronize()
     print(f"rank {rank} checksum {checksum:.10e}", flush=True)
     dist.destroy_process_group()

@@ -78,6 +78,8 @@ nvidia-smi -L 2>&1 | tee -a "$LOG"
   tee -a "$LOG"
 TORCHRUN=("$PY" -m torch.distributed.run --standalone)
 
+# NCCLRR_REPLAYER_ONLY_BENCH=1 runs section 3 alone (to rerun the benchmark).
+if [ "${NCCLRR_REPLAYER_ONLY_BENCH:-0}" != 1 ]; then
 say "== 1. one GPU: 1-rank communicators on the nccl backend"
 "$BENCH" gen "$WORK/syn1" 1 20 1048576 >>"$LOG" 2>&1
 replay syn1-nccl "$WORK/syn1" --backend nccl --order recorded,canonical
@@ -134,6 +136,7 @@ if [ "$GPUS" -ge 2 ]; then
 else
   say "== 2. SKIPPED: the two-GPU steps need two GPUs (this machine has $GPUS)"
 fi
+fi  # NCCLRR_REPLAYER_ONLY_BENCH
 
 say "== 3. benchmark (details in $BENCHLOG)"
 ranks=$([ "$GPUS" -ge 2 ] && echo 2 || echo 1)
