@@ -10,6 +10,7 @@
 #include "chain.h"
 #include "event_handles.h"
 #include "name_maps.h"
+#include "plugin_config.h"
 #include "plugin_state.h"
 #include "task_info.h"
 
@@ -101,7 +102,7 @@ ApiSlot* StartApiCall(CommContext* c, Api api, size_t count, const char* datatyp
   r.seq = IsCollective(api) && !captured ? c->coll_seq.fetch_add(1) : kNoSeq;
   r.type_seq = c->type_seq[static_cast<uint16_t>(api) & 127].fetch_add(1);
   PluginRecorder& rec = PluginRecorder::Get();
-  s->silent = rec.Disabled() || rec.PreloadInRecordedCall();
+  s->silent = rec.Disabled() || (!GetPluginConfig().record_all && rec.PreloadInRecordedCall());
   s->launch_scope = t_group.launch_scope;
   s->state.store(ApiSlot::kOpen, std::memory_order_release);
   return s;
@@ -185,7 +186,8 @@ void RecordTask(CommContext* c, int rank, const TaskInfo& t) {
   // inside the application's call) or knows the comm (launches on NCCL's threads).
   int owner = c->owner.load(std::memory_order_relaxed);
   if (owner == 0) {
-    owner = rec.PreloadInRecordedCall() || rec.PreloadRecordsComm(c->comm_hash) ? 2 : 1;
+    const bool preloads = rec.PreloadInRecordedCall() || rec.PreloadRecordsComm(c->comm_hash);
+    owner = preloads && !GetPluginConfig().record_all ? 2 : 1;
     c->owner.store(owner, std::memory_order_relaxed);
   }
   if (owner == 2) return;

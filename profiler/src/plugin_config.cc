@@ -46,6 +46,7 @@ PluginConfig Load() {
   c.max_file_bytes <<= 20;
   Flag("NCCLRR_COMPRESS", &c.compress);
   Flag("NCCLRR_VERBOSE", &c.verbose);
+  Flag("NCCLRR_PLUGIN_RECORD_ALL", &c.record_all);
   if (c.flush_ms == 0) c.flush_ms = 1;
   if (c.clock_ms == 0) c.clock_ms = 1000;
   return c;

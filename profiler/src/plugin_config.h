@@ -18,6 +18,9 @@ struct PluginConfig {
   uint64_t max_file_bytes = 0;  // NCCLRR_MAX_FILE_MB
   bool compress = true;         // NCCLRR_COMPRESS
   bool verbose = false;         // NCCLRR_VERBOSE: say on stderr what the plugin does
+  // NCCLRR_PLUGIN_RECORD_ALL=1: record also the calls and communicators the preload records, so
+  // that one run yields both routes' files (checking the preload's commHash against NCCL's).
+  bool record_all = false;
 };
 
 const PluginConfig& GetPluginConfig();

@@ -2,9 +2,11 @@
 # GPU acceptance of the profiler-plugin route (issue 9), on the 2-GPU test machine:
 #  1. NCCL (2.28, dynamically linked) loads libnccl-profiler-ncclrr.so from NCCL_PROFILER_PLUGIN
 #     with the preload OFF, and the plugin writes a trace (route ProfilerPlugin).
-#  2. The same jobs recorded through the preload give the same communicators (the commHash NCCL
-#     hands the plugin is ground truth for the preload's own computation: agreement is reported
-#     per kind of communicator) and the same calls (ncclrr-compare-routes).
+#  2. The same jobs recorded by both routes in one run (NCCLRR_PLUGIN_RECORD_ALL=1; a root comm's
+#     commHash comes from its unique id, new in every run, so runs cannot be compared) give the
+#     same communicators (the commHash NCCL hands the plugin is ground truth for the preload's own
+#     computation: agreement is reported per kind of communicator) and the same calls
+#     (ncclrr-compare-routes).
 #  3. `ncclrr check` says the same on both routes' traces (example bug scenarios).
 #  4. With both routes active in one process, each call is recorded once.
 # Jobs: ncclrr-comm-kinds (every way to make a communicator), ncclrr-example scenarios, a
@@ -37,15 +39,24 @@ run() {  # run LABEL TRACE_DIR ROUTE(plugin|preload|both) CMD...
     plugin) env+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV) ;;
     preload) env+=(LD_PRELOAD="$PRELOAD") ;;
     both) env+=(LD_PRELOAD="$PRELOAD" NCCL_PROFILER_PLUGIN="$PLUGIN") ;;
+    # both routes record everything: one run, two traces whose comm ids can be compared (root
+    # comms get a new unique id, hence a new commHash, in every run)
+    both-all) env+=(LD_PRELOAD="$PRELOAD" NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLRR_PLUGIN_RECORD_ALL=1) ;;
   esac
   say "-- $label [$route]: $*"
-  env "${env[@]}" timeout 300 "$@" >"$WORK/$label.$route.out" 2>&1
+  env "${env[@]}" timeout 120 "$@" >"$WORK/$label.$route.out" 2>&1
   local rc=$?
   tail -n 20 "$WORK/$label.$route.out" >>"$LOG"
   say "   exit $rc; trace files: $(ls "$dir" 2>/dev/null | tr '\n' ' ')"
   return 0
 }
 have_preload() { [ -f "$PRELOAD" ]; }
+split_routes() {  # split_routes DIR: DIR/plugin gets the plugin's files, DIR/preload the others
+  mkdir -p "$1/plugin" "$1/preload"
+  mv "$1"/*-plugin.ncclrr "$1/plugin/" 2>/dev/null
+  mv "$1"/*.ncclrr "$1/preload/" 2>/dev/null
+  return 0
+}
 
 say "== machine"
 nvidia-smi -L 2>&1 | tee -a "$LOG"
@@ -61,23 +72,23 @@ check "plugin trace written" sh -c "ls '$WORK/kinds-plugin'/*.ncclrr"
 [ -x "$NCCLRR" ] && "$NCCLRR" info "$WORK/kinds-plugin" >>"$LOG" 2>&1
 
 if have_preload; then
-  say "== 2. the same job through the preload; routes compared per communicator kind"
-  run kinds "$WORK/kinds-preload" preload "$BUILD/bin/ncclrr-comm-kinds"
+  say "== 2. the same job, both routes recording in one run; routes compared per communicator kind"
+  run kinds "$WORK/kinds-all" both-all "$BUILD/bin/ncclrr-comm-kinds"
+  split_routes "$WORK/kinds-all"
   check "comm-kinds: routes agree (commHash per kind, calls)" \
-    "$COMPARE" "$WORK/kinds-plugin" "$WORK/kinds-preload"
-  "$COMPARE" "$WORK/kinds-plugin" "$WORK/kinds-preload" 2>&1 | tee -a "$LOG" | tail -n 3
+    "$COMPARE" "$WORK/kinds-all/plugin" "$WORK/kinds-all/preload"
+  "$COMPARE" "$WORK/kinds-all/plugin" "$WORK/kinds-all/preload" 2>&1 | tee -a "$LOG" | tail -n 3
 
   say "== 3. ncclrr-example scenarios: same calls and same check findings on both routes"
   for scenario in clean swap-same-size count-mismatch; do
-    run "ex-$scenario" "$WORK/ex-$scenario-plugin" plugin \
+    run "ex-$scenario" "$WORK/ex-$scenario" both-all \
       "$BUILD/bin/ncclrr-example" "$scenario" --ranks 2 --backend nccl --steps 3
-    run "ex-$scenario" "$WORK/ex-$scenario-preload" preload \
-      "$BUILD/bin/ncclrr-example" "$scenario" --ranks 2 --backend nccl --steps 3
+    split_routes "$WORK/ex-$scenario"
     check "example $scenario: routes agree" \
-      "$COMPARE" "$WORK/ex-$scenario-plugin" "$WORK/ex-$scenario-preload"
+      "$COMPARE" "$WORK/ex-$scenario/plugin" "$WORK/ex-$scenario/preload"
     if [ -x "$NCCLRR" ]; then
-      "$NCCLRR" check "$WORK/ex-$scenario-plugin" --stable --json >"$WORK/check-$scenario-plugin.json" 2>&1
-      "$NCCLRR" check "$WORK/ex-$scenario-preload" --stable --json >"$WORK/check-$scenario-preload.json" 2>&1
+      "$NCCLRR" check "$WORK/ex-$scenario/plugin" --stable --json >"$WORK/check-$scenario-plugin.json" 2>&1
+      "$NCCLRR" check "$WORK/ex-$scenario/preload" --stable --json >"$WORK/check-$scenario-preload.json" 2>&1
       check "example $scenario: same finding kinds from check" "$PY" - \
         "$WORK/check-$scenario-plugin.json" "$WORK/check-$scenario-preload.json" <<'PYEOF'
 import json, sys
@@ -112,10 +123,11 @@ run torch "$WORK/torch-plugin" plugin "$PY" -m torch.distributed.run --nproc-per
   "$ROOT/tests/gpu/profiler_torch_job.py"
 check "torch: plugin traces for both ranks" sh -c "[ \$(ls '$WORK/torch-plugin'/*.ncclrr | wc -l) -ge 2 ]"
 if have_preload; then
-  run torch "$WORK/torch-preload" preload "$PY" -m torch.distributed.run --nproc-per-node 2 \
+  run torch "$WORK/torch-all" both-all "$PY" -m torch.distributed.run --nproc-per-node 2 \
     "$ROOT/tests/gpu/profiler_torch_job.py"
-  check "torch: routes agree" "$COMPARE" "$WORK/torch-plugin" "$WORK/torch-preload"
-  "$COMPARE" "$WORK/torch-plugin" "$WORK/torch-preload" 2>&1 | tee -a "$LOG" | tail -n 3
+  split_routes "$WORK/torch-all"
+  check "torch: routes agree" "$COMPARE" "$WORK/torch-all/plugin" "$WORK/torch-all/preload"
+  "$COMPARE" "$WORK/torch-all/plugin" "$WORK/torch-all/preload" 2>&1 | tee -a "$LOG" | tail -n 3
 fi
 
 tar -czf "$OUT/profiler_traces.tar.gz" -C "$WORK" . 2>/dev/null

@@ -302,38 +302,59 @@ TEST_F(PluginTest, V2AndV3TakeStringsAndHashFromDescriptors) {
   }
 }
 
+// The preload's side of the handshake, steered by the test (fake_preload.cc).
+struct FakePreload {
+  bool loaded = false;
+  void (*in_call)(int) = nullptr;       // this thread is inside a call the preload records
+  void (*comm)(uint64_t) = nullptr;     // the preload records this comm
+  static FakePreload Load() {
+    FakePreload f;
+    void* h = dlopen(FAKE_PRELOAD_PATH, RTLD_NOW | RTLD_GLOBAL);
+    if (h == nullptr) return f;
+    f.in_call = reinterpret_cast<void (*)(int)>(dlsym(h, "fakePreloadSetInCall"));
+    f.comm = reinterpret_cast<void (*)(uint64_t)>(dlsym(h, "fakePreloadSetComm"));
+    f.loaded = f.in_call != nullptr && f.comm != nullptr;
+    return f;
+  }
+};
+
+// Calls the preload records (its wrapper on the stack; a comm it knows) and calls it cannot see.
+int DrivePluginBesidePreload() {
+  const FakePreload fake = FakePreload::Load();
+  if (!fake.loaded) return 20;
+  SimNccl v5(PluginPath(), 5);
+  void* ctx = v5.Init(0x10, "", 2, 0);
+  fake.in_call(1);  // the preload's wrapper is on the stack: it records this call
+  void* g = v5.GroupApiStart(ctx, 1);
+  void* a = v5.CollApi(ctx, g, "AllReduce", 1, "ncclFloat32", 0, nullptr);
+  v5.Launch(ctx, 0, {{true, "AllReduce", 1, "ncclFloat32", 0, P(1), P(2), a}});
+  v5.Stop(g);
+  fake.in_call(0);  // a call the preload cannot see (a statically linked NCCL)
+  g = v5.GroupApiStart(ctx, 1);
+  a = v5.CollApi(ctx, g, "AllGather", 2, "ncclFloat32", 0, nullptr);
+  v5.Launch(ctx, 0, {{true, "AllGather", 8, "ncclInt8", 0, P(1), P(2), a}});
+  v5.Stop(g);
+  v5.Finalize(ctx);
+  // Task-level versions decide per communicator.
+  fake.comm(0x20);
+  SimNccl v4(PluginPath(), 4);
+  void* known = v4.Init(0x20, "", 2, 0);
+  void* unknown = v4.Init(0x30, "", 2, 0);
+  v4.Launch(known, 0, {{true, "AllReduce", 1, "ncclFloat32", 0, P(1), P(2)}});
+  v4.Launch(unknown, 0, {{true, "AllReduce", 3, "ncclFloat32", 0, P(1), P(2)}});
+  v4.Finalize(known);
+  v4.Finalize(unknown);
+  return 0;
+}
+
+std::set<uint64_t> CommIds(const TraceFile& f) {
+  std::set<uint64_t> comms;
+  for (const CommRecord& c : f.comms) comms.insert(c.comm_id);
+  return comms;
+}
+
 TEST_F(PluginTest, PreloadRecordingTheCallKeepsThePluginSilent) {
-  const std::string preload = FAKE_PRELOAD_PATH;
-  const int rc = RunChild({}, [&] {
-    void* fake = dlopen(preload.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (fake == nullptr) return 20;
-    auto in_call = reinterpret_cast<void (*)(int)>(dlsym(fake, "fakePreloadSetInCall"));
-    auto comm = reinterpret_cast<void (*)(uint64_t)>(dlsym(fake, "fakePreloadSetComm"));
-    SimNccl v5(PluginPath(), 5);
-    void* ctx = v5.Init(0x10, "", 2, 0);
-    in_call(1);  // the preload's wrapper is on the stack: it records this call
-    void* g = v5.GroupApiStart(ctx, 1);
-    void* a = v5.CollApi(ctx, g, "AllReduce", 1, "ncclFloat32", 0, nullptr);
-    v5.Launch(ctx, 0, {{true, "AllReduce", 1, "ncclFloat32", 0, P(1), P(2), a}});
-    v5.Stop(g);
-    in_call(0);  // a call the preload cannot see (a statically linked NCCL)
-    g = v5.GroupApiStart(ctx, 1);
-    a = v5.CollApi(ctx, g, "AllGather", 2, "ncclFloat32", 0, nullptr);
-    v5.Launch(ctx, 0, {{true, "AllGather", 8, "ncclInt8", 0, P(1), P(2), a}});
-    v5.Stop(g);
-    v5.Finalize(ctx);
-    // Task-level versions decide per communicator.
-    comm(0x20);
-    SimNccl v4(PluginPath(), 4);
-    void* known = v4.Init(0x20, "", 2, 0);
-    void* unknown = v4.Init(0x30, "", 2, 0);
-    v4.Launch(known, 0, {{true, "AllReduce", 1, "ncclFloat32", 0, P(1), P(2)}});
-    v4.Launch(unknown, 0, {{true, "AllReduce", 3, "ncclFloat32", 0, P(1), P(2)}});
-    v4.Finalize(known);
-    v4.Finalize(unknown);
-    return 0;
-  });
-  ASSERT_EQ(rc, 0);
+  ASSERT_EQ(RunChild({}, DrivePluginBesidePreload), 0);
   const TraceFile f = ReadOnlyFile();
   EXPECT_NE(f.path.find("-plugin.ncclrr"), std::string::npos)
       << "beside the preload's own file: " << f.path;
@@ -341,9 +362,15 @@ TEST_F(PluginTest, PreloadRecordingTheCallKeepsThePluginSilent) {
   EXPECT_EQ(f.calls[0].api, static_cast<uint16_t>(Api::kAllGather));
   EXPECT_EQ(f.calls[0].seq, 1u) << "still numbered as NCCL pairs it";
   EXPECT_EQ(f.calls[1].comm_id, 0x30u);
-  std::set<uint64_t> comms;
-  for (const CommRecord& c : f.comms) comms.insert(c.comm_id);
-  EXPECT_EQ(comms, (std::set<uint64_t>{0x10, 0x30})) << "no record of the preload's comm";
+  EXPECT_EQ(CommIds(f), (std::set<uint64_t>{0x10, 0x30})) << "no record of the preload's comm";
+}
+
+TEST_F(PluginTest, RecordAllRecordsWhatThePreloadRecordsToo) {
+  ASSERT_EQ(RunChild({{"NCCLRR_PLUGIN_RECORD_ALL", "1"}}, DrivePluginBesidePreload), 0);
+  const TraceFile f = ReadOnlyFile();
+  ASSERT_EQ(f.calls.size(), 4u) << "the calls the preload records are recorded too";
+  EXPECT_EQ(f.calls[0].api, static_cast<uint16_t>(Api::kAllReduce));
+  EXPECT_EQ(CommIds(f), (std::set<uint64_t>{0x10, 0x20, 0x30}));
 }
 
 std::string ReadFile(const fs::path& p) {
