@@ -6,12 +6,11 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
+#include "ncclrr/process_info.h"
 #include "ncclrr/profiler/preload_handshake.h"
 #include "plugin_config.h"
 
-extern char** environ;
 
 namespace ncclrr::profiler {
 namespace {
@@ -20,24 +19,6 @@ constexpr size_t kSlotChunk = 64;
 // Slots are reused only when this many are free, so that a late task event still finds the
 // call it belongs to.
 constexpr size_t kSlotReuseDepth = 32;
-
-std::vector<std::string> ReadArgv() {
-  std::vector<std::string> argv;
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string arg;
-  while (std::getline(in, arg, '\0')) argv.push_back(arg);
-  return argv;
-}
-
-std::map<std::string, std::string> NcclEnvironment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (std::strncmp(*e, "NCCL_", 5) != 0 && std::strncmp(*e, "NCCLRR_", 7) != 0) continue;
-    if (const char* eq = std::strchr(*e, '='))
-      env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
-  }
-  return env;
-}
 
 int PreloadObjectCallback(dl_phdr_info* info, size_t, void* found) {
   if (info->dlpi_name != nullptr && std::strstr(info->dlpi_name, "libncclrr-interpose") != nullptr)
@@ -153,7 +134,7 @@ void PluginRecorder::Start() {
   o.max_file_bytes = cfg.max_file_bytes;
   o.header.route = Route::kProfilerPlugin;
   o.header.nccl_version = nccl_version_;
-  o.header.argv = ReadArgv();
+  o.header.argv = ProcessArgv();
   o.header.env = NcclEnvironment();
   auto w = TraceWriter::Create(std::move(o));
   if (!w.ok()) {
