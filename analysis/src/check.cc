@@ -16,7 +16,7 @@ std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
   // everything else that reads those claims.
   return {MakeTraceNotesChecker(),  MakeSequenceChecker(), MakeCrossCommChecker(),
           MakeMissingCallChecker(), MakeP2pChecker(),      MakeGraphChecker(),
-          MakeLifecycleChecker(),   MakeNcclErrorChecker()};
+          MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker()};
 }
 
 void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {

@@ -15,6 +15,7 @@ std::shared_ptr<Checker> MakeCrossCommChecker();    // cross_comm_order
 std::shared_ptr<Checker> MakeGraphChecker();        // graph_capture_mismatch
 std::shared_ptr<Checker> MakeLifecycleChecker();    // lifecycle_error
 std::shared_ptr<Checker> MakeNcclErrorChecker();    // nccl_error
+std::shared_ptr<Checker> MakeStragglerChecker();    // stragglers (notes, from GPU times)
 
 }  // namespace ncclrr::analysis
 

@@ -25,13 +25,24 @@ bool FindingKindFromName(std::string_view name, FindingKind* out) {
 }
 
 std::string_view NoteKindName(NoteKind k) {
-  return k == NoteKind::kTraceIncomplete ? "trace_incomplete" : "records_dropped";
+  switch (k) {
+    case NoteKind::kTraceIncomplete:
+      return "trace_incomplete";
+    case NoteKind::kRecordsDropped:
+      return "records_dropped";
+    case NoteKind::kStragglers:
+      return "stragglers";
+  }
+  return "unknown";
 }
 
 int Report::ExitCode(bool strict) const {
   if (!usable) return 2;
   if (!findings.empty()) return 1;
-  return strict && !notes.empty() ? 1 : 0;
+  if (!strict) return 0;
+  for (const Note& n : notes)
+    if (n.kind != NoteKind::kStragglers) return 1;  // dropped or incomplete records
+  return 0;
 }
 
 }  // namespace ncclrr::analysis

@@ -34,8 +34,10 @@ inline constexpr int kNumFindingKinds = 15;
 std::string_view FindingKindName(FindingKind k);  // "op_mismatch", ...
 bool FindingKindFromName(std::string_view name, FindingKind* out);
 
-enum class NoteKind : uint8_t { kTraceIncomplete, kRecordsDropped };
-std::string_view NoteKindName(NoteKind k);  // "trace_incomplete", "records_dropped"
+// kStragglers: informational (GPU times show ranks waiting for the slowest one); it never
+// counts as a finding, not even under --strict.
+enum class NoteKind : uint8_t { kTraceIncomplete, kRecordsDropped, kStragglers };
+std::string_view NoteKindName(NoteKind k);  // "trace_incomplete", "records_dropped", "stragglers"
 
 // A call a finding is about, so the viewer can highlight it.
 struct InvolvedCall {
