@@ -292,7 +292,9 @@ int main(int argc, char** argv) {
   if (opt.mode == "group" || opt.mode == "nonblocking") {
     for (int i = 0; i < total; ++i) {
       if (i == opt.warmup) t0 = MonotonicNs();
-      if (i == opt.warmup + opt.foreign_at && timer && !switched) {
+      // Only with --foreign-cupti: its default (-1) would otherwise hand CUPTI over at the last
+      // warm-up iteration, and every "cupti" run would end with source=events.
+      if (opt.foreign_at >= 0 && i == opt.warmup + opt.foreign_at && timer && !switched) {
         timer->OnForeignCuptiUse("cuptiActivityRegisterCallbacks");  // what the preload does
         switched = StartJobsOwnCupti();
       }
