@@ -34,7 +34,6 @@ const std::map<std::string, std::string> kNotYet = {
     {"--sketch", "data sketches of send/recv buffers"},
     {"--capture", "capturing buffer contents"},
     {"--capture-filter", "capturing buffer contents"},
-    {"--gpu-timing", "GPU start/end times of each call"},
 };
 
 struct Plan {
@@ -122,9 +121,33 @@ std::vector<std::string> ChildEnvironment(const std::string& lib, const std::str
   return out;
 }
 
+// --gpu-timing: "ncclrr: 1234 GPU times (cupti 1200, events 34)", or the trace's note saying why
+// there are none.
+void PrintGpuTimingSummary(const TraceDir& dir) {
+  uint64_t cupti = 0, events = 0, total = 0;
+  std::string why;
+  for (const TraceFile& f : dir.files) {
+    for (const GpuTimeRecord& g : f.gpu_times) {
+      ++total;
+      cupti += g.source == static_cast<uint8_t>(GpuTimeSource::kCupti);
+      events += g.source == static_cast<uint8_t>(GpuTimeSource::kEventPair);
+    }
+    for (const NoteData& n : f.notes)
+      if (why.empty() && n.text.find("GPU timing (--gpu-timing) is unavailable") == 0) why = n.text;
+  }
+  if (total > 0) {
+    std::fprintf(stderr, "ncclrr: %llu GPU times (cupti %llu, events %llu)\n",
+                 static_cast<unsigned long long>(total), static_cast<unsigned long long>(cupti),
+                 static_cast<unsigned long long>(events));
+  } else {
+    std::fprintf(stderr, "ncclrr: no GPU times: %s\n",
+                 why.empty() ? "no timed call completed" : why.c_str());
+  }
+}
+
 // "ncclrr: recorded 2 processes, 1 communicator (ranks 2 of 2), 1234 calls, 0 dropped, route
 // preload, in DIR"; or why nothing was recorded.
-void PrintSummary(const std::string& dir) {
+void PrintSummary(const std::string& dir, bool gpu_timing) {
   auto loaded = LoadTraceDir(dir);
   if (!loaded.ok() || loaded->files.empty()) {
     std::fprintf(stderr,
@@ -168,6 +191,7 @@ void PrintSummary(const std::string& dir) {
                              " file(s) not closed: a process was killed or is still running)")
                                 .c_str()
                           : "");
+  if (gpu_timing) PrintGpuTimingSummary(*loaded);
 }
 
 class RecordCommand : public Command {
@@ -188,7 +212,9 @@ class RecordCommand : public Command {
            "              write them at exit, on a fatal signal, SIGUSR1, an NCCL error, or a\n"
            "              call in flight longer than NCCLRR_WATCHDOG_MS\n"
            "  --stacks    record a call-site id per call (return addresses)\n"
-           "  --sketch, --capture, --capture-filter, --gpu-timing: not available yet\n"
+           "  --gpu-timing  when each collective's kernels ran on the GPU (CUPTI; CUDA events\n"
+           "              when the job uses CUPTI itself); 'ncclrr check' reports stragglers\n"
+           "  --sketch, --capture, --capture-filter: not available yet\n"
            "NCCL's profiler plugin (libnccl-profiler-ncclrr.so beside the preload) is set up\n"
            "too, for a statically linked NCCL, chaining to NCCL_PROFILER_PLUGIN if set;\n"
            "NCCLRR_PROFILER_PLUGIN=0 leaves it out. docs/recording.md lists the knobs.";
@@ -250,6 +276,13 @@ class RecordCommand : public Command {
         stderr, "ncclrr: recording into %s%s\n", dir.c_str(),
         ring > 0 ? (" (flight recorder, last " + std::to_string(ring) + " calls)").c_str() : "");
     const std::string plugin = FindProfilerPlugin(lib);
+    // The preload reads it (docs/gpu-timing.md); a test's NCCLRR_GPU_TIMING=2 (stand-ins) stays.
+    const char* gpu = getenv("NCCLRR_GPU_TIMING");
+    if (!args.Has("--gpu-timing")) {
+      setenv("NCCLRR_GPU_TIMING", "0", 1);
+    } else if (gpu == nullptr || std::string(gpu) != "2") {
+      setenv("NCCLRR_GPU_TIMING", "1", 1);
+    }
     const LaunchResult r = RunCommand(
         plan.command, ChildEnvironment(lib, plugin, dir.string(), ring, args.Has("--stacks")));
     if (!r.started) {
@@ -257,7 +290,7 @@ class RecordCommand : public Command {
                    r.error.c_str());
       return r.exit_code != 0 ? r.exit_code : kExitNotLaunched;
     }
-    PrintSummary(dir.string());
+    PrintSummary(dir.string(), args.Has("--gpu-timing"));
     return r.exit_code;
   }
 };

@@ -13,6 +13,7 @@
 
 #include "call_path.h"
 #include "comm_lifecycle.h"
+#include "gpu_timing_hooks.h"
 #include "queries.h"
 
 using namespace ncclrr;
@@ -103,8 +104,9 @@ NCCLRR_API ncclResult_t ncclGroupStart() {
 NCCLRR_API ncclResult_t ncclGroupEnd() {
   const NcclLibrary* lib = Lib();
   if (lib == nullptr || lib->fn.ncclGroupEnd == nullptr) return MissingFunction(__func__);
-  const ncclResult_t r = lib->fn.ncclGroupEnd();
   ThreadState& t = t_state;
+  const GpuGroupEndScope gpu(t.group_depth == 1 && t.busy == 0);  // the group's kernels launch
+  const ncclResult_t r = lib->fn.ncclGroupEnd();
   if (t.busy == 0 && t.group_depth > 0 && !lib->object.range.Contains(NCCLRR_CALLER)) {
     if (--t.group_depth == 0) {
       if (__builtin_expect(t.created_in_group || (r != ncclSuccess && r != ncclInProgress), 0))
@@ -123,6 +125,7 @@ NCCLRR_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   ThreadState& t = t_state;
   if (t.group_depth > 0 && --t.group_depth == 0) {
     RollBackGroup();  // nothing of this group runs: its calls give their numbers back
+    if (GpuTimingOn()) GpuTimingDiscardGroup();
     t.group_id = 0;
     t.created_in_group = false;
   }

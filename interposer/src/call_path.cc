@@ -7,6 +7,7 @@
 #include "call_clock.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
+#include "gpu_timing_hooks.h"
 #include "triggers.h"
 
 namespace ncclrr::interpose {
@@ -59,6 +60,8 @@ CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const v
     rec.capture = cap.capture;
     rec.graph_id = cap.graph;
   }
+  if (__builtin_expect(GpuTimingOn(), 0) && (IsCollective(api) || IsP2p(api)))
+    GpuTimingBeforeCall(rec, comm != nullptr ? comm->device.load(std::memory_order_relaxed) : -1);
 }
 
 void CallBuilder::RedOp(ncclRedOp_t op) {
@@ -76,6 +79,7 @@ void CallBuilder::RedOp(ncclRedOp_t op) {
 
 ncclResult_t CallBuilder::Finish(ncclResult_t result) {
   rec.exit_ns = CallClockNs();
+  if (__builtin_expect(GpuTimingOn(), 0)) GpuTimingAfterCall(rec);
   rec.result = static_cast<int8_t>(result);
   const Api api = static_cast<Api>(rec.api);
   const bool accepted = result == ncclSuccess || result == ncclInProgress;

@@ -11,6 +11,7 @@
 #include "call_path.h"
 #include "comm_hash.h"
 #include "cuda_graphs.h"
+#include "gpu_timing_hooks.h"
 #include "env_config.h"
 #include "queries.h"
 #include "runtime.h"
@@ -210,6 +211,7 @@ void FinalizeComm(CommState* cs) {
 void PublishCreated(CommState* cs, ncclComm_t* slot, ncclResult_t result) {
   if (result != ncclSuccess && result != ncclInProgress) return;  // nothing was created
   RetryCudaGraphs();
+  RetryGpuTiming();
   const ncclComm_t handle = slot != nullptr ? *slot : nullptr;
   if (t_state.group_depth > 0) t_state.created_in_group = true;
   if (handle == nullptr) {  // NCCL writes it later (split in a group, nonblocking split)

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "env_config.h"
+#include "gpu_timing_hooks.h"
 #include "runtime.h"
 #include "symbols.h"
 
@@ -37,11 +38,13 @@ struct CommTemplates {
 // right after instantiation and its executable launched long after.
 struct TemplateSet {
   uint64_t graph = 0;
+  uint64_t timing_id = 0;  // GPU timing's name for it: CUDA reuses a destroyed graph's handle
   std::map<CommState*, CommTemplates> comms;
   uint64_t launches = 0;
 };
 using SetPtr = std::shared_ptr<TemplateSet>;
 std::mutex g_mu;
+uint64_t g_next_timing_id = 1;  // under g_mu
 // Never destroyed (graph calls may arrive while the process exits); made at first use.
 std::unordered_map<uint64_t, SetPtr>& Graphs() {  // live graph handle -> set
   static auto* m = new std::unordered_map<uint64_t, SetPtr>();
@@ -61,6 +64,12 @@ void EmitGraphEvent(GraphEventKind kind, uint64_t graph, uint64_t exec, uint64_t
   r.kind = RecordKind::kGraphEvent;
   r.graph = {graph, exec, stream, MonotonicNs(), CurrentTid(), static_cast<uint8_t>(kind), {}};
   Emit(r);
+}
+
+// Under g_mu, `set` just released by its graph or one executable: GPU timing forgets its
+// templates once nothing can launch them (PyTorch destroys the graph right after instantiating).
+void ForgetIfUnused(const SetPtr& set) {
+  if (set.use_count() <= 2 && GpuTimingOn()) GpuTimingForgetGraph(set->timing_id);  // + AllSets
 }
 
 bool IsRecording() {
@@ -136,8 +145,10 @@ uint64_t AddGraphTemplate(const CallRecord& rec, CommState* cs) {
   if (set == nullptr) {
     set = std::make_shared<TemplateSet>();
     set->graph = rec.graph_id;
+    set->timing_id = g_next_timing_id++;
     AllSets().push_back(set);
   }
+  if (GpuTimingOn()) GpuTimingAddTemplate(set->timing_id, rec);
   CommTemplates& t = set->comms[cs];
   if (IsCollective(static_cast<Api>(rec.api))) return t.collectives++;
   const int64_t key = int64_t{rec.root_peer} * 2 + (static_cast<Api>(rec.api) == Api::kRecv);
@@ -153,6 +164,12 @@ void OnGraphInstantiated(uint64_t graph, uint64_t exec) {
     Execs()[exec] = g->second;
   }
   EmitGraphEvent(GraphEventKind::kInstantiate, graph, exec, 0);
+}
+
+uint64_t TimedGraphOfExec(uint64_t exec) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto e = Execs().find(exec);
+  return e == Execs().end() ? 0 : e->second->timing_id;
 }
 
 void OnGraphLaunched(uint64_t exec, uint64_t stream) {
@@ -185,7 +202,9 @@ void OnGraphExecDestroyed(uint64_t exec) {
     auto e = Execs().find(exec);
     if (e == Execs().end()) return;
     graph = e->second->graph;
+    const SetPtr set = std::move(e->second);
     Execs().erase(e);
+    ForgetIfUnused(set);
   }
   EmitGraphEvent(GraphEventKind::kDestroy, graph, exec, 0);
 }
@@ -194,7 +213,11 @@ void OnGraphDestroyed(uint64_t graph) {
   if (!IsRecording()) return;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (Graphs().erase(graph) == 0) return;  // the handle may now be reused by a new graph
+    auto g = Graphs().find(graph);
+    if (g == Graphs().end()) return;
+    const SetPtr set = std::move(g->second);
+    Graphs().erase(g);  // the handle may now be reused by a new graph
+    ForgetIfUnused(set);
   }
   EmitGraphEvent(GraphEventKind::kDestroy, graph, 0, 0);
 }

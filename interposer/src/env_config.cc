@@ -64,6 +64,10 @@ Config Load() {
   c.stack_depth = static_cast<int>(ReadUnsigned("NCCLRR_STACK_DEPTH", 6, 32));
   if (c.stack_depth == 0) c.stack_depth = 1;
   c.verbose = ReadBool("NCCLRR_VERBOSE", false);
+  c.gpu_timing = static_cast<int>(ReadUnsigned("NCCLRR_GPU_TIMING", 0, 2));
+  c.gpu_timing_source = ReadString("NCCLRR_GPU_TIMING_SOURCE", "auto");
+  c.gpu_timing_cupti = ReadString("NCCLRR_GPU_TIMING_CUPTI", "");
+  c.gpu_timing_cuda = ReadString("NCCLRR_GPU_TIMING_CUDA", "");
   if (const char* v = std::getenv("NCCL_COMM_BLOCKING"); v != nullptr && *v != '\0')
     c.nccl_comm_blocking = std::atoi(v) != 0 ? 1 : 0;
   return c;

@@ -25,6 +25,11 @@ struct Config {
   int stack_depth = 6;           // NCCLRR_STACK_DEPTH: frames per call-site with --stacks
   bool verbose = false;          // NCCLRR_VERBOSE=1: say on stderr how NCCL was found
   int nccl_comm_blocking = -1;   // NCCL_COMM_BLOCKING as NCCL reads it (-1: unset), read only
+  int gpu_timing = 0;            // NCCLRR_GPU_TIMING: 1 GPU start/end per call (set by record
+                                 // --gpu-timing); 2 also with the host NCCL (tests, stand-ins)
+  std::string gpu_timing_source;  // NCCLRR_GPU_TIMING_SOURCE: auto (default), cupti, events
+  std::string gpu_timing_cupti;   // NCCLRR_GPU_TIMING_CUPTI: libcupti to use (tests: a stand-in)
+  std::string gpu_timing_cuda;    // NCCLRR_GPU_TIMING_CUDA: libcuda to use (tests: a stand-in)
 };
 
 // The process's configuration. Thread-safe; reads the environment on the first call only.

@@ -19,5 +19,7 @@ void OnGraphInstantiated(uint64_t graph, uint64_t exec);
 void OnGraphLaunched(uint64_t exec, uint64_t stream);
 void OnGraphExecDestroyed(uint64_t exec);
 void OnGraphDestroyed(uint64_t graph);
+// GPU timing's id of the template set an executable runs, 0 when it holds no NCCL call.
+uint64_t TimedGraphOfExec(uint64_t exec);
 
 }  // namespace ncclrr::interpose

@@ -34,6 +34,7 @@
 #include "call_path.h"
 #include "cuda_graphs.h"
 #include "env_config.h"
+#include "gpu_timing_hooks.h"
 #include "runtime.h"
 #include "triggers.h"
 
@@ -135,6 +136,7 @@ bool StartRecordingSlow() {
     g_runtime.writer->AddNote(NoteLevel::kInfo, text);
   }
   InitCudaGraphs(*lib);
+  StartGpuTiming(*lib);  // NCCLRR_GPU_TIMING
   g_runtime.stacks = cfg.stacks;
   g_runtime.stage.store(static_cast<int>(Stage::kRecording), std::memory_order_release);
   InstallTriggers();

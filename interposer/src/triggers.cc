@@ -20,6 +20,7 @@
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
 #include "env_config.h"
+#include "gpu_timing_hooks.h"
 #include "queries.h"
 #include "runtime.h"
 #include "symbols.h"
@@ -85,6 +86,7 @@ void Housekeeping() {
   while (g_housekeeping.load(std::memory_order_acquire)) {
     const uint32_t seen = g_wake.load(std::memory_order_acquire);
     if (g_final.load(std::memory_order_acquire)) {  // on this thread: its ring is still alive
+      StopGpuTiming();  // bounded by OnExit's wait: a hung GPU cannot hold the exit
       EmitQueryCounts();
       g_final_done.store(true, std::memory_order_release);
       return;
@@ -124,6 +126,8 @@ void OnExit() {
     g_final.store(true, std::memory_order_release);
     Wake();
     for (int i = 0; i < 2000 && !g_final_done.load(std::memory_order_acquire); ++i) usleep(500);
+  } else {
+    StopGpuTiming();  // its last records are dropped (this thread's ring is gone), notes kept
   }
   g_housekeeping.store(false);
   NoteGraphsAtExit();

@@ -52,7 +52,6 @@ TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
   EXPECT_NE(sketch.out.find("--sketch (data sketches of send/recv buffers) is not available"),
             std::string::npos)
       << sketch.out;
-  EXPECT_EQ(Ncclrr("record --gpu-timing -- true").code, 125);
   EXPECT_EQ(Ncclrr("record --capture 64 -- true").code, 125);
   const Cli none = Ncclrr("record -o " + dir + "/y");
   EXPECT_EQ(none.code, 125);
@@ -137,6 +136,32 @@ TEST(RecordVerb, RecordThenDumpAndCheckAnExample) {
   if (check.code != 2) {  // 2: the check verb is not in this build
     EXPECT_EQ(check.code, 1) << check.out;
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RecordVerb, GpuTimingOnTheHostNcclLeavesTheJobAloneAndSaysWhy) {
+  const std::string dir = FreshDir("gpu");
+  const Cli plain = Ncclrr("record -o " + dir + "/a -- " + App("interposer_app_direct") + " basic");
+  const Cli timed =
+      Ncclrr("record --gpu-timing -o " + dir + "/b -- " + App("interposer_app_direct") + " basic");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(timed.code, 0) << timed.out;
+  EXPECT_NE(timed.out.find("126 calls, 0 dropped"), std::string::npos) << timed.out;
+  EXPECT_NE(timed.out.find("ncclrr: no GPU times: GPU timing (--gpu-timing) is unavailable"),
+            std::string::npos)
+      << timed.out;
+  const TraceFile t = ReadOnlyTrace(dir + "/b");
+  EXPECT_TRUE(t.gpu_times.empty());
+  EXPECT_EQ(t.header.env.count("NCCLRR_GPU_TIMING"), 1u);
+  bool noted = false;
+  for (const NoteData& n : t.notes)
+    noted |= n.text.find(
+                 "GPU timing (--gpu-timing) is unavailable in this process: the NCCL in "
+                 "use is ncclrr's host NCCL") != std::string::npos;
+  EXPECT_TRUE(noted);
+  const Cli env =
+      Ncclrr("record --gpu-timing -o " + dir + "/e -- sh -c 'echo \"[$NCCLRR_GPU_TIMING]\"'");
+  EXPECT_NE(env.out.find("[1]"), std::string::npos) << env.out;
   std::filesystem::remove_all(dir);
 }
 

@@ -2,7 +2,7 @@
 // script (tests/gpu/interposer_acceptance.sh) to assert on: per process file the route, NCCL
 // version, clean close, drops, calls per API, communicators, CUDA-graph templates and events,
 // and whether every (communicator, rank) numbers its live collectives 0, 1, 2... in order
-// (gaps allowed only where graph launches ran templates).
+// (gaps allowed only where graph launches ran templates), and how many calls have GPU times.
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -77,7 +77,26 @@ int main(int argc, char** argv) {
       std::printf("%s\"%s\"", first ? "" : ", ", text.c_str());
       first = false;
     }
-    std::printf("]}");
+    // GPU timing: live collective and p2p calls NCCL accepted, how many got a GPU time, and
+    // from which source.
+    std::map<uint64_t, int> gpu_per_uid;
+    uint64_t cupti = 0, events = 0;
+    for (const GpuTimeRecord& g : f.gpu_times) {
+      ++gpu_per_uid[g.call_uid];
+      cupti += g.source == static_cast<uint8_t>(GpuTimeSource::kCupti);
+      events += g.source == static_cast<uint8_t>(GpuTimeSource::kEventPair);
+    }
+    uint64_t gpu_calls = 0, gpu_timed = 0;
+    for (const CallRecord& c : f.calls) {
+      const Api api = static_cast<Api>(c.api);
+      const bool accepted = c.result == 0 || c.result == 7;  // ncclSuccess, ncclInProgress
+      if ((!IsCollective(api) && !IsP2p(api)) || c.capture != 0 || !accepted) continue;
+      ++gpu_calls;
+      gpu_timed += gpu_per_uid.count(c.uid);
+    }
+    std::printf("],\n  \"gpu\": {\"calls\": %" PRIu64 ", \"timed\": %" PRIu64
+                ", \"cupti\": %" PRIu64 ", \"events\": %" PRIu64 "}}",
+                gpu_calls, gpu_timed, cupti, events);
     first_file = false;
   }
   std::printf("],\n \"comm_ids\": [");
