@@ -27,7 +27,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <set>
 
@@ -35,10 +34,10 @@
 #include "cuda_graphs.h"
 #include "env_config.h"
 #include "gpu_timing_hooks.h"
+#include "ncclrr/process_info.h"
 #include "runtime.h"
 #include "triggers.h"
 
-extern char** environ;
 
 namespace ncclrr::interpose {
 
@@ -48,25 +47,6 @@ Runtime g_runtime;
 namespace {
 
 std::mutex g_start_mu;
-
-std::vector<std::string> ReadArgv() {
-  std::vector<std::string> argv;
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string arg;
-  while (std::getline(in, arg, '\0')) argv.push_back(arg);
-  return argv;
-}
-
-std::map<std::string, std::string> NcclEnvironment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const char* kv = *e;
-    if (std::strncmp(kv, "NCCL_", 5) != 0 && std::strncmp(kv, "NCCLRR_", 7) != 0) continue;
-    const char* eq = std::strchr(kv, '=');
-    if (eq != nullptr) env[std::string(kv, eq)] = eq + 1;
-  }
-  return env;
-}
 
 void Forward(const char* why) {
   g_runtime.stage.store(static_cast<int>(Stage::kForwarding), std::memory_order_release);
@@ -112,7 +92,7 @@ bool StartRecordingSlow() {
   o.header.route = Route::kPreload;
   o.header.nccl_version = lib->version;
   o.header.cuda_version = CudaDriverVersion();
-  o.header.argv = ReadArgv();
+  o.header.argv = ProcessArgv();
   o.header.env = NcclEnvironment();
   auto writer = TraceWriter::Create(std::move(o));
   if (!writer.ok()) {
