@@ -163,9 +163,14 @@ void CallDetailsModel::AddGpuAndSketches(QStandardItem* root, const TraceSession
   const CallRecord& c = s.model().call(r);
   const TraceFile& t = s.model().file(r.file);
   static const char* kSources[] = {"CUPTI", "event pair", "profiler plugin"};
+  // A call captured into a CUDA graph has one GPU time per launch: the first is shown, with the
+  // number of launches timed.
+  int launches = 0;
+  for (const GpuTimeRecord& g : t.gpu_times) launches += g.call_uid == c.uid;
   for (const GpuTimeRecord& g : t.gpu_times) {
     if (g.call_uid != c.uid) continue;
-    QStandardItem* sec = Section(root, "GPU time");
+    QStandardItem* sec = Section(root, launches > 1 ? "GPU time (first launch)" : "GPU time");
+    if (launches > 1) Field(sec, "launches timed", QString::number(launches));
     Field(sec, "start", SinceStart(s, r.file, g.start_ns));
     Field(sec, "end", SinceStart(s, r.file, g.end_ns));
     Field(sec, "duration", QString::fromStdString(FormatDuration(g.end_ns - g.start_ns)));

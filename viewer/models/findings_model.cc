@@ -133,8 +133,13 @@ QVariant FindingsModel::NoteData(size_t i, int column, int role) const {
   if (role == kNoteRole) return static_cast<int>(i);
   if (role == Qt::ToolTipRole) return QString::fromStdString(n.message);
   if (role != Qt::DisplayRole) return {};
-  if (column == kWhat)
-    return Str(analysis::NoteKindName(n.kind)) + ": " + QString::fromStdString(n.file_name);
+  if (column == kWhat) {
+    // A note about one file names it; one about a communicator (stragglers) names that.
+    QString about = QString::fromStdString(n.file_name);
+    if (about.isEmpty() && !n.ranks.empty())
+      about = QString("comm 0x%1").arg(n.ranks.front().first, 16, 16, QChar('0'));
+    return Str(analysis::NoteKindName(n.kind)) + ": " + about;
+  }
   if (column == kRanks) {
     QStringList ranks;
     for (auto [comm, rank] : n.ranks) ranks << QString::number(rank);
