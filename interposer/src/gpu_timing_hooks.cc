@@ -101,11 +101,13 @@ void StartGpuTiming(const NcclLibrary& lib) {
         "no GPU kernels");
     return;
   }
+  // Asked before trying: loading CUPTI may load the driver without initializing it.
+  const bool driver_loaded = CudaDriverLoaded();
   std::string why;
   if (TryStart(&why)) return;
-  // The first NCCL call may precede CUDA (ncclGetUniqueId before any CUDA call): NCCL loads the
-  // driver when it creates a communicator, and RetryGpuTiming tries again then.
-  if (!CudaDriverLoaded() && cfg.gpu_timing_cuda.empty()) {
+  // The first NCCL call may precede CUDA (ncclGetUniqueId before any CUDA call): NCCL loads and
+  // initializes the driver when it creates a communicator, and RetryGpuTiming tries again then.
+  if (!driver_loaded && cfg.gpu_timing_cuda.empty()) {
     g_retry_pending = true;
     g_first_failure = why;
     return;
