@@ -46,7 +46,7 @@ expect() {  # expect NAME TEXT COMMAND-OUTPUT
 }
 
 say "== machine"
-nvidia-smi -L 2>&1 | tee -a "$LOG"
+timeout 20 nvidia-smi -L 2>&1 | tee -a "$LOG"
 ls -la /usr/local/cuda/lib64/libcupti.so* /usr/local/cuda/extras/CUPTI/lib64 2>&1 | head -n 4 >>"$LOG"
 
 say "== CUPTI"
