@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #include "args.h"
 #include "command.h"
@@ -17,7 +19,8 @@ class DumpCommand : public Command {
   const char* name() const override { return "dump"; }
   const char* synopsis() const override { return "DIR [--comm ID] [--rank R] [--stable]"; }
   const char* help() const override {
-    return "Prints every recorded call. --comm ID (hex commHash, as printed) and --rank R\n"
+    return "Prints every recorded call (with its data sketches, record --sketch, indented below\n"
+           "it). --comm ID (hex commHash, as printed) and --rank R\n"
            "filter; --stable leaves out addresses, pids, thread ids and times and orders calls\n"
            "by (communicator, rank, sequence) so output can be compared across runs.";
   }
@@ -64,7 +67,14 @@ class DumpCommand : public Command {
           return a->enter_ns < b->enter_ns;
         });
       }
-      for (const CallRecord* c : calls) std::printf("%s\n", DescribeCall(*c, stable).c_str());
+      // Sketches (record --sketch) under their call, in the order they were written.
+      std::unordered_map<uint64_t, std::vector<const SketchData*>> sketches;
+      for (const auto& s : f.sketches) sketches[s.call_uid].push_back(&s);
+      for (const CallRecord* c : calls) {
+        std::printf("%s\n", DescribeCall(*c, stable).c_str());
+        if (auto it = sketches.find(c->uid); it != sketches.end())
+          for (const SketchData* s : it->second) std::printf("    %s\n", DescribeSketch(*s).c_str());
+      }
       for (const auto& n : f.notes) std::printf("# note: %s\n", n.text.c_str());
       for (const auto& w : f.warnings) std::printf("# warning: %s\n", w.c_str());
     }

@@ -31,7 +31,6 @@ constexpr int kExitNotLaunched = 125;
 
 // Flags of the contract whose components have not landed yet.
 const std::map<std::string, std::string> kNotYet = {
-    {"--sketch", "data sketches of send/recv buffers"},
     {"--capture", "capturing buffer contents"},
     {"--capture-filter", "capturing buffer contents"},
 };
@@ -212,9 +211,11 @@ class RecordCommand : public Command {
            "              write them at exit, on a fatal signal, SIGUSR1, an NCCL error, or a\n"
            "              call in flight longer than NCCLRR_WATCHDOG_MS\n"
            "  --stacks    record a call-site id per call (return addresses)\n"
+           "  --sketch    sketch the send and recv buffers of every collective and send/recv\n"
+           "              (a few hundred bytes each) for ncclrr check's data checks\n"
            "  --gpu-timing  when each collective's kernels ran on the GPU (CUPTI; CUDA events\n"
            "              when the job uses CUPTI itself); 'ncclrr check' reports stragglers\n"
-           "  --sketch, --capture, --capture-filter: not available yet\n"
+           "  --capture, --capture-filter: not available yet\n"
            "NCCL's profiler plugin (libnccl-profiler-ncclrr.so beside the preload) is set up\n"
            "too, for a statically linked NCCL, chaining to NCCL_PROFILER_PLUGIN if set;\n"
            "NCCLRR_PROFILER_PLUGIN=0 leaves it out. docs/recording.md lists the knobs.";
@@ -276,6 +277,7 @@ class RecordCommand : public Command {
         stderr, "ncclrr: recording into %s%s\n", dir.c_str(),
         ring > 0 ? (" (flight recorder, last " + std::to_string(ring) + " calls)").c_str() : "");
     const std::string plugin = FindProfilerPlugin(lib);
+    setenv("NCCLRR_SKETCH", args.Has("--sketch") ? "1" : "0", 1);  // read by the preload
     // The preload reads it (docs/gpu-timing.md); a test's NCCLRR_GPU_TIMING=2 (stand-ins) stays.
     const char* gpu = getenv("NCCLRR_GPU_TIMING");
     if (!args.Has("--gpu-timing")) {

@@ -3,7 +3,7 @@
 // (NCCLRR_HOST_NOOP=1: every call returns at once), reached by direct link as PyTorch reaches
 // libnccl.so.2, so what is measured is the wrapper, not NCCL.
 //
-//   bench-interposer [--rounds R] [--calls N]
+//   bench-interposer [--rounds R] [--calls N] [--sketch]
 //
 // Each round runs one worker process per configuration (no preload; preload recording in full;
 // preload in flight-recorder mode), interleaved, each timing N calls of each operation one by
@@ -11,7 +11,9 @@
 // training step issues them, so the trace writer keeps up and nothing is dropped. Reported: per
 // configuration the median over rounds of each round's median and p99 per call, and the added
 // time (preload minus none). Targets: collective median <= 100 ns, GroupStart/GroupEnd median
-// <= 10 ns, p99 <= 1 us.
+// <= 10 ns, p99 <= 1 us. --sketch adds `record --sketch` (NCCLRR_SKETCH=1): in no-op mode the
+// host NCCL runs the sketch callbacks at once, so its rows are the host time sketching adds to a
+// 1024-float AllReduce and a 16-float Send (about 8 KB of records per call: use --calls 5000).
 #include <nccl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,10 +113,14 @@ int Worker(int n) {
 struct Config {
   const char* name;
   bool preload;
-  const char* ring;  // NCCLRR_RING
+  const char* ring;     // NCCLRR_RING
+  bool sketch = false;  // NCCLRR_SKETCH=1, only with --sketch
 };
-constexpr Config kConfigs[] = {
-    {"none", false, "0"}, {"preload", true, "0"}, {"preload --ring 4096", true, "4096"}};
+constexpr Config kConfigs[] = {{"none", false, "0"},
+                               {"preload", true, "0"},
+                               {"preload --ring 4096", true, "4096"},
+                               {"preload --sketch", true, "0", true}};
+bool g_with_sketch = false;
 
 // One worker run: per op (median, p99) in ns.
 std::map<std::string, std::pair<int, int>> RunWorker(const Config& c, int calls,
@@ -124,7 +130,8 @@ std::map<std::string, std::pair<int, int>> RunWorker(const Config& c, int calls,
     const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string lib = std::filesystem::path(exe).parent_path().parent_path().string() +
                             "/lib/libncclrr-interpose.so";
-    cmd += "LD_PRELOAD=" + lib + " NCCLRR_TRACE_DIR=" + trace_dir + " NCCLRR_RING=" + c.ring + " ";
+    cmd += "LD_PRELOAD=" + lib + " NCCLRR_TRACE_DIR=" + trace_dir + " NCCLRR_RING=" + c.ring +
+           " NCCLRR_SKETCH=" + (c.sketch ? "1 " : "0 ");
   }
   cmd += "/proc/self/exe --worker " + std::to_string(calls);
   // popen runs `sh`, whose /proc/self/exe is the shell: resolve ours first.
@@ -148,10 +155,16 @@ int Median(std::vector<int> v) {
 
 int main(int argc, char** argv) {
   int rounds = 5, calls = 200'000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--worker")) return Worker(std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "--calls")) calls = std::max(1000, std::atoi(argv[i + 1]));
+  for (int i = 1; i < argc; ++i) {
+    const char* value = i + 1 < argc ? argv[i + 1] : "0";
+    if (!std::strcmp(argv[i], "--sketch")) {
+      g_with_sketch = true;
+      continue;
+    }
+    if (!std::strcmp(argv[i], "--worker")) return Worker(std::atoi(value));
+    if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(value));
+    if (!std::strcmp(argv[i], "--calls")) calls = std::max(1000, std::atoi(value));
+    ++i;
   }
   const auto dir =
       std::filesystem::temp_directory_path() / ("bench-interposer-" + std::to_string(getpid()));
@@ -160,20 +173,23 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> recorded;  // config -> what its last trace holds
   for (int r = 0; r < rounds; ++r) {
     for (const Config& c : kConfigs) {
+      if (c.sketch && !g_with_sketch) continue;
       std::filesystem::remove_all(dir);
       for (const auto& [op, v] : RunWorker(c, calls, dir.string()))
         results[c.name][op].push_back(v);
       if (!c.preload) continue;
-      uint64_t n = 0, dropped = 0, bytes = 0;
+      uint64_t n = 0, dropped = 0, bytes = 0, sketches = 0;
       if (auto t = ncclrr::LoadTraceDir(dir.string()); t.ok()) {
         for (const auto& f : t->files) {
           n += f.calls.size();
+          sketches += f.sketches.size();
           dropped += f.DroppedRecords();
           bytes += f.file_bytes;
         }
       }
       recorded[c.name] = std::to_string(n) + " calls recorded, " + std::to_string(dropped) +
-                         " dropped, " + std::to_string(bytes) + " bytes";
+                         " dropped, " + std::to_string(bytes) + " bytes" +
+                         (sketches ? ", " + std::to_string(sketches) + " sketches" : "");
     }
   }
   std::filesystem::remove_all(dir);
@@ -190,6 +206,7 @@ int main(int argc, char** argv) {
     const bool burst = std::strncmp(op, "burst:", 6) == 0;
     int base_med = 0, base_p99 = 0;
     for (const Config& c : kConfigs) {
+      if (c.sketch && !g_with_sketch) continue;
       std::vector<int> meds, p99s;
       for (const auto& [m, p] : results[c.name][op]) {
         meds.push_back(m);

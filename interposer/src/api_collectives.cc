@@ -1,9 +1,11 @@
 // Wrappers of the collectives and of point-to-point calls. In-place is what nccl.h defines for
 // each API (reduce-scatter: recvbuff == sendbuff + rank*recvcount; allgather: sendbuff ==
 // recvbuff + rank*sendcount; gather/scatter: offset by root*count; otherwise pointer equality).
+// NCCLRR_SKETCH_BEFORE (record --sketch) reads the filled record just before it is forwarded.
 #include <nccl.h>
 
 #include "call_path.h"
+#include "sketch_hooks.h"
 
 using namespace ncclrr;
 using namespace ncclrr::interpose;
@@ -31,6 +33,7 @@ NCCLRR_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size
   call.Data(sendbuff, recvbuff, count, datatype);
   call.RedOp(op);
   call.InPlace(sendbuff == recvbuff);
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 
@@ -43,6 +46,7 @@ NCCLRR_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size
   call.Data(sendbuff, recvbuff, count, datatype);
   call.rec.root_peer = root;
   call.InPlace(sendbuff == recvbuff);
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(
       lib->fn.ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
@@ -54,6 +58,7 @@ NCCLRR_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datat
   call.Data(buff, buff, count, datatype);
   call.rec.root_peer = root;
   call.InPlace(true);
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclBcast(buff, count, datatype, root, comm, stream));
 }
 
@@ -67,6 +72,7 @@ NCCLRR_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t 
   call.RedOp(op);
   call.rec.root_peer = root;
   call.InPlace(sendbuff == recvbuff);
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(
       lib->fn.ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
 }
@@ -79,6 +85,7 @@ NCCLRR_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size
   CallBuilder call(Api::kAllGather, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, sendcount, datatype);
   call.InPlace(Offset(recvbuff, sendbuff, RankOf(call), sendcount, datatype));
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
 }
 
@@ -91,6 +98,7 @@ NCCLRR_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, 
   call.Data(sendbuff, recvbuff, recvcount, datatype);
   call.RedOp(op);
   call.InPlace(Offset(sendbuff, recvbuff, RankOf(call), recvcount, datatype));
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(
       lib->fn.ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
 }
@@ -102,6 +110,7 @@ NCCLRR_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_
   CallBuilder call(Api::kAlltoAll, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, count, datatype);
   call.InPlace(sendbuff == recvbuff);
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream));
 }
 
@@ -114,6 +123,7 @@ NCCLRR_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t 
   call.Data(sendbuff, recvbuff, count, datatype);
   call.rec.root_peer = root;
   call.InPlace(recvbuff != nullptr && Offset(recvbuff, sendbuff, root, count, datatype));
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
 
@@ -126,6 +136,7 @@ NCCLRR_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t
   call.Data(sendbuff, recvbuff, count, datatype);
   call.rec.root_peer = root;
   call.InPlace(sendbuff != nullptr && Offset(sendbuff, recvbuff, root, count, datatype));
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
 
@@ -135,6 +146,7 @@ NCCLRR_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataTyp
   CallBuilder call(Api::kSend, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, nullptr, count, datatype);
   call.rec.root_peer = peer;
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclSend(sendbuff, count, datatype, peer, comm, stream));
 }
 
@@ -144,5 +156,6 @@ NCCLRR_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t da
   CallBuilder call(Api::kRecv, comm, stream, NCCLRR_CALLER);
   call.Data(nullptr, recvbuff, count, datatype);
   call.rec.root_peer = peer;
+  NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclRecv(recvbuff, count, datatype, peer, comm, stream));
 }

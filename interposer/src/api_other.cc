@@ -15,6 +15,7 @@
 #include "comm_lifecycle.h"
 #include "gpu_timing_hooks.h"
 #include "queries.h"
+#include "sketch_hooks.h"
 
 using namespace ncclrr;
 using namespace ncclrr::interpose;
@@ -106,7 +107,9 @@ NCCLRR_API ncclResult_t ncclGroupEnd() {
   if (lib == nullptr || lib->fn.ncclGroupEnd == nullptr) return MissingFunction(__func__);
   ThreadState& t = t_state;
   const GpuGroupEndScope gpu(t.group_depth == 1 && t.busy == 0);  // the group's kernels launch
+  if (__builtin_expect(g_sketch_on, 0)) SketchGroupEndBefore();  // queued before-halves
   const ncclResult_t r = lib->fn.ncclGroupEnd();
+  if (__builtin_expect(g_sketch_on, 0)) SketchGroupEndAfter(r);
   if (t.busy == 0 && t.group_depth > 0 && !lib->object.range.Contains(NCCLRR_CALLER)) {
     if (--t.group_depth == 0) {
       if (__builtin_expect(t.created_in_group || (r != ncclSuccess && r != ncclInProgress), 0))
@@ -213,6 +216,7 @@ NCCLRR_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar,
         if (cur != -1 && cur != call.rec.op) continue;
         p.scalar = call.rec.scalar;
         p.on_device = on_device;
+        p.device_scalar = on_device ? scalar : nullptr;
         p.op.store(call.rec.op, std::memory_order_release);
         break;
       }
@@ -291,6 +295,8 @@ NCCLRR_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asy
   if (cs == nullptr && comm != nullptr && r == ncclSuccess && Recording())
     cs = LookupCommSlow(comm);  // e.g. a nonblocking split whose handle NCCL just wrote
   CountProcessQuery(cs, Api::kCommGetAsyncError);
+  if (__builtin_expect(g_sketch_on, 0) && r == ncclSuccess && asyncError != nullptr)
+    SketchAsyncError(comm, *asyncError);  // parked after-call sketches of a nonblocking comm
   if (r == ncclSuccess && asyncError != nullptr && cs != nullptr &&
       cs->async_error.load(std::memory_order_relaxed) != *asyncError)
     AsyncErrorChanged(cs, *asyncError, caller);

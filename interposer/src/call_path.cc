@@ -8,6 +8,7 @@
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
 #include "gpu_timing_hooks.h"
+#include "sketch_hooks.h"
 #include "triggers.h"
 
 namespace ncclrr::interpose {
@@ -108,6 +109,7 @@ ncclResult_t CallBuilder::Finish(ncclResult_t result) {
   }
   if (g_runtime.stacks) rec.callsite = CallSiteId(caller_);
   Emit(record_);
+  if (__builtin_expect(g_sketch_on, 0)) SketchAfterCall(rec, result);
   slot_->enter_ns.store(0, std::memory_order_release);
   --t_state.busy;
   if (!accepted) OnCallError(rec);

@@ -24,6 +24,7 @@ struct PreMulOp {
   std::atomic<int32_t> op{-1};  // ncclRedOp_t, -1: free
   double scalar = 0;            // host-resident scalar, widened
   bool on_device = false;
+  const void* device_scalar = nullptr;  // ncclScalarDevice: its pointer (record --sketch)
 };
 
 struct CommState {

@@ -47,6 +47,7 @@ Config Load() {
   c.trace_dir = ReadString("NCCLRR_TRACE_DIR", "ncclrr-trace");
   c.ring_calls = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING", 0, 1u << 24));
   c.stacks = ReadBool("NCCLRR_STACKS", false);
+  c.sketch = static_cast<int>(ReadUnsigned("NCCLRR_SKETCH", 0, 2));
   c.nccl_library = ReadString("NCCLRR_NCCL_LIBRARY", "");
   c.disabled = ReadBool("NCCLRR_DISABLE", false);
   c.flush_ms = static_cast<uint32_t>(ReadUnsigned("NCCLRR_FLUSH_MS", c.flush_ms, 60'000));

@@ -10,6 +10,8 @@ struct Config {
   std::string trace_dir;         // NCCLRR_TRACE_DIR (default "ncclrr-trace")
   uint32_t ring_calls = 0;       // NCCLRR_RING: > 0 flight-recorder mode, calls kept per thread
   bool stacks = false;           // NCCLRR_STACKS=1: call-site ids (return addresses)
+  int sketch = 0;               // NCCLRR_SKETCH: 1 data sketches of buffers (record --sketch);
+                                 // 2 GPU sketches also with the host NCCL (a stand-in libcuda)
   std::string nccl_library;      // NCCLRR_NCCL_LIBRARY: the real NCCL, overriding discovery
   bool disabled = false;         // NCCLRR_DISABLE=1: forward everything, record nothing
   uint32_t flush_ms = 20;        // NCCLRR_FLUSH_MS: longest time a record waits in memory

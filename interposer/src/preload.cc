@@ -36,6 +36,7 @@
 #include "gpu_timing_hooks.h"
 #include "ncclrr/process_info.h"
 #include "runtime.h"
+#include "sketch_hooks.h"
 #include "triggers.h"
 
 
@@ -120,6 +121,7 @@ bool StartRecordingSlow() {
   g_runtime.stacks = cfg.stacks;
   g_runtime.stage.store(static_cast<int>(Stage::kRecording), std::memory_order_release);
   InstallTriggers();
+  InitSketches(*lib);  // NCCLRR_SKETCH; after InstallTriggers: see its exit handler
   return true;
 }
 

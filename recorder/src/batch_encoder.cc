@@ -97,7 +97,7 @@ std::pair<const uint8_t*, size_t> BatchEncoder::Encode(const PendingBatch& p) {
       auto vals = b.CreateVector(s.samples);
       v.push_back(fb::CreateSketch(b, s.call_uid, static_cast<fb::SketchWhich>(s.which), s.dtype,
                                    s.count, s.first, dots, s.sumsq, s.nan, s.posinf, s.neginf, idx,
-                                   vals));
+                                   vals, s.launch));
     }
     sketches = b.CreateVector(v);
   }

@@ -91,4 +91,24 @@ std::string DescribeComm(const CommRecord& c, const std::string& name, bool stab
   return s;
 }
 
+std::string DescribeSketch(const SketchData& s) {
+  std::string out;
+  Appendf(&out, "sketch %s first %" PRIu64 " count %" PRIu64 " %s", SketchWhichName(s.which),
+          s.first, s.count, std::string(DtypeName(s.dtype)).c_str());
+  if (s.launch != 0) Appendf(&out, " launch %" PRIu64, s.launch);
+  out += " dots [";
+  for (int k = 0; k < 4; ++k) Appendf(&out, k ? " %.9g" : "%.9g", s.dots[k]);
+  Appendf(&out, " ...] sumsq %.9g", s.sumsq);
+  if (s.nan || s.posinf || s.neginf)
+    Appendf(&out, " nan %" PRIu64 " +inf %" PRIu64 " -inf %" PRIu64, s.nan, s.posinf, s.neginf);
+  Appendf(&out, " samples %zu", s.samples.size());
+  if (!s.samples.empty()) {
+    out += " [";
+    for (size_t i = 0; i < s.samples.size() && i < 4; ++i)
+      Appendf(&out, i ? " %.9g" : "%.9g", s.samples[i]);
+    out += s.samples.size() > 4 ? " ...]" : "]";
+  }
+  return out;
+}
+
 }  // namespace ncclrr

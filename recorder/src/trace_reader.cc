@@ -259,6 +259,7 @@ void Collect(const fb::Batch& b, TraceFile* t) {
       d.neginf = s->neginf();
       if (s->sample_idx()) d.sample_idx.assign(s->sample_idx()->begin(), s->sample_idx()->end());
       if (s->samples()) d.samples.assign(s->samples()->begin(), s->samples()->end());
+      d.launch = s->launch();
       t->sketches.push_back(std::move(d));
     }
   }
@@ -354,6 +355,13 @@ const char* RouteName(Route r) {
       break;
   }
   return "unknown";
+}
+
+const char* SketchWhichName(SketchWhich w) {
+  static constexpr const char* kNames[] = {"send_before", "recv_after", "send_after_sample",
+                                           "send_before_sample", "scalar"};
+  const auto i = static_cast<size_t>(w);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 }  // namespace ncclrr

@@ -23,13 +23,8 @@ Cli Ncclrr(const std::string& args, const std::string& cwd = "", const std::stri
   const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
   const std::string cmd =
       (cwd.empty() ? "" : "cd '" + cwd + "' && ") + env + " " + bin + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
+  const ShellResult r = RunShell(cmd);
+  return {r.code, r.out};
 }
 
 std::string App(const char* name) { return std::string(NCCLRR_APPS_DIR) + "/" + name; }
@@ -47,11 +42,11 @@ TEST(RecordVerb, ExitsWithTheCommandsStatus) {
 
 TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
   const std::string dir = FreshDir("refuse");
-  const Cli sketch = Ncclrr("record --sketch -o " + dir + "/x -- true");
-  EXPECT_EQ(sketch.code, 125);
-  EXPECT_NE(sketch.out.find("--sketch (data sketches of send/recv buffers) is not available"),
+  const Cli capture = Ncclrr("record --capture 64 -o " + dir + "/x -- true");
+  EXPECT_EQ(capture.code, 125);
+  EXPECT_NE(capture.out.find("--capture (capturing buffer contents) is not available"),
             std::string::npos)
-      << sketch.out;
+      << capture.out;
   EXPECT_EQ(Ncclrr("record --capture 64 -- true").code, 125);
   const Cli none = Ncclrr("record -o " + dir + "/y");
   EXPECT_EQ(none.code, 125);

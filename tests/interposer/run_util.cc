@@ -37,6 +37,16 @@ std::string FreshDir(const std::string& tag) {
   return dir.string();
 }
 
+ShellResult RunShell(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = p != nullptr ? pclose(p) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
 RunResult RunApp(const std::string& app, const std::vector<std::string>& args,
                  const std::string& trace_dir, const std::map<std::string, std::string>& env) {
   const std::string path = std::string(NCCLRR_APPS_DIR) + "/" + app;

@@ -123,6 +123,16 @@ TEST(WriterReader, EveryRecordKindRoundTrips) {
     s.sample_idx = {1, 5};
     s.samples = {0.25, 0.5};
     tw.AddSketch(s);
+    // Format 1.1: the race twin, a device-resident scalar, a captured call's graph replay.
+    s.which = SketchWhich::kSendBeforeSample;
+    s.launch = 7;
+    tw.AddSketch(s);
+    s.which = SketchWhich::kScalar;
+    s.count = 1;
+    s.launch = 0;
+    s.sample_idx = {0};
+    s.samples = {0.125};
+    tw.AddSketch(s);
     tw.AddCapture({3, SketchWhich::kSendBefore, "cap-1.bin", 0, 4096});
     tw.SetNcclVersion(22809);
     const std::string path = tw.path();
@@ -156,9 +166,17 @@ TEST(WriterReader, EveryRecordKindRoundTrips) {
     ASSERT_EQ(t->notes.size(), 1u);
     EXPECT_EQ(t->notes[0].text, "hello note");
     EXPECT_EQ(t->notes[0].level, NoteLevel::kWarning);
-    ASSERT_EQ(t->sketches.size(), 1u);
+    ASSERT_EQ(t->sketches.size(), 3u);
+    EXPECT_EQ(t->sketches[0].which, SketchWhich::kRecvAfter);
     EXPECT_EQ(t->sketches[0].dots[15], -2.5);
     EXPECT_EQ(t->sketches[0].samples, (std::vector<double>{0.25, 0.5}));
+    EXPECT_EQ(t->sketches[0].launch, 0u);
+    EXPECT_EQ(t->sketches[1].which, SketchWhich::kSendBeforeSample);
+    EXPECT_EQ(t->sketches[1].launch, 7u);
+    EXPECT_EQ(t->sketches[1].count, 1024u);
+    EXPECT_EQ(t->sketches[2].which, SketchWhich::kScalar);
+    EXPECT_EQ(t->sketches[2].samples, (std::vector<double>{0.125}));
+    EXPECT_STREQ(SketchWhichName(t->sketches[2].which), "scalar");
     ASSERT_EQ(t->captures.size(), 1u);
     EXPECT_EQ(t->captures[0].file, "cap-1.bin");
     ASSERT_TRUE(t->footer.has_value());

@@ -29,7 +29,15 @@ struct NoteData {
   std::string text;
 };
 
-enum class SketchWhich : uint8_t { kSendBefore = 0, kRecvAfter = 1, kSendAfterSample = 2 };
+// schemas/trace.fbs says what each describes.
+enum class SketchWhich : uint8_t {
+  kSendBefore = 0,
+  kRecvAfter = 1,
+  kSendAfterSample = 2,
+  kSendBeforeSample = 3,  // the race twin of SendBefore (format 1.1)
+  kScalar = 4,            // a device-resident PreMulSum scalar (format 1.1)
+};
+const char* SketchWhichName(SketchWhich w);  // "send_before", "recv_after", ...
 inline constexpr int kSketchDots = 16;
 
 struct SketchData {
@@ -43,6 +51,7 @@ struct SketchData {
   uint64_t nan = 0, posinf = 0, neginf = 0;
   std::vector<uint64_t> sample_idx;
   std::vector<double> samples;
+  uint64_t launch = 0;  // captured calls: which graph replay (1-based); 0 otherwise
 };
 
 struct CaptureRefData {

@@ -1,0 +1,63 @@
+// What `record --sketch` hands to a sketch backend: one half of a call (the send side before
+// it, or the recv side and the send race sample after it), already planned (plan.h), with the
+// label each result is written under. sketch_hooks.cc decides when a half runs; the backends
+// decide how: the host NCCL's buffers are host memory sketched by SketchHost in stream order
+// (sketch_host_path.cc), real CUDA buffers by SketchDevice kernels on the call's stream
+// (sketch_device_path.cc).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace_data.h"
+
+namespace ncclrr::interpose {
+
+struct SketchPart {
+  const void* data = nullptr;
+  sketch::SketchRequest request;
+  SketchWhich blocks_as = SketchWhich::kSendBefore;  // label of the per-block sketches
+  SketchWhich race_as = SketchWhich::kSendAfterSample;  // label of the race sample
+};
+
+struct SketchJob {
+  static constexpr int kMaxParts = 2;  // before: send + scalar; after: recv + send race
+  uint64_t call_uid = 0;
+  void* stream = nullptr;  // the call's cudaStream_t
+  int device = -1;         // the communicator's device (the host NCCL's null stream needs it)
+  bool captured = false;   // the call is being captured into a CUDA graph
+  int n = 0;
+  SketchPart parts[kMaxParts];
+  bool empty() const { return n == 0; }
+  void Add(const SketchPart& p) { parts[n++] = p; }
+};
+
+// Why a call's sketches were not taken; each reason is counted and noted in the trace.
+enum class SkipReason : int {
+  kNoPlan = 0,      // PlanCall refused (unknown dtype, rank/root not known yet)
+  kNoBackend,       // no GPU sketches (no driver, no kernels) and not the host NCCL
+  kSlotsInFlight,   // SketchDevice had no free slot
+  kDeviceError,     // SketchDevice refused the request (see the note's first message)
+  kCapturedOnHost,  // a captured call on the host NCCL (nothing runs at capture)
+  kCallFailed,      // NCCL returned an error: the after-half is not taken
+  kQueueFull,       // too many calls queued in one group or pending on a nonblocking comm
+  kCount
+};
+void CountSkip(SkipReason reason, const std::string& detail = {});
+
+// Backends. Each takes the job and reports skips itself.
+bool HostSketchesAvailable();  // the host NCCL exports ncclrrHostStreamAddCallback
+void HostSketch(const SketchJob& job);
+bool DeviceSketchesAvailable();  // SketchDevice::Create succeeded (tried once, lazily)
+void DeviceSketch(const SketchJob& job);
+void DeviceSketchAtExit();  // a last poll of the slots in flight, within a short wait
+
+struct NcclLibrary;
+// Picks the backend for the NCCL the wrappers forward to (sketch_hooks.cc).
+void ChooseSketchBackend(const NcclLibrary& lib);
+
+// Writes the results of one part under the call's uid (SketchHost or SketchDevice output).
+void WriteSketchResult(const SketchPart& part, uint64_t call_uid, sketch::SketchResult result,
+                       uint64_t launch);
+
+}  // namespace ncclrr::interpose
