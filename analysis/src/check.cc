@@ -14,9 +14,10 @@ std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
   // Order matters: notes first (they mark untrusted tails), then the sequence checker and the
   // cross-communicator check (they claim the positions they explain), then missing calls and
   // everything else that reads those claims.
-  return {MakeTraceNotesChecker(),  MakeSequenceChecker(), MakeCrossCommChecker(),
-          MakeMissingCallChecker(), MakeP2pChecker(),      MakeGraphChecker(),
-          MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker()};
+  return {MakeTraceNotesChecker(),  MakeSequenceChecker(),  MakeCrossCommChecker(),
+          MakeMissingCallChecker(), MakeP2pChecker(),       MakeGraphChecker(),
+          MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker(),
+          MakeDataChecker()};
 }
 
 void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {

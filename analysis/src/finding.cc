@@ -32,8 +32,14 @@ std::string_view NoteKindName(NoteKind k) {
       return "records_dropped";
     case NoteKind::kStragglers:
       return "stragglers";
+    case NoteKind::kDataUnchecked:
+      return "data_unchecked";
   }
   return "unknown";
+}
+
+bool IsIncompleteness(NoteKind k) {
+  return k == NoteKind::kTraceIncomplete || k == NoteKind::kRecordsDropped;
 }
 
 int Report::ExitCode(bool strict) const {
@@ -41,7 +47,7 @@ int Report::ExitCode(bool strict) const {
   if (!findings.empty()) return 1;
   if (!strict) return 0;
   for (const Note& n : notes)
-    if (n.kind != NoteKind::kStragglers) return 1;  // dropped or incomplete records
+    if (IsIncompleteness(n.kind)) return 1;
   return 0;
 }
 

@@ -87,7 +87,9 @@ std::string FormatText(const Report& report, const TraceModel* model, const Form
          Plural(s.comms, "communicator", "communicators") + ", " +
          Plural(s.ranks, "communicator rank", "communicator ranks") + ", " +
          Plural(s.calls, "call", "calls");
-  if (o.strict && !report.notes.empty()) out += "; --strict: notes count as findings";
+  if (o.strict && std::any_of(report.notes.begin(), report.notes.end(),
+                              [](const Note& n) { return IsIncompleteness(n.kind); }))
+    out += "; --strict: notes count as findings";
   if (!o.stable) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "; checked in %.3f s", s.seconds);

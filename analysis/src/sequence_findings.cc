@@ -6,6 +6,7 @@
 #include "checkers.h"
 #include "ncclrr/analysis/collective_shape.h"
 #include "signature.h"
+#include "swap_evidence.h"
 #include "text_util.h"
 
 namespace ncclrr::analysis {
@@ -170,6 +171,40 @@ std::string PerPositionMessage(FindingKind kind, uint64_t seq, const CallRecord&
          m;
 }
 
+// Why a same-shape reordering is only suspected, and what the sketched data say about it.
+std::string SuspicionText(float meta_confidence, const std::string& who,
+                          const DataSwapVerdict& data) {
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * meta_confidence);
+  const std::string buffers =
+      "The calls are told apart only by their buffers (logical "
+      "identity): " +
+      who + "'s buffers hold these positions in " + pct + " of the steps. ";
+  switch (data.kind) {
+    case DataSwapVerdict::kConfirmed:
+      return buffers + "The sketched data confirm it: " + data.sentence +
+             " (cosines of the sampled values). ";
+    case DataSwapVerdict::kUninformative:
+      return buffers + "The sketched data cannot tell: the ranks' buffers do not correlate (" +
+             data.sentence +
+             "), as they would for data-parallel gradients; replay with "
+             "`ncclrr replay --order canonical` to be sure. ";
+    case DataSwapVerdict::kWeak:
+      if (data.confidence >= 0.99)  // significant, but different tensors correlate too
+        return buffers + "The sketched data lean toward it (" + data.sentence +
+               "), but this program's tensors also correlate with each other, so it is no "
+               "proof; replay with `ncclrr replay --order canonical` to be sure. ";
+      return buffers + "The sketched data neither confirm nor rule it out (" + data.sentence +
+             "), which lowers the confidence; replay with `ncclrr replay --order canonical` "
+             "to be sure. ";
+    default:
+      return buffers +
+             "Without data this is a suspicion: record with `ncclrr record --sketch` to have the "
+             "sampled values compared across positions, or replay with `ncclrr replay --order "
+             "canonical`. ";
+  }
+}
+
 }  // namespace
 
 std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e) {
@@ -218,13 +253,24 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
 
   switch (e.op.type) {
     case AlignOp::kReorder: {
-      sc.ctx.Claim(sc.ci, e.seq, e.seq + mine.size() - 1);
       const bool suspected = same_shape && !call_sites;
+      DataSwapVerdict data;
       if (suspected) {
-        const float conf = v.Confidence();
-        if (conf < sc.ctx.options().swap_confidence_floor) return;
+        // Sketched data, when recorded, confirms the swap or shows that only the buffers moved.
+        std::vector<int> peers = {sc.ref};
+        for (int r : agreeing)
+          if (r != sc.ref) peers.push_back(r);
+        data = AssessSwapFromSketches(sc, e, peers);
+        double conf = v.Confidence();
+        if (data.kind == DataSwapVerdict::kConfirmed) conf = data.confidence;
+        if (data.kind == DataSwapVerdict::kWeak) conf = std::min(conf, data.confidence);
+        if (data.kind == DataSwapVerdict::kContradicted) return;
+        if (data.kind != DataSwapVerdict::kConfirmed &&
+            conf < sc.ctx.options().swap_confidence_floor)
+          return;
         f.confidence = conf;
       }
+      sc.ctx.Claim(sc.ci, e.seq, e.seq + mine.size() - 1);
       f.kind = suspected ? FindingKind::kSuspectedSwap : FindingKind::kOrderSwap;
       f.short_text = mine.size() == 2
                          ? who + " issued " + my_side + "; " + others + " the opposite order"
@@ -240,13 +286,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                   SeqRange(e.seq, mine.size()) +
                   " as this one reordering, so they are not reported one by one. ";
       if (suspected) {
-        char pct[32];
-        std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * *f.confidence);
-        f.message += "The calls are told apart only by their buffers (logical identity): " + who +
-                     "'s buffers hold these positions in " + pct +
-                     " of the steps. Without data this is a suspicion: record with `ncclrr "
-                     "record --sketch` to have it confirmed as wrong_sum, or replay with "
-                     "`ncclrr replay --order canonical`. ";
+        f.message += SuspicionText(v.Confidence(), who, data);
       } else if (same_shape) {
         f.message += "The call sites recorded with --stacks tell the calls apart. ";
       }

@@ -243,7 +243,8 @@ class ScriptedProcessWriter {
       c.sendbuff = data ? 0x7f1000000000ull + (static_cast<uint64_t>(index_) << 36) +
                               (static_cast<uint64_t>(sc.tensor) << 24)
                         : 0;
-      c.recvbuff = api == Api::kAllReduce ? c.sendbuff : (data ? c.sendbuff + (1u << 20) : 0);
+      const bool in_place = api == Api::kAllReduce && !sc.out_of_place;
+      c.recvbuff = in_place ? c.sendbuff : (data ? c.sendbuff + (1u << 20) : 0);
       c.count = data ? sc.count : 0;
       c.stream = stream;
       c.group_id = sc.group;
@@ -260,7 +261,11 @@ class ScriptedProcessWriter {
       c.group_depth = sc.group ? 1 : 0;
       c.result = sc.result;
       c.capture = sc.capture;
-      c.flags = api == Api::kAllReduce ? call_flags::kInPlace : 0;
+      c.flags = in_place ? call_flags::kInPlace : 0;
+      for (SketchData sk : sc.sketches) {
+        sk.call_uid = c.uid;
+        tw.AddSketch(std::move(sk));
+      }
       Record r{};
       r.kind = RecordKind::kCall;
       r.call = c;

@@ -1,5 +1,7 @@
-// End to end on the host NCCL: `ncclrr record -- ncclrr-example SCENARIO`, then check the trace
-// and expect the scenario's bug with the right kind, communicator and seq (clean runs: nothing).
+// End to end on the host NCCL: `ncclrr record [--sketch] -- ncclrr-example SCENARIO`, then check
+// the trace and expect the scenario's bug with the right kind, communicator and seq (clean runs:
+// nothing). With --sketch the data checks join in: the send race becomes visible, and no other
+// scenario may gain a data finding it does not have.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,10 +23,16 @@ struct Expectation {
   std::optional<FindingKind> kind;  // nullopt: no finding at all
   uint64_t seq = 0;
   std::optional<int> peer;
+  bool sketch = false;  // record --sketch
   Expectation(std::string s, std::optional<FindingKind> k, uint64_t q = 0,
               std::optional<int> p = std::nullopt)
       : scenario(std::move(s)), kind(k), seq(q), peer(p) {}
 };
+
+Expectation Sketched(Expectation e) {
+  e.sketch = true;
+  return e;
+}
 
 void PrintTo(const Expectation& e, std::ostream* os) { *os << e.scenario; }
 
@@ -33,13 +41,14 @@ class ExampleScenario : public ::testing::TestWithParam<Expectation> {};
 TEST_P(ExampleScenario, RecordedOnTheHostNcclAndReported) {
   const Expectation& want = GetParam();
   const std::string bin = std::getenv("NCCLRR_TEST_BIN");
-  const fs::path dir =
-      fs::temp_directory_path() / ("ncclrr-e2e-" + std::to_string(getpid()) + "-" + want.scenario);
+  const fs::path dir = fs::temp_directory_path() / ("ncclrr-e2e-" + std::to_string(getpid()) + "-" +
+                                                    want.scenario + (want.sketch ? "-sk" : ""));
   fs::remove_all(dir);
   // The example's own watchdog ends hung scenarios; 3 s keeps the suite quick.
   const std::string cmd = "NCCLRR_EXAMPLE_WATCHDOG_S=3 " + bin + "/ncclrr record -o " +
-                          dir.string() + " -- " + bin + "/ncclrr-example " + want.scenario +
-                          " --steps 4 >" + dir.string() + ".log 2>&1";
+                          dir.string() + (want.sketch ? " --sketch" : "") + " -- " + bin +
+                          "/ncclrr-example " + want.scenario + " --steps 4 >" + dir.string() +
+                          ".log 2>&1";
   (void)std::system(cmd.c_str());  // exits with the example's status (1 or 3 for bugs)
   auto model = TraceModel::Load(dir.string());
   ASSERT_TRUE(model.ok()) << model.status().message();
@@ -77,6 +86,24 @@ INSTANTIATE_TEST_SUITE_P(
                       Expectation{"cross-comm-order", FindingKind::kCrossCommOrder, 1},
                       // A data race: metadata shows nothing (the data checks need --sketch).
                       Expectation{"send-race", std::nullopt}),
+    [](const auto& param_info) {
+      std::string n = param_info.param.scenario;
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
+
+// The same programs recorded with --sketch: the race is found (and explains the wrong sums the
+// example counts), the swap is backed by sampled data, and the other bugs stay what they were.
+INSTANTIATE_TEST_SUITE_P(
+    HostNcclSketched, ExampleScenario,
+    ::testing::Values(Sketched({"clean", std::nullopt}),
+                      Sketched({"send-race", FindingKind::kBufferRace, 0}),
+                      Sketched({"swap-same-size", FindingKind::kSuspectedSwap, 4}),
+                      Sketched({"swap-diff-size", FindingKind::kOrderSwap, 4}),
+                      Sketched({"count-mismatch", FindingKind::kCountMismatch, 0}),
+                      Sketched({"missing-collective", FindingKind::kMissingCall, 5}),
+                      Sketched({"p2p-mismatch", FindingKind::kP2pMismatch, 1, 1})),
     [](const auto& param_info) {
       std::string n = param_info.param.scenario;
       for (char& c : n)

@@ -12,6 +12,7 @@
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
 #include "scenarios.h"
+#include "sketch_scenarios.h"
 
 namespace ncclrr::testing {
 namespace {
@@ -91,6 +92,8 @@ TEST(RecordsDropped, IsANoteWithTheCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(GoldenScenarios()),
+                         [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(SketchScenarios, GoldenTest, ::testing::ValuesIn(SketchScenarios()),
                          [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 
 #include "models/model_dump.h"
+#include "sketch_scenarios.h"
 #include "viewer_test_util.h"
 
 namespace ncclrr::viewer {
@@ -89,6 +90,41 @@ TEST(FindingsModel, TheRealReportOfASwapTrace) {
   for (size_t i = 0; i < s->report().findings.size(); ++i)
     EXPECT_EQ(m.data(m.IndexOfFinding(i)).toString().toStdString(),
               s->report().findings[i].short_text);
+}
+
+// The data checks' findings and notes (traces recorded with --sketch) list like any other:
+// `m` shows the report of the sketch scenario `name` (tests/analysis/sketch_scenarios.h).
+std::string ShowSketchScenario(FindingsModel& m, const std::string& name) {
+  for (const auto& sc : ::ncclrr::testing::SketchScenarios())
+    if (sc.name == name)
+      m.SetSession(testing::Load(testing::WriteScript("findings-" + name, sc.build())));
+  return DumpModel(m).toStdString();
+}
+
+TEST(FindingsModel, DataFindingsAndNotesOfSketchedTraces) {
+  testing::EnsureApp();
+  FindingsModel m;
+  QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const std::string header = "Finding | Communicator | Seq | Ranks | Repeats\n";
+  EXPECT_EQ(
+      ShowSketchScenario(m, "sketch_buffer_race"),
+      header +
+          "buffer_race (2) |  |  |  | \n"
+          "  rank 1's send buffer of AllReduce(5000 float32, sum) changed while the collective "
+          "was in flight | dp | 6 | 1 | 0\n"
+          "  rank 1's send buffer of AllReduce(3000 float32, sum) changed while the collective "
+          "was in flight | dp | 12 | 1 | 0\n");
+  EXPECT_EQ(
+      ShowSketchScenario(m, "sketch_wrong_sum"),
+      header +
+          "wrong_sum (1) |  |  |  | \n"
+          "  rank 1's output of AllReduce(5000 float32, sum) is not what the ranks' inputs sum "
+          "to | dp | 9 | 1 | 0\n");
+  EXPECT_NE(m.data(m.IndexOfFinding(0), Qt::ToolTipRole).toString().indexOf("off by 0.25"), -1);
+  EXPECT_EQ(ShowSketchScenario(m, "sketch_max_op"),
+            header +
+                "notes (1) |  |  |  | \n"
+                "  data_unchecked: comm 0xda7a000000000001 |  |  | 0, 1 | \n");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "ncclrr/records.h"
 #include "ncclrr/status.h"
+#include "ncclrr/trace_data.h"
 
 namespace ncclrr {
 
@@ -69,6 +70,10 @@ struct ScriptCall {
   uint32_t callsite = 0;      // nonzero: recorded call site "site<N>"
   int64_t gap_ns = 20'000;    // time since the process's previous event
   uint64_t launch_graph = 0;  // nonzero: not a call but a launch of this graph
+  bool out_of_place = false;  // AllReduce: recvbuff != sendbuff (others always are)
+  // Sketches recorded for this call (call_uid is filled in): data-check tests compute them
+  // from real buffers with the sketch library.
+  std::vector<SketchData> sketches;
 };
 
 struct ScriptProcess {

@@ -36,8 +36,13 @@ bool FindingKindFromName(std::string_view name, FindingKind* out);
 
 // kStragglers: informational (GPU times show ranks waiting for the slowest one); it never
 // counts as a finding, not even under --strict.
-enum class NoteKind : uint8_t { kTraceIncomplete, kRecordsDropped, kStragglers };
-std::string_view NoteKindName(NoteKind k);  // "trace_incomplete", "records_dropped", "stragglers"
+// kDataUnchecked: informational too (calls with sketches the data checks could not verify, per
+// reason: non-linear ops, NaN/Inf steps, missing sketches).
+enum class NoteKind : uint8_t { kTraceIncomplete, kRecordsDropped, kStragglers, kDataUnchecked };
+// "trace_incomplete", "records_dropped", "stragglers", "data_unchecked"
+std::string_view NoteKindName(NoteKind k);
+// Notes about the trace itself (incomplete, dropped records): what --strict counts as findings.
+bool IsIncompleteness(NoteKind k);
 
 // A call a finding is about, so the viewer can highlight it.
 struct InvolvedCall {

@@ -1,0 +1,40 @@
+#pragma once
+// Findings of the data checks (docs/sketches.md "Checks"): wrong_sum when an output is not what
+// the ranks' inputs combine to, buffer_race when a send buffer changed while NCCL could read it.
+// A race in the same call explains its wrong sums, so such a call gives one buffer_race finding
+// that names the wrong outputs instead of two findings.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ncclrr/analysis/finding.h"
+#include "ncclrr/analysis/model.h"
+#include "ncclrr/sketch/identity.h"
+#include "ncclrr/sketch/race.h"
+
+namespace ncclrr::analysis {
+
+// One rank's part of a checked call.
+struct RankDataOutcome {
+  int rank = -1;
+  CallRef call;
+  uint64_t seq = 0;  // collective seq, or per-pair index for p2p
+  int64_t time_ns = 0;
+  std::optional<sketch::RankVerdict> verdict;  // identity check of its output, if any
+  std::optional<sketch::RaceEvidence> race;    // only when its send buffer changed
+};
+
+// The outcome of one collective position (every rank) or one Send/Recv pair (sender first,
+// receiver second; `peer` = the receiver). Returns the findings it gives (none when clean).
+struct CallDataOutcome {
+  size_t comm_index = 0;
+  uint64_t seq = 0;
+  std::optional<int> peer;  // p2p: the receiving rank
+  std::vector<RankDataOutcome> ranks;
+};
+std::vector<Finding> DataFindings(const TraceModel& m, const CallDataOutcome& o);
+
+// "3.2e+01": numbers in data-check messages (error, tolerance, cosines use fixed 2 digits).
+std::string Sci(double v);
+
+}  // namespace ncclrr::analysis

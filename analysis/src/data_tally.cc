@@ -1,0 +1,53 @@
+#include "data_tally.h"
+
+#include "text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// Why the check could not run, as a user would act on it.
+std::string Explain(sketch::Verdict v) {
+  switch (v) {
+    case sketch::Verdict::kUncheckedOp:
+      return "their reduction is not linear (max, min, prod, integer avg), so sketches cannot "
+             "verify it: these are checked from captured data only (`ncclrr record --capture`)";
+    case sketch::Verdict::kUncheckedNonFinite:
+      return "their outputs hold NaN/Inf consistent with the inputs (e.g. AMP overflow steps, "
+             "which the loss scaler skips): the projections are not comparable, and this is not "
+             "a wrong sum";
+    case sketch::Verdict::kUncheckedOverflow:
+      return "a sketch overflowed (values beyond the range of its fp32 partial sums)";
+    case sketch::Verdict::kMissingSketch:
+      return "some rank has no sketch of them (recorded without --sketch, or the recorder "
+             "skipped it while its sketch slots were busy)";
+    default:
+      return sketch::VerdictName(v);
+  }
+}
+
+}  // namespace
+
+void DataTally::Add(sketch::Verdict v, uint64_t call_key, uint64_t comm, int rank,
+                    const std::string& what) {
+  Reason& r = reasons_[v];
+  if (r.calls.insert(call_key).second) r.what[what]++;
+  r.ranks.insert({comm, rank});
+}
+
+void DataTally::EmitNotes(FindingSink& sink) const {
+  for (const auto& [verdict, r] : reasons_) {
+    Note n;
+    n.kind = NoteKind::kDataUnchecked;
+    n.count = r.calls.size();
+    n.ranks.assign(r.ranks.begin(), r.ranks.end());
+    std::string kinds;
+    for (const auto& [what, count] : r.what)
+      kinds += (kinds.empty() ? "" : ", ") + Thousands(count) + " " + what;
+    n.message = Plural(r.calls.size(), "call", "calls") + " with sketches (" + kinds +
+                ") were not checked: " + Explain(verdict) + ". " +
+                Plural(checked_, "call was", "calls were") + " checked from sketches.";
+    sink.AddNote(std::move(n));
+  }
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,104 @@
+#include "swap_evidence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "call_sketches.h"
+#include "ncclrr/sketch/race.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// The first (lowest global index) send block sketched before the call at `seq` on `rank`.
+const SketchData* SendSketch(const TraceModel& m, const RankView& r, uint64_t seq) {
+  const CollectiveSlot* slot = r.AtSeq(seq);
+  if (!slot) return nullptr;
+  const CallSketches s = SketchesOf(m, slot->call, slot->launch);
+  const SketchData* best = nullptr;
+  for (const SketchData* d : s.send)
+    if (!best || d->first < best->first) best = d;
+  return best;
+}
+
+std::string Cos(double c) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", c);
+  return buf;
+}
+
+struct Position {
+  sketch::SwapEvidence ev;
+  int rank = -1, peer = -1;
+  uint64_t seq = 0, other_seq = 0;
+};
+
+std::string Sentence(const Position& p) {
+  const bool swapped = p.ev.other.cosine >= p.ev.same.cosine;
+  const uint64_t like = swapped ? p.other_seq : p.seq, unlike = swapped ? p.seq : p.other_seq;
+  const double c_like = swapped ? p.ev.other.cosine : p.ev.same.cosine;
+  const double c_unlike = swapped ? p.ev.same.cosine : p.ev.other.cosine;
+  return "rank " + std::to_string(p.rank) + "'s seq " + std::to_string(p.seq) +
+         " looks like rank " + std::to_string(p.peer) + "'s seq " + std::to_string(like) + " (" +
+         Cos(c_like) + ") rather than its seq " + std::to_string(unlike) + " (" + Cos(c_unlike) +
+         ")";
+}
+
+}  // namespace
+
+DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent& e,
+                                       const std::vector<int>& peers) {
+  DataSwapVerdict out;
+  const TraceModel& m = sc.ctx.model();
+  const CommModel& c = m.comms()[sc.ci];
+  const LogicalIdentity& id = sc.ctx.identity();
+  if (e.ranks.empty() || e.rank_slots.empty() || !TraceHasSketches(m)) return out;
+  const int me = e.ranks[0];
+  const std::vector<uint32_t>& mine = e.rank_slots[0];
+  // Logical tensors of the reference side, by offset into the run.
+  std::vector<uint32_t> ref_ids;
+  for (uint32_t s : e.ref_slots) ref_ids.push_back(id.Of(sc.ci, sc.ref, s));
+  std::vector<Position> seen;
+  for (int peer : peers) {
+    for (size_t i = 0; i < mine.size() && i < ref_ids.size(); ++i) {
+      const uint32_t t = id.Of(sc.ci, me, mine[i]);
+      if (t == ref_ids[i]) continue;  // not moved
+      const auto j = std::find(ref_ids.begin(), ref_ids.end(), t) - ref_ids.begin();
+      if (size_t(j) >= ref_ids.size()) continue;
+      Position p;
+      p.rank = me;
+      p.peer = peer;
+      p.seq = e.seq + i;
+      p.other_seq = e.ref_seq + size_t(j);
+      const SketchData* a = SendSketch(m, c.ranks[me], p.seq);
+      const SketchData* same = SendSketch(m, c.ranks[peer], e.ref_seq + i);
+      const SketchData* other = SendSketch(m, c.ranks[peer], p.other_seq);
+      if (!a || !same || !other) continue;
+      p.ev = sketch::AssessSwap(*a, *same, *other);
+      if (p.ev.same.valid && p.ev.other.valid) seen.push_back(p);
+    }
+    if (!seen.empty()) break;  // one peer with sketches is enough
+  }
+  if (seen.empty()) return out;
+  const Position& best =
+      *std::max_element(seen.begin(), seen.end(),
+                        [](const Position& a, const Position& b) { return a.ev.z < b.ev.z; });
+  out.confidence = best.ev.confidence;
+  out.sentence = Sentence(best);
+  // The mirror of AssessSwap's rule: the same position is clearly the more alike everywhere.
+  const bool all_contradict = std::all_of(seen.begin(), seen.end(), [](const Position& p) {
+    return p.ev.confidence <= 0.01 && p.ev.same.cosine - p.ev.other.cosine >= 0.3;
+  });
+  // Data that correlate nowhere (every cosine within 3 standard errors of 0) say nothing.
+  const bool informative = std::any_of(seen.begin(), seen.end(), [](const Position& p) {
+    const double noise = 3.0 / std::sqrt(double(std::min(p.ev.same.n, p.ev.other.n)));
+    return std::fabs(p.ev.same.cosine) > noise || std::fabs(p.ev.other.cosine) > noise;
+  });
+  out.kind = best.ev.suspected ? DataSwapVerdict::kConfirmed
+             : all_contradict  ? DataSwapVerdict::kContradicted
+             : informative     ? DataSwapVerdict::kWeak
+                               : DataSwapVerdict::kUninformative;
+  return out;
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,243 @@
+#include "sketch_scenarios.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ncclrr/sketch/plan.h"
+#include "ncclrr/sketch/sketch.h"
+
+namespace ncclrr::testing {
+namespace {
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [-1, 1), the same on every platform (golden outputs print errors and cosines).
+float Uniform(uint64_t seed, uint64_t i) {
+  return float(double(SplitMix(seed * 0x100000001b3ull + i) >> 11) * 0x1.0p-52 - 1.0);
+}
+
+void AddSketches(std::vector<SketchData>* out, const std::vector<float>& data,
+                 const sketch::BlockLayout& layout, sketch::SketchMode mode, SketchWhich which) {
+  sketch::SketchRequest req;
+  req.layout = layout;
+  req.mode = mode;
+  sketch::SketchResult res = sketch::SketchHost(data.data(), req).value();
+  for (SketchData& s : res.blocks) {
+    s.which = which;
+    out->push_back(std::move(s));
+  }
+  if (res.race) {
+    // The before-call race sample is the twin of the one re-read after the call.
+    res.race->which = which == SketchWhich::kSendBefore ? SketchWhich::kSendBeforeSample
+                                                        : SketchWhich::kSendAfterSample;
+    out->push_back(std::move(*res.race));
+  }
+}
+
+std::vector<float> Reduce(const std::vector<std::vector<float>>& in, int32_t op) {
+  std::vector<float> out = in[0];
+  for (size_t r = 1; r < in.size(); ++r)
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = op == int32_t(RedOp::kMax) ? std::max(out[i], in[r][i]) : out[i] + in[r][i];
+  return out;
+}
+
+}  // namespace
+
+std::vector<SketchData> SketchCallBuffers(Api api, int nranks, int rank, bool in_place,
+                                          const std::vector<float>& send,
+                                          const std::vector<float>& send_after,
+                                          const std::vector<float>& recv) {
+  const uint64_t count = std::max(send.size(), recv.size());
+  const auto plan =
+      sketch::PlanCall(api, uint8_t(Dtype::kFloat32), count, nranks, rank, 0, in_place).value();
+  std::vector<SketchData> out;
+  if (plan.send && !send.empty())
+    AddSketches(&out, send, *plan.send,
+                plan.send_race ? sketch::SketchMode::kFullAndRace : sketch::SketchMode::kFull,
+                SketchWhich::kSendBefore);
+  if (plan.send_race && !send_after.empty())
+    AddSketches(&out, send_after, *plan.send, sketch::SketchMode::kRaceOnly,
+                SketchWhich::kSendAfterSample);
+  if (plan.recv && !recv.empty())
+    AddSketches(&out, recv, *plan.recv, sketch::SketchMode::kFull, SketchWhich::kRecvAfter);
+  return out;
+}
+
+std::vector<float> Gradient(int tensor, int step, int rank, size_t n, double noise) {
+  const uint64_t shared = SplitMix(uint64_t(tensor) << 20 | uint64_t(step));
+  const uint64_t own = SplitMix(shared ^ (uint64_t(rank) + 1) * 0x51ed27);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = Uniform(shared, i) + float(noise) * Uniform(own, i);
+  return v;
+}
+
+void AddDataStep(ScriptBuilder& b, int comm, int step, const DataStep& d) {
+  const std::vector<int>& members = b.s.comms[comm].members;
+  const int n = static_cast<int>(members.size());
+  for (int pos = 0; pos < static_cast<int>(d.counts.size()); ++pos) {
+    std::vector<int> tensor(n);
+    std::vector<std::vector<float>> send(n), read(n), after(n);
+    for (int r = 0; r < n; ++r) {
+      const int p = members[r];
+      tensor[r] = d.tensor_at ? d.tensor_at(p, pos) : pos + 1;
+      const int data = d.data_at ? d.data_at(p, pos) : tensor[r];
+      const uint64_t count = d.counts[tensor[r] - 1];
+      send[r] = Gradient(data + (d.independent ? 1000 * (r + 1) : 0), step, r, count, d.noise);
+      if (d.input) d.input(p, pos, send[r]);
+      read[r] = after[r] = send[r];
+      if (d.race) d.race(p, pos, read[r], after[r]);
+    }
+    const int32_t op = d.op ? d.op(pos) : int32_t(RedOp::kSum);
+    const std::vector<float> sum = Reduce(read, op);
+    for (int r = 0; r < n; ++r) {
+      std::vector<float> recv = sum;
+      if (d.corrupt) d.corrupt(members[r], pos, recv);
+      ScriptCall c = AllReduce(sum.size(), tensor[r]);
+      c.comm = comm;
+      c.op = op;
+      c.out_of_place = true;
+      c.sketches = SketchCallBuffers(Api::kAllReduce, n, r, false, send[r], after[r], recv);
+      b.On(members[r], c);
+    }
+  }
+}
+
+namespace {
+
+const std::vector<uint64_t> kCounts = {3000, 5000, 5000, 1000};
+
+std::vector<int> Range(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+SyntheticScript Steps(int ranks, int steps, const std::function<void(int step, DataStep&)>& edit) {
+  ScriptBuilder b(ranks);
+  const int dp = b.Comm(0xda7a000000000001ull, "dp", Range(ranks));
+  for (int step = 0; step < steps; ++step) {
+    DataStep d;
+    d.counts = kCounts;
+    if (edit) edit(step, d);
+    AddDataStep(b, dp, step, d);
+  }
+  return b.s;
+}
+
+SyntheticScript Clean() { return Steps(2, 4, nullptr); }
+
+// Rank 1's output of the second allreduce of step 2 (seq 9) has one element off by 0.25.
+SyntheticScript WrongSum() {
+  return Steps(2, 4, [](int step, DataStep& d) {
+    if (step != 2) return;
+    d.corrupt = [](int p, int pos, std::vector<float>& recv) {
+      if (p == 1 && pos == 1) recv[100] += 0.25f;
+    };
+  });
+}
+
+// Step 1 (seq 6): rank 1 overwrites its send buffer with 1000s (like ncclrr-example send-race)
+// before NCCL reads it: wrong sums on both ranks, explained by the race. Step 3 (seq 12): the
+// write lands after NCCL read the buffer: a race, the outputs still right.
+SyntheticScript BufferRace() {
+  return Steps(2, 4, [](int step, DataStep& d) {
+    if (step == 1)
+      d.race = [](int p, int pos, std::vector<float>& read, std::vector<float>& after) {
+        if (p != 1 || pos != 2) return false;
+        std::fill(read.begin(), read.end(), 1000.0f);
+        after = read;
+        return true;
+      };
+    if (step == 3)
+      d.race = [](int p, int pos, std::vector<float>&, std::vector<float>& after) {
+        if (p != 1 || pos != 0) return false;
+        std::fill(after.begin(), after.end(), 1000.0f);
+        return true;
+      };
+  });
+}
+
+// Rank 3 issues the two same-size tensors swapped in step 2, as in the metadata-only
+// suspected_swap scenario; `buffers_only`: the buffers swap but the data stay in order (an
+// allocator rotating buffers), `independent`: the ranks' data do not correlate.
+SyntheticScript Swap(bool buffers_only, bool independent) {
+  return Steps(4, 8, [=](int step, DataStep& d) {
+    d.independent = independent;
+    if (step != 2) return;
+    d.tensor_at = [](int p, int pos) {
+      if (p == 3 && (pos == 1 || pos == 2)) return 3 - pos + 1;
+      return pos + 1;
+    };
+    if (buffers_only) d.data_at = [](int, int pos) { return pos + 1; };
+  });
+}
+
+// AMP-style overflow: an Inf gradient on rank 0 and a NaN on rank 1 in step 1.
+SyntheticScript NonFinite() {
+  return Steps(2, 3, [](int step, DataStep& d) {
+    if (step != 1) return;
+    d.input = [](int p, int pos, std::vector<float>& send) {
+      if (pos == 0 && p == 0) send[10] = INFINITY;
+      if (pos == 0 && p == 1) send[20] = NAN;
+      if (pos == 2 && p == 1) send[7] = -INFINITY;
+    };
+  });
+}
+
+// The third allreduce of every step is a max (e.g. a global grad-norm bound).
+SyntheticScript MaxOp() {
+  return Steps(2, 3, [](int, DataStep& d) {
+    d.op = [](int pos) { return pos == 2 ? int32_t(RedOp::kMax) : int32_t(RedOp::kSum); };
+  });
+}
+
+// Pipeline-style Send/Recv from rank 0 to rank 1; the 2nd transfer arrives with one element
+// changed.
+SyntheticScript P2pWrongCopy() {
+  ScriptBuilder b(2);
+  const int pp = b.Comm(0xda7a000000000002ull, "pp", {0, 1});
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<float> act = Gradient(7, step, 0, 2048);
+    std::vector<float> got = act;
+    if (step == 1) got[5] = -got[5];
+    ScriptCall s;
+    s.api = Api::kSend;
+    s.comm = pp;
+    s.count = act.size();
+    s.root_peer = 1;
+    s.tensor = 1;
+    s.sketches = SketchCallBuffers(Api::kSend, 2, 0, false, act, act, {});
+    b.On(0, s);
+    ScriptCall r = s;
+    r.api = Api::kRecv;
+    r.root_peer = 0;
+    r.sketches = SketchCallBuffers(Api::kRecv, 2, 1, false, {}, {}, got);
+    b.On(1, r);
+  }
+  return b.s;
+}
+
+}  // namespace
+
+const std::vector<Scenario>& SketchScenarios() {
+  static const std::vector<Scenario> kAll = {
+      {"sketch_clean", Clean},
+      {"sketch_wrong_sum", WrongSum},
+      {"sketch_buffer_race", BufferRace},
+      {"sketch_suspected_swap", [] { return Swap(false, false); }},
+      {"sketch_swap_buffers_only", [] { return Swap(true, false); }},
+      {"sketch_swap_uncorrelated", [] { return Swap(false, true); }},
+      {"sketch_nonfinite", NonFinite},
+      {"sketch_max_op", MaxOp},
+      {"sketch_p2p_wrong_copy", P2pWrongCopy},
+  };
+  return kAll;
+}
+
+}  // namespace ncclrr::testing
