@@ -101,6 +101,12 @@ std::string WrongDetails(const std::vector<const RankDataOutcome*>& wrong) {
   return s;
 }
 
+// "rank 1's output", "the outputs of ranks 0 and 1".
+std::string Possessive(const std::vector<int>& ranks, const std::string& what) {
+  if (ranks.size() == 1) return RankList(ranks) + "'s " + what;
+  return "the " + what + "s of " + RankList(ranks);
+}
+
 std::vector<int> RanksOf(const std::vector<const RankDataOutcome*>& v) {
   std::vector<int> out;
   for (const RankDataOutcome* r : v) out.push_back(r->rank);
@@ -122,7 +128,8 @@ Finding RaceFinding(const TraceModel& m, const CallDataOutcome& o,
   const std::string call = ShortCall(m.call(racing[0]->call));
   const std::string who = RankList(f.ranks);
   f.pattern = "race:" + call + (wrong.empty() ? "" : ":wrong");
-  f.short_text = who + "'s send buffer of " + call + " changed while the collective was in flight";
+  f.short_text = Possessive(f.ranks, "send buffer") + " of " + call +
+                 " changed while the collective was in flight";
   const sketch::RaceEvidence& ev = *racing[0]->race;
   f.message = Where(o) + " the send buffer of " + call + " on " + who +
               " changed after the call was issued, while NCCL could still read it: between the "
@@ -157,9 +164,9 @@ Finding WrongSumFinding(const TraceModel& m, const CallDataOutcome& o,
   f.pattern = "wrong:" + call + ":" + sketch::VerdictName(v);
   const bool copy = v == sketch::Verdict::kWrongCopy;
   const bool p2p = o.peer.has_value();
-  f.short_text =
-      who + "'s output of " + call +
-      (copy ? " is not a copy of what was sent" : " is not what the ranks' inputs sum to");
+  f.short_text = Possessive(f.ranks, "output") + " of " + call +
+                 (f.ranks.size() == 1 ? " is" : " are") +
+                 (copy ? " not a copy of what was sent" : " not what the ranks' inputs sum to");
   const std::string proof =
       copy ? " The sketches of the sent buffer (before the call) and of the received one (after "
              "it) prove it, and a copy must match bit for bit:"

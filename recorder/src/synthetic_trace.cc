@@ -262,6 +262,10 @@ class ScriptedProcessWriter {
       c.result = sc.result;
       c.capture = sc.capture;
       c.flags = in_place ? call_flags::kInPlace : 0;
+      if (sc.op >= kNumBuiltinOps) {
+        c.flags |= call_flags::kPreMulSum;
+        c.scalar = sc.scalar;
+      }
       for (SketchData sk : sc.sketches) {
         sk.call_uid = c.uid;
         tw.AddSketch(std::move(sk));

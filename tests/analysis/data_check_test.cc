@@ -134,5 +134,15 @@ TEST(DataChecks, AChangedSendRecvTransferIsAWrongCopy) {
   EXPECT_TRUE(Has(f.short_text, "is not a copy of what was sent")) << f.short_text;
 }
 
+TEST(DataChecks, AvgAndPreMulSumAreCheckedWithTheirScalars) {
+  const Checked c = CheckScenario("sketch_scaled_reductions");
+  EXPECT_TRUE(c.report.findings.empty()) << c.text;
+  EXPECT_TRUE(c.report.notes.empty()) << c.text;
+  // A scalar that is not the one the op was made with: every output is off (seq 2 * 4 + 1).
+  const Checked bad = CheckScenario("sketch_premulsum_misrecorded");
+  ASSERT_EQ(bad.report.findings.size(), 1u) << bad.text;
+  Expect(bad, 0, FindingKind::kWrongSum, 9, {0, 1});
+}
+
 }  // namespace
 }  // namespace ncclrr::testing

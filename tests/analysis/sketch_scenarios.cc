@@ -39,7 +39,17 @@ void AddSketches(std::vector<SketchData>* out, const std::vector<float>& data,
   }
 }
 
-std::vector<float> Reduce(const std::vector<std::vector<float>>& in, int32_t op) {
+// Sum and max in rank order; avg and PreMulSum scale each input first (by the float 1/N, or
+// by the rank's scalar), as NCCL does.
+std::vector<float> Reduce(std::vector<std::vector<float>> in, int32_t op,
+                          const std::vector<double>& scalars) {
+  for (size_t r = 0; r < in.size(); ++r) {
+    const float s = op == int32_t(RedOp::kAvg) ? 1.0f / float(in.size())
+                    : op >= kNumBuiltinOps     ? float(scalars[r])
+                                               : 1.0f;
+    if (s != 1.0f)
+      for (float& x : in[r]) x *= s;
+  }
   std::vector<float> out = in[0];
   for (size_t r = 1; r < in.size(); ++r)
     for (size_t i = 0; i < out.size(); ++i)
@@ -94,13 +104,17 @@ void AddDataStep(ScriptBuilder& b, int comm, int step, const DataStep& d) {
       if (d.race) d.race(p, pos, read[r], after[r]);
     }
     const int32_t op = d.op ? d.op(pos) : int32_t(RedOp::kSum);
-    const std::vector<float> sum = Reduce(read, op);
+    std::vector<double> scalars(n, 1.0);
+    for (int r = 0; r < n; ++r)
+      if (d.scalar) scalars[r] = d.scalar(members[r]);
+    const std::vector<float> sum = Reduce(read, op, scalars);
     for (int r = 0; r < n; ++r) {
       std::vector<float> recv = sum;
       if (d.corrupt) d.corrupt(members[r], pos, recv);
       ScriptCall c = AllReduce(sum.size(), tensor[r]);
       c.comm = comm;
       c.op = op;
+      c.scalar = d.recorded_scalar ? d.recorded_scalar(members[r]) : scalars[r];
       c.out_of_place = true;
       c.sketches = SketchCallBuffers(Api::kAllReduce, n, r, false, send[r], after[r], recv);
       b.On(members[r], c);
@@ -197,6 +211,18 @@ SyntheticScript MaxOp() {
   });
 }
 
+// Step 0: an avg and a PreMulSum (rank p scales by 1 / 2^(p+1)) per step; `misrecorded`: in
+// step 2 rank 1's op was made with another scalar than the one its record states (0.3 for 0.25),
+// so every output of that call differs from what the recorded scalars combine to.
+SyntheticScript ScaledReductions(bool misrecorded) {
+  return Steps(2, 3, [=](int step, DataStep& d) {
+    d.op = [](int pos) { return pos == 0 ? int32_t(RedOp::kAvg) : pos == 1 ? 5 : 0; };
+    d.scalar = [](int p) { return 1.0 / double(2 << p); };
+    if (misrecorded && step == 2)
+      d.recorded_scalar = [](int p) { return p == 1 ? 0.3 : 1.0 / double(2 << p); };
+  });
+}
+
 // Pipeline-style Send/Recv from rank 0 to rank 1; the 2nd transfer arrives with one element
 // changed.
 SyntheticScript P2pWrongCopy() {
@@ -236,6 +262,8 @@ const std::vector<Scenario>& SketchScenarios() {
       {"sketch_nonfinite", NonFinite},
       {"sketch_max_op", MaxOp},
       {"sketch_p2p_wrong_copy", P2pWrongCopy},
+      {"sketch_scaled_reductions", [] { return ScaledReductions(false); }},
+      {"sketch_premulsum_misrecorded", [] { return ScaledReductions(true); }},
   };
   return kAll;
 }

@@ -29,7 +29,10 @@ struct DataStep {
   std::vector<uint64_t> counts;  // per tensor (tensor ids are 1-based: counts[t - 1])
   std::function<int(int p, int pos)> tensor_at;
   std::function<int(int p, int pos)> data_at;
-  std::function<int32_t(int pos)> op;  // ncclRedOp_t per position (default sum)
+  std::function<int32_t(int pos)> op;  // ncclRedOp_t per position (default sum; >= 5 PreMulSum)
+  // PreMulSum: the scalar rank p's op multiplies by, and the one its call record states.
+  std::function<double(int p)> scalar;
+  std::function<double(int p)> recorded_scalar;
   // Change a rank's input before the call (NaN/Inf steps).
   std::function<void(int p, int pos, std::vector<float>& send)> input;
   // A racing writer: what NCCL reads instead of the sketched send buffer (return true when it

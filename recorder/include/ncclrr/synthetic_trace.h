@@ -71,6 +71,7 @@ struct ScriptCall {
   int64_t gap_ns = 20'000;    // time since the process's previous event
   uint64_t launch_graph = 0;  // nonzero: not a call but a launch of this graph
   bool out_of_place = false;  // AllReduce: recvbuff != sendbuff (others always are)
+  double scalar = 0;          // op >= 5 (a PreMulSum handle): the host scalar it was made with
   // Sketches recorded for this call (call_uid is filled in): data-check tests compute them
   // from real buffers with the sketch library.
   std::vector<SketchData> sketches;
