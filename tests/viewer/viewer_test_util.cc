@@ -157,6 +157,8 @@ std::string WriteRichTrace(const std::string& name) {
         sk.sample_idx = {0, 7};
         sk.samples = {0.25, -1};
         tw.AddSketch(sk);
+        sk.which = SketchWhich::kSendBeforeSample;  // the race twin (format 1.1)
+        tw.AddSketch(sk);
       }
     }
     if (rank == 1) {  // still alive 2 ms after the call that never returned

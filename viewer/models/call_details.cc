@@ -52,9 +52,14 @@ const char* WhichName(SketchWhich w) {
       return "send buffer before the call";
     case SketchWhich::kRecvAfter:
       return "recv buffer after the call";
-    default:
-      return "send buffer after the call (1/8 sample)";
+    case SketchWhich::kSendAfterSample:
+      return "send buffer after the call (race sample)";
+    case SketchWhich::kSendBeforeSample:
+      return "send buffer before the call (race sample)";
+    case SketchWhich::kScalar:
+      return "PreMulSum scalar (device memory)";
   }
+  return "unknown sketch kind";
 }
 
 }  // namespace
