@@ -3,7 +3,8 @@
 # device call: builds build-dev when it is missing, gives each script what is left of the
 # NCCLRR_DEADLINE_S budget (default 560 s, under the device tool's 600 s per call), and packs
 # every log into $OUT/logs.tar.gz (the device tool returns only a few files).
-# Usage: tests/gpu/run_all.sh [analysis replayer interposer profiler gputiming bench sketch]
+# Usage: tests/gpu/run_all.sh [analysis replayer interposer profiler gputiming bench sketch
+#   sketchrec replbench]
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -22,6 +23,7 @@ for s in $stages; do
   case $s in
     bench) script=tests/gpu/interposer_bench.sh ;;
     sketch) script=tests/gpu/sketch_gpu.sh ;;
+    sketchrec) script=tests/gpu/sketch_acceptance.sh ;;
     replbench) script=tests/gpu/replayer_acceptance.sh; export NCCLRR_REPLAYER_ONLY_BENCH=1 ;;
     *) script=tests/gpu/${s}_acceptance.sh ;;
   esac
