@@ -110,7 +110,7 @@ bool StartRecordingSlow() {
   g_runtime.writer->AddNote(NoteLevel::kInfo, text);
   if (cfg.ring_calls > 0) {
     std::snprintf(text, sizeof text,
-                  "flight recorder: the last %u calls of each thread are kept in memory and "
+                  "flight recorder: the last %u calls of the process are kept in memory and "
                   "written at exit, on a fatal signal, SIGUSR1, an NCCL error or a call in "
                   "flight longer than %u ms",
                   cfg.ring_calls, cfg.watchdog_ms);

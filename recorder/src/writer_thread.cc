@@ -158,6 +158,18 @@ void TraceWriter::Impl::RequestFlush(bool dump, int timeout_ms) {
   }
 }
 
+namespace {
+// The flight recorder keeps the last N calls of the process: every thread's ring holds its own
+// last N, so the process's last N (by entry time) are among them.
+void KeepNewestCalls(std::vector<CallRecord>* calls, uint64_t keep) {
+  if (calls->size() <= keep) return;
+  std::stable_sort(calls->begin(), calls->end(), [](const CallRecord& a, const CallRecord& b) {
+    return a.enter_ns < b.enter_ns;
+  });
+  calls->erase(calls->begin(), calls->end() - static_cast<std::ptrdiff_t>(keep));
+}
+}  // namespace
+
 bool TraceWriter::Impl::DrainRings(bool dump, PendingBatch* out) {
   std::vector<std::shared_ptr<ThreadRing>> rings;
   {
@@ -193,6 +205,7 @@ bool TraceWriter::Impl::DrainRings(bool dump, PendingBatch* out) {
       ring->reported_dropped = d;
     }
   }
+  if (flight_ && dump) KeepNewestCalls(&out->calls, options_.flight_recorder_calls);
   std::lock_guard<std::mutex> lock(rings_mu_);
   std::erase_if(rings_, [this](const std::shared_ptr<ThreadRing>& r) {
     const bool retire =

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "ncclrr/schema/trace_generated.h"
 #include "ncclrr/trace_reader.h"
@@ -233,6 +236,35 @@ TEST(WriterReader, FlightRecorderKeepsOnlyTheNewestCalls) {
   ASSERT_TRUE(closed.ok());
   EXPECT_EQ(closed->calls.size(), 110u);
   EXPECT_EQ(closed->calls.back().seq, 1009u);
+}
+
+TEST(WriterReader, FlightRecorderKeepsTheProcesssNewestCallsAcrossThreads) {
+  ScratchDir dir("flight-threads");
+  WriterOptions o;
+  o.dir = dir.path();
+  o.flight_recorder_calls = 100;
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok());
+  // Thread t makes calls t, t + 4, t + 8, ...: by entry time they interleave. Thread 3 stops
+  // early, so the newest 100 of the process hold none of its calls.
+  std::vector<std::thread> threads;
+  for (uint64_t t = 0; t < 4; ++t)
+    threads.emplace_back([&w, t] {
+      const uint64_t end = t == 3 ? 400 : 1000;
+      for (uint64_t i = t; i < end; i += 4) (*w)->AppendCall(MakeCall(i));
+    });
+  for (std::thread& th : threads) th.join();
+  (*w)->Dump("test trigger");
+  ASSERT_TRUE((*w)->Close().ok());
+  auto f = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->calls.size(), 100u) << "N calls per process, not per thread";
+  std::set<uint64_t> seqs;
+  for (const CallRecord& c : f->calls) seqs.insert(c.seq);
+  std::set<uint64_t> want;
+  for (uint64_t s = 1000; s-- > 0 && want.size() < 100;)  // the newest 100 that were made
+    if (s % 4 != 3 || s < 400) want.insert(s);
+  EXPECT_EQ(seqs, want);
 }
 
 TEST(WriterReader, UnwritableDirectoryIsAClearError) {
