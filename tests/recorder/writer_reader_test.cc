@@ -205,12 +205,16 @@ TEST(WriterReader, FlushMakesRecordsVisibleBeforeClose) {
   EXPECT_FALSE(t->warnings.empty());  // "no closing footer"
 }
 
-TEST(WriterReader, FlightRecorderKeepsOnlyTheNewestCalls) {
-  ScratchDir dir("flight");
+StatusOr<std::unique_ptr<TraceWriter>> FlightRecorder(const ScratchDir& dir, uint64_t calls) {
   WriterOptions o;
   o.dir = dir.path();
-  o.flight_recorder_calls = 100;
-  auto w = TraceWriter::Create(o);
+  o.flight_recorder_calls = calls;
+  return TraceWriter::Create(o);
+}
+
+TEST(WriterReader, FlightRecorderKeepsOnlyTheNewestCalls) {
+  ScratchDir dir("flight");
+  auto w = FlightRecorder(dir, 100);
   ASSERT_TRUE(w.ok());
   Record comm{};
   comm.kind = RecordKind::kComm;
@@ -240,10 +244,7 @@ TEST(WriterReader, FlightRecorderKeepsOnlyTheNewestCalls) {
 
 TEST(WriterReader, FlightRecorderKeepsTheProcesssNewestCallsAcrossThreads) {
   ScratchDir dir("flight-threads");
-  WriterOptions o;
-  o.dir = dir.path();
-  o.flight_recorder_calls = 100;
-  auto w = TraceWriter::Create(o);
+  auto w = FlightRecorder(dir, 100);
   ASSERT_TRUE(w.ok());
   // Thread t makes calls t, t + 4, t + 8, ...: by entry time they interleave. Thread 3 stops
   // early, so the newest 100 of the process hold none of its calls.
