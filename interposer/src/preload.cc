@@ -82,19 +82,9 @@ bool StartRecordingSlow() {
   if (lib == nullptr) return Forward("no real NCCL"), false;
   if (cfg.disabled) return Forward("NCCLRR_DISABLE=1"), false;
 
-  WriterOptions o;
-  o.dir = cfg.trace_dir;
-  o.ring_slots = cfg.ring_slots;
-  o.flush_interval_ms = cfg.flush_ms;
-  o.clock_interval_ms = cfg.clock_ms;
-  o.flight_recorder_calls = cfg.ring_calls;
-  o.compress = cfg.compress;
-  o.max_file_bytes = cfg.max_file_bytes;
-  o.header.route = Route::kPreload;
+  WriterOptions o = RouteWriterOptions(cfg, Route::kPreload);
   o.header.nccl_version = lib->version;
   o.header.cuda_version = CudaDriverVersion();
-  o.header.argv = ProcessArgv();
-  o.header.env = NcclEnvironment();
   auto writer = TraceWriter::Create(std::move(o));
   if (!writer.ok()) {
     std::fprintf(stderr, "ncclrr: cannot record this process: %s. The job runs on unrecorded.\n",

@@ -123,19 +123,9 @@ void PluginRecorder::Start() {
   started_ = true;
   const PluginConfig& cfg = GetPluginConfig();
   if (cfg.disabled) return;
-  WriterOptions o;
-  o.dir = cfg.trace_dir;
+  WriterOptions o = RouteWriterOptions(cfg, Route::kProfilerPlugin);
   if (preload_loaded_) o.file_name = HostName() + "-" + std::to_string(getpid()) + "-plugin.ncclrr";
-  o.ring_slots = cfg.ring_slots;
-  o.flush_interval_ms = cfg.flush_ms;
-  o.clock_interval_ms = cfg.clock_ms;
-  o.flight_recorder_calls = cfg.ring_calls;
-  o.compress = cfg.compress;
-  o.max_file_bytes = cfg.max_file_bytes;
-  o.header.route = Route::kProfilerPlugin;
   o.header.nccl_version = nccl_version_;
-  o.header.argv = ProcessArgv();
-  o.header.env = NcclEnvironment();
   auto w = TraceWriter::Create(std::move(o));
   if (!w.ok()) {
     std::fprintf(stderr,
