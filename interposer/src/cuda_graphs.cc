@@ -27,8 +27,6 @@ using CaptureInfoV2 = int (*)(void* stream, int* status, unsigned long long* id,
 CaptureInfoV3 g_info_v3 = nullptr;
 CaptureInfoV2 g_info_v2 = nullptr;
 
-void* LoadedLibcuda() { return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD); }
-
 // What one graph's templates do to one communicator's sequence numbers at each launch.
 struct CommTemplates {
   uint64_t collectives = 0;
@@ -82,6 +80,8 @@ bool EnterGraphCall() { return t_state.busy++ == 0; }
 void LeaveGraphCall() { --t_state.busy; }
 
 std::mutex& GraphMutex() { return g_mu; }
+
+void* LoadedLibcuda() { return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD); }
 
 int CudaDriverVersion() {
   void* h = LoadedLibcuda();

@@ -34,6 +34,8 @@ void InitCudaGraphs(const NcclLibrary& lib);
 // After a communicator is created (NCCL has loaded the driver by then): looks again when the
 // driver was not loaded at recording start. Cheap once resolved.
 void RetryCudaGraphs();
+// A handle to the libcuda.so.1 this process already loaded (dlclose it), or null: never loads it.
+void* LoadedLibcuda();
 // cuDriverGetVersion of a loaded libcuda, else 0.
 int CudaDriverVersion();
 CaptureInfo QueryCapture(const void* stream);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "cuda_graphs.h"
 #include "env_config.h"
 #include "ncclrr/gputiming/gpu_timer.h"
 #include "real_nccl.h"
@@ -53,7 +54,7 @@ void Unavailable(const std::string& why) {
 }
 
 bool CudaDriverLoaded() {
-  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  void* h = LoadedLibcuda();
   if (h != nullptr) dlclose(h);
   return h != nullptr;
 }
