@@ -12,15 +12,19 @@ namespace ncclrr::replay {
 // Ranges smaller than this run on the calling thread alone (thread start-up costs ~50 us).
 inline constexpr uint64_t kParallelGrain = uint64_t{1} << 18;
 
-// Calls fn(part, begin, end) for each part; returns the number of parts (<= max_parts).
+// How many parts ParallelFor splits n into: one per kParallelGrain, at most one per core.
+inline int ParallelParts(uint64_t n) {
+  static const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());  // reads /sys
+  return static_cast<int>(std::clamp<uint64_t>(n / kParallelGrain, 1, cores));
+}
+
+// Calls fn(part, begin, end) for each of ParallelParts(n) parts.
 template <typename Fn>
-int ParallelFor(uint64_t n, Fn fn, int max_parts = 0) {
-  if (max_parts <= 0) max_parts = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int parts =
-      static_cast<int>(std::clamp<uint64_t>(n / kParallelGrain, 1, static_cast<uint64_t>(max_parts)));
+void ParallelFor(uint64_t n, Fn fn) {
+  const int parts = ParallelParts(n);
   if (parts == 1) {
     fn(0, uint64_t{0}, n);
-    return 1;
+    return;
   }
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(parts - 1));
@@ -32,7 +36,6 @@ int ParallelFor(uint64_t n, Fn fn, int max_parts = 0) {
   }
   fn(0, uint64_t{0}, std::min(n, step));
   for (std::thread& t : threads) t.join();
-  return parts;
 }
 
 }  // namespace ncclrr::replay

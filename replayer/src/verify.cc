@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
@@ -245,25 +244,21 @@ CallCheck CheckCall(const ReplayPlan& plan, const DataSource& data, const PlanCa
   const char* bytes = static_cast<const char*>(out);
   const uint64_t common = std::min(c.recv_elems, ref.elems());
   // Each part checks a contiguous range; the first wrong element is the first part's that has one.
-  std::vector<CallCheck> parts(std::max(1u, std::thread::hardware_concurrency()));
-  const int used = ParallelFor(
-      common,
-      [&](int p, uint64_t begin, uint64_t end) {
-        CallCheck& part = parts[static_cast<size_t>(p)];
-        for (uint64_t i = begin; i < end; ++i) {
-          double want = 0, tol = 0;
-          ref.At(i, &want, &tol);
-          const double got = host::LoadAsDouble(c.dtype, bytes + i * size);
-          if (!Close(got, want, tol) && part.wrong++ == 0) {
-            part.first_wrong = i;
-            part.got = got;
-            part.expected = want;
-          }
-        }
-      },
-      static_cast<int>(parts.size()));
-  for (int p = 0; p < used; ++p) {
-    const CallCheck& part = parts[static_cast<size_t>(p)];
+  std::vector<CallCheck> parts(static_cast<size_t>(ParallelParts(common)));
+  ParallelFor(common, [&](int p, uint64_t begin, uint64_t end) {
+    CallCheck& part = parts[static_cast<size_t>(p)];
+    for (uint64_t i = begin; i < end; ++i) {
+      double want = 0, tol = 0;
+      ref.At(i, &want, &tol);
+      const double got = host::LoadAsDouble(c.dtype, bytes + i * size);
+      if (!Close(got, want, tol) && part.wrong++ == 0) {
+        part.first_wrong = i;
+        part.got = got;
+        part.expected = want;
+      }
+    }
+  });
+  for (const CallCheck& part : parts) {
     if (part.wrong > 0 && r.wrong == 0) {
       r.first_wrong = part.first_wrong;
       r.got = part.got;
