@@ -1,7 +1,10 @@
-# Sourced by tests/gpu/gputiming_*.sh and profiler_*.sh: where things are on the GPU test machine.
+# Sourced by the tests/gpu scripts: where things are on the GPU test machine. The build is
+# NCCLRR_BUILD_DIR, else build-dev when tests/gpu/build_on_device.sh made one, else build.
 # Overridable: NCCLRR_BUILD_DIR, OUT, NCCLRR_NCCL_DIR, PYTHON.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=$(cd "${NCCLRR_BUILD_DIR:-$ROOT/build}" && pwd)
+DEFAULT_BUILD=$ROOT/build
+[ -x "$ROOT/build-dev/bin/ncclrr" ] && DEFAULT_BUILD=$ROOT/build-dev
+BUILD=$(cd "${NCCLRR_BUILD_DIR:-$DEFAULT_BUILD}" && pwd)
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}

@@ -11,21 +11,10 @@
 # Logs: $OUT/interposer/*.log, one PASS/FAIL line per check in $OUT/interposer/summary.log.
 # Exit status 1 when a check failed. The latency benchmark is tests/gpu/interposer_bench.sh.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${NCCLRR_BUILD_DIR:-}" ]; then
-  BUILD=$ROOT/build
-  [ -x "$ROOT/build-dev/bin/ncclrr" ] && BUILD=$ROOT/build-dev
-else
-  BUILD=$NCCLRR_BUILD_DIR
-fi
-OUT=${OUT:-$ROOT/gpu-out}
+source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/interposer
 rm -rf "$W"
 mkdir -p "$W"
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
-export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 N=$BUILD/bin/ncclrr
 EX=$BUILD/bin/ncclrr-example

@@ -11,21 +11,10 @@
 # Writes $OUT/interposer-bench/latency.md: per topology and size, the median over rounds of each
 # mode's median per iteration (us) and its ratio to `none` (target: record <= 1.02x).
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${NCCLRR_BUILD_DIR:-}" ]; then
-  BUILD=$ROOT/build
-  [ -x "$ROOT/build-dev/bin/ncclrr" ] && BUILD=$ROOT/build-dev
-else
-  BUILD=$NCCLRR_BUILD_DIR
-fi
-OUT=${OUT:-$ROOT/gpu-out}
+source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/interposer-bench
 rm -rf "$W"
 mkdir -p "$W/results"
-export NCCL_NVLS_ENABLE=0
-NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
-export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 G=$(( NGPU >= 2 ? 2 : 1 ))
 ROUNDS=${NCCLRR_BENCH_ROUNDS:-3}

@@ -5,22 +5,17 @@
 # after tests/gpu/build_on_device.sh (or tests/gpu/run_all.sh sketchrec). On a machine without two
 # GPUs, NCCLRR_SKETCH_BACKEND=host runs the same steps on the host NCCL. Logs: $OUT/sketchrec.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${NCCLRR_BUILD_DIR:-$ROOT/build-dev}
-OUT=${OUT:-$ROOT/gpu-out}
+source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/sketchrec
 rm -rf "$W"
 mkdir -p "$W"
-export NCCL_NVLS_ENABLE=0
 BACKEND=${NCCLRR_SKETCH_BACKEND:-nccl}
-NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
 [ "$BACKEND" = nccl ] && export NCCLRR_NCCL_LIBRARY=$NCCL_DIR/libnccl.so.2
 N=$BUILD/bin/ncclrr
 EX=$BUILD/bin/ncclrr-example
 RUNS=${RUNS:-50}
 failures=0
 say() { echo "$*" | tee -a "$W/summary.log"; }
-PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=python3
 kinds() {  # kinds TRACE: "kind@seq" of every finding, space separated
   "$N" check "$1" --json 2>/dev/null | "$PY" -c '
