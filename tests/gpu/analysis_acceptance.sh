@@ -6,14 +6,9 @@
 # cross-comm-order. Also exports each trace for ui.perfetto.dev. Builds nothing: run it after
 # tests/gpu/build_on_device.sh (or with NCCLRR_BUILD_DIR=build). Logs and traces: $OUT/analysis.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${NCCLRR_BUILD_DIR:-$ROOT/build-dev}
-OUT=${OUT:-$ROOT/gpu-out}
+source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/analysis
 mkdir -p "$W"
-export NCCL_NVLS_ENABLE=0
-NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
-PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 N=$BUILD/bin/ncclrr
 EX=$BUILD/bin/ncclrr-example
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)

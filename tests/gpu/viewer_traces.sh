@@ -6,13 +6,9 @@
 # off): then copy $OUT/viewer/t-* back and run the printed ncclrr-viewer commands where the viewer
 # is built. Builds nothing: run after tests/gpu/build_on_device.sh (or NCCLRR_BUILD_DIR=build).
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${NCCLRR_BUILD_DIR:-$ROOT/build-dev}
-OUT=${OUT:-$ROOT/gpu-out}
+source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/viewer
 mkdir -p "$W"
-export NCCL_NVLS_ENABLE=0
-NCCL_DIR=${NCCLRR_NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
 N=$BUILD/bin/ncclrr
 EX=$BUILD/bin/ncclrr-example
 V=$BUILD/bin/ncclrr-viewer
