@@ -4,7 +4,7 @@
 # NCCLRR_DEADLINE_S budget (default 560 s, under the device tool's 600 s per call), and packs
 # every log into $OUT/logs.tar.gz (the device tool returns only a few files).
 # Usage: tests/gpu/run_all.sh [analysis replayer interposer profiler gputiming bench sketch
-#   sketchrec replbench]
+#   sketchrec replbench colllog]
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
