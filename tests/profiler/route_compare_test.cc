@@ -14,7 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void Write(const fs::path& dir, Route route, uint64_t comm, const std::vector<uint64_t>& counts,
-           uint8_t origin) {
+           uint8_t origin, Api api = Api::kAllReduce) {
   WriterOptions o;
   o.dir = dir.string();
   o.header.route = route;
@@ -32,7 +32,7 @@ void Write(const fs::path& dir, Route route, uint64_t comm, const std::vector<ui
     CallRecord c{};
     c.uid = (*w)->NextCallUid();
     c.comm_id = comm;
-    c.api = static_cast<uint16_t>(Api::kAllReduce);
+    c.api = static_cast<uint16_t>(api);
     c.dtype = static_cast<uint8_t>(Dtype::kFloat32);
     c.count = counts[i];
     c.seq = i;
@@ -79,6 +79,21 @@ TEST_F(RouteCompare, DifferentHashesOrCallsDiffer) {
   ASSERT_TRUE(cmp.ok());
   EXPECT_FALSE(cmp->agree);
   EXPECT_NE(cmp->Report().find("call 1"), std::string::npos) << cmp->Report();
+}
+
+TEST_F(RouteCompare, BcastIsTheBroadcastThePluginSees) {
+  Write(base_ / "plugin", Route::kProfilerPlugin, 0xabc, {4, 4}, 0, Api::kBroadcast);
+  Write(base_ / "preload", Route::kPreload, 0xabc, {4, 4}, 0, Api::kBcast);
+  auto cmp = CompareRoutes((base_ / "plugin").string(), (base_ / "preload").string());
+  ASSERT_TRUE(cmp.ok()) << cmp.status().message();
+  EXPECT_TRUE(cmp->agree) << cmp->Report();
+
+  fs::remove_all(base_);
+  Write(base_ / "plugin", Route::kProfilerPlugin, 0xabc, {4, 4}, 0, Api::kReduce);
+  Write(base_ / "preload", Route::kPreload, 0xabc, {4, 4}, 0, Api::kBcast);
+  cmp = CompareRoutes((base_ / "plugin").string(), (base_ / "preload").string());
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_FALSE(cmp->agree) << cmp->Report();
 }
 
 TEST_F(RouteCompare, NoPluginCallsSaysWhy) {
