@@ -59,6 +59,7 @@ StatusOr<Api> LoadApi(const std::string& explicit_path) {
                        "8 or newer); GPU times then come from CUDA events instead");
   }
   LoadSymbol(h, "cuptiActivityEnableDriverApi", &api.ActivityEnableDriverApi);
+  LoadSymbol(h, "cuptiActivityEnableRuntimeApi", &api.ActivityEnableRuntimeApi);
   LoadSymbol(h, "cuptiActivityGetNumDroppedRecords", &api.ActivityGetNumDroppedRecords);
   // The handle stays open for the life of the process: CUPTI keeps threads and callbacks.
   return api;

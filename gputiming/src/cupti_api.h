@@ -18,6 +18,7 @@ inline constexpr Result kErrorMultipleSubscribers = 39;  // another subscriber h
 
 // CUpti_ActivityKind values.
 inline constexpr int kKindDriver = 4;
+inline constexpr int kKindRuntime = 5;
 inline constexpr int kKindConcurrentKernel = 10;
 inline constexpr int kKindExternalCorrelation = 39;
 
@@ -38,6 +39,20 @@ inline constexpr uint32_t kLaunchDriverCallbacks[] = {
     515,  // cuGraphLaunch_ptsz
     652,  // cuLaunchKernelEx
     653,  // cuLaunchKernelEx_ptsz
+};
+// CUpti_CallbackId of the runtime entry points that launch kernels or graphs
+// (cupti_runtime_cbid.h): a launch through a (static) CUDA runtime makes a runtime API record.
+inline constexpr uint32_t kLaunchRuntimeCallbacks[] = {
+    211,  // cudaLaunchKernel_v7000
+    214,  // cudaLaunchKernel_ptsz_v7000
+    269,  // cudaLaunchCooperativeKernel_v9000
+    270,  // cudaLaunchCooperativeKernel_ptsz_v9000
+    311,  // cudaGraphLaunch_v10000
+    312,  // cudaGraphLaunch_ptsz_v10000
+    430,  // cudaLaunchKernelExC_v11060
+    431,  // cudaLaunchKernelExC_ptsz_v11060
+    505,  // __cudaLaunchKernel_v13000
+    506,  // __cudaLaunchKernel_ptsz_v13000
 };
 
 // The leading fields of every kernel record (CUpti_ActivityKernel4 to CUpti_ActivityKernel10 all
@@ -94,7 +109,8 @@ struct Api {
   Result (*ActivityRegisterCallbacks)(BufferRequestedFn, BufferCompletedFn) = nullptr;
   Result (*ActivityEnable)(int kind) = nullptr;
   Result (*ActivityDisable)(int kind) = nullptr;
-  Result (*ActivityEnableDriverApi)(uint32_t cbid, uint8_t enable) = nullptr;  // optional
+  Result (*ActivityEnableDriverApi)(uint32_t cbid, uint8_t enable) = nullptr;   // optional
+  Result (*ActivityEnableRuntimeApi)(uint32_t cbid, uint8_t enable) = nullptr;  // optional
   Result (*ActivityPushExternalCorrelationId)(int kind, uint64_t id) = nullptr;
   Result (*ActivityPopExternalCorrelationId)(int kind, uint64_t* last) = nullptr;
   Result (*ActivityFlushAll)(uint32_t flag) = nullptr;

@@ -28,7 +28,8 @@ CuptiSource::~CuptiSource() {
   g_active.compare_exchange_strong(self, nullptr);
 }
 
-StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& library) {
+StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& library,
+                                                          bool all_api_records) {
   auto api = cupti::LoadApi(library);
   if (!api.ok()) return api.status();
 
@@ -66,14 +67,19 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
   if (r == cupti::kSuccess) r = enable(cupti::kKindExternalCorrelation);
   if (r == cupti::kSuccess) {
     // External ids are attached to API records: enable those of the launch entry points only
-    // (CUPTI 12.6+), else every driver API record.
-    bool narrow = a.ActivityEnableDriverApi != nullptr;
-    for (uint32_t cbid : cupti::kLaunchDriverCallbacks) {
-      if (!narrow) break;
-      narrow = a.ActivityEnableDriverApi(cbid, 1) == cupti::kSuccess;
+    // (CUPTI 12.6+), else every driver and runtime API record. Both: NCCL launches through the
+    // driver, or through the CUDA runtime it links statically.
+    bool narrow = !all_api_records && a.ActivityEnableDriverApi != nullptr &&
+                  a.ActivityEnableRuntimeApi != nullptr;
+    for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
+      narrow = narrow && a.ActivityEnableDriverApi(cbid, 1) == cupti::kSuccess;
+    for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks)
+      narrow = narrow && a.ActivityEnableRuntimeApi(cbid, 1) == cupti::kSuccess;
+    src->narrow_api_ = narrow;
+    if (!narrow) {
+      r = enable(cupti::kKindDriver);
+      if (r == cupti::kSuccess) r = enable(cupti::kKindRuntime);
     }
-    src->narrow_driver_api_ = narrow;
-    if (!narrow) r = enable(cupti::kKindDriver);
   }
   if (r != cupti::kSuccess) {
     for (int kind : src->enabled_kinds_) a.ActivityDisable(kind);
@@ -89,7 +95,7 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
 std::string CuptiSource::Describe() const {
   return std::string("CUPTI kernel records from ") + api_.path +
          (api_.already_loaded ? " (already loaded by the process)" : "") +
-         (narrow_driver_api_ ? "" : "; all driver API records enabled (CUPTI older than 12.6)");
+         (narrow_api_ ? "" : "; all driver and runtime API records enabled");
 }
 
 uint64_t CuptiSource::Push(uint64_t ext_id) {
@@ -181,8 +187,10 @@ void CuptiSource::ParseBuffer(uint8_t* buffer, size_t valid_size) {
           {k->correlation_id, static_cast<int32_t>(k->device_id), start, start + duration});
     } else if (kind == cupti::kKindExternalCorrelation) {
       const auto* e = static_cast<const cupti::ExternalCorrelationRecord*>(record);
-      if (e->external_kind == cupti::kExternalKindCustom2)
+      if (e->external_kind == cupti::kExternalKindCustom2) {
         correlations.push_back({e->correlation_id, e->external_id});
+        launch_correlations_.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
   if (kernels.empty() && correlations.empty()) return;
@@ -208,8 +216,10 @@ void CuptiSource::Stop(const EmitFn& emit, const NoteFn& note) {
   std::lock_guard<std::mutex> collect(collect_mu_);
   stopped_.store(true);
   for (int kind : enabled_kinds_) api_.ActivityDisable(kind);
-  if (narrow_driver_api_)
+  if (narrow_api_) {
     for (uint32_t cbid : cupti::kLaunchDriverCallbacks) api_.ActivityEnableDriverApi(cbid, 0);
+    for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks) api_.ActivityEnableRuntimeApi(cbid, 0);
+  }
   enabled_kinds_.clear();
   api_.ActivityFlushAll(cupti::kFlushForced);
   {
@@ -229,6 +239,7 @@ void CuptiSource::AddStats(GpuTimerStats* s) const {
   s->records += c.records;
   s->skipped_calls += push_failures_.load();
   s->cupti_dropped += dropped_.load();
+  s->launch_correlations += launch_correlations_.load();
 }
 
 }  // namespace ncclrr::gputiming

@@ -1,7 +1,7 @@
 #pragma once
 // GPU times from CUPTI's activity API: CONCURRENT_KERNEL records of NCCL's kernels, attributed to
 // calls through external correlation ids (CUSTOM2) pushed around the launching code, and the
-// launch API records (only the driver's launch entry points, where CUPTI can narrow it) that
+// launch API records (only the launch entry points, where CUPTI can narrow it) that
 // carry those ids. Timestamps are CUPTI's clock, mapped onto CLOCK_MONOTONIC by a ClockMap.
 //
 // CUPTI's activity buffers and callbacks are process-wide: one CuptiSource at a time.
@@ -22,7 +22,9 @@ class CuptiSource : public TimingSource {
   // Fails when CUPTI is missing, when another CUPTI client holds its subscriber slot (the job's
   // own profiler: ncclrr then stays away from CUPTI), or when CUPTI cannot enable kernel records
   // (no GPU or driver).
-  static StatusOr<std::unique_ptr<CuptiSource>> Start(const std::string& library);
+  // `all_api_records`: every driver and runtime API record, not only the launches' (diagnosis).
+  static StatusOr<std::unique_ptr<CuptiSource>> Start(const std::string& library,
+                                                      bool all_api_records = false);
   ~CuptiSource() override;
 
   GpuTimeSource kind() const override { return GpuTimeSource::kCupti; }
@@ -50,13 +52,14 @@ class CuptiSource : public TimingSource {
   cupti::Api api_;
   ClockMap clock_;
   std::vector<int> enabled_kinds_;
-  bool narrow_driver_api_ = false;  // only the launch entry points produce API records
+  bool narrow_api_ = false;  // only the launch entry points produce API records
   std::atomic<bool> stopped_{false};
   std::mutex collect_mu_;  // one Collect or Stop at a time
   mutable std::mutex mu_;  // correlator_
   KernelCorrelator correlator_;
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> push_failures_{0};
+  std::atomic<uint64_t> launch_correlations_{0};  // CUSTOM2 external correlation records
 };
 
 }  // namespace ncclrr::gputiming

@@ -118,7 +118,7 @@ StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Start(GpuTimerOptions options) {
   const GpuTimerOptions& o = impl->opt;
   std::string cupti_why, events_why;
   if (o.choice != SourceChoice::kEventPair) {
-    auto cupti = CuptiSource::Start(o.cupti_library);
+    auto cupti = CuptiSource::Start(o.cupti_library, o.all_api_records);
     if (cupti.ok()) {
       impl->description = (*cupti)->Describe();
       impl->sources.push_back(std::move(cupti).value());

@@ -9,10 +9,15 @@ namespace {
 // A scope's records keep arriving for a while (CUPTI delivers buffers when they fill or at a
 // flush); bookkeeping older than this many rounds is dropped.
 constexpr uint64_t kForgetAfterRounds = 64;
-// A kernel whose correlation record has not arrived after this many rounds has none (it was
-// launched from a thread where no id was pushed). CUPTI's default flush holds back a buffer while
-// any record in it is incomplete, so one round is not always enough.
+// A kernel whose correlation record has not arrived after this many rounds, while a nonblocking
+// scope waits on its device, is taken to be that scope's (launched on NCCL's own thread, where no
+// id was pushed). CUPTI's default flush holds back a buffer while any record in it is incomplete,
+// so one round is not always enough.
 constexpr int kRoundsBeforeUncorrelated = 2;
+// Otherwise a kernel waits for its correlation record: CUPTI may deliver the launch records only
+// when their buffer fills or at the final forced flush, long after the kernel records (seen in
+// PyTorch jobs, whose calls are sparse). Past this many waiting kernels the oldest give up.
+constexpr size_t kMaxPendingKernels = size_t{1} << 18;
 
 }  // namespace
 
@@ -98,6 +103,14 @@ void KernelCorrelator::Route(const KernelActivity& k, uint64_t ext_id) {
   }
 }
 
+bool KernelCorrelator::NonblockingWaits(int32_t device) const {
+  for (int32_t d : {device, -1}) {
+    auto it = nonblocking_.find(d);
+    if (it != nonblocking_.end() && !it->second.empty()) return true;
+  }
+  return false;
+}
+
 void KernelCorrelator::RouteUncorrelated(const KernelActivity& k) {
   for (int32_t device : {k.device, -1}) {
     auto it = nonblocking_.find(device);
@@ -162,11 +175,15 @@ void KernelCorrelator::EmitSpan(const SpanKey& key, Span& span, const Emit& emit
 void KernelCorrelator::Match(bool final, const Emit& emit, const NoteFn& note) {
   // Attribute the kernels whose correlation is known; give the others one more round.
   std::vector<PendingKernel> still;
-  for (PendingKernel& p : pending_) {
+  const size_t excess = pending_.size() > kMaxPendingKernels ? pending_.size() - kMaxPendingKernels
+                                                             : 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    PendingKernel& p = pending_[i];
     auto it = correlation_.find(p.k.correlation_id);
     if (it != correlation_.end()) {
       Route(p.k, it->second.first);
-    } else if (p.rounds >= kRoundsBeforeUncorrelated || final) {
+    } else if (final || i < excess ||
+               (p.rounds >= kRoundsBeforeUncorrelated && NonblockingWaits(p.k.device))) {
       RouteUncorrelated(p.k);
     } else {
       ++p.rounds;

@@ -36,6 +36,7 @@ gputiming::GpuTimerOptions Options() {
   o.choice = gputiming::SourceChoiceFromString(cfg.gpu_timing_source);
   o.cupti_library = cfg.gpu_timing_cupti;
   o.cuda_driver_library = cfg.gpu_timing_cuda;
+  o.all_api_records = cfg.gpu_timing_all_api;
   o.sink = [](const GpuTimeRecord& r) {  // the timer's collector thread, or Stop's caller
     Record rec{};
     rec.kind = RecordKind::kGpuTime;
@@ -136,14 +137,16 @@ void StopGpuTiming() {
   const GpuTimeSource source = g_timer->source();  // Stop leaves no source active
   (void)g_timer->Stop();
   const gputiming::GpuTimerStats s = g_timer->Stats();
-  char text[320];
+  char text[400];
   std::snprintf(text, sizeof text,
                 "GPU timing: %llu GpuTime records, source at the end: %s; %llu NCCL kernels seen, "
-                "%llu not tied to a recorded call; %llu calls untimed",
+                "%llu not tied to a recorded call; %llu calls untimed; %llu launches carried "
+                "ncclrr's CUPTI correlation id",
                 static_cast<unsigned long long>(s.records), gputiming::SourceName(source),
                 static_cast<unsigned long long>(s.nccl_kernels),
                 static_cast<unsigned long long>(s.unmatched_kernels),
-                static_cast<unsigned long long>(s.skipped_calls));
+                static_cast<unsigned long long>(s.skipped_calls),
+                static_cast<unsigned long long>(s.launch_correlations));
   Note(NoteLevel::kInfo, text);
 }
 

@@ -124,6 +124,19 @@ timeout -k 5 60 "$BUILD/bin/ncclrr" check "$T" >"$T.check" 2>&1
 grep -A3 "stragglers" "$T.check" | head -n 8 >>"$LOG"
 expect "check reports stragglers from GPU times" "note\[stragglers\]" "$(cat "$T.check")"
 
+# Diagnosis, only when CUPTI timed nothing in PyTorch: the probe with PyTorch's own libcupti, and
+# the job again with every CUPTI API record enabled (NCCLRR_GPU_TIMING_ALL_API=1).
+if ! grep -q '"cupti": [1-9]' "$T.stats"; then
+  TORCH_CUPTI=$(dirname "$PY")/../lib/python3.12/site-packages/nvidia/cu13/lib
+  LD_LIBRARY_PATH=$TORCH_CUPTI:$LD_LIBRARY_PATH timeout -k 5 60 "$PROBE" --timing cupti \
+    --mode group --iters 200 >"$WORK/diag-probe.out" 2>&1
+  say "diag: probe with PyTorch's libcupti: exit $? $(grep -h '^probe\|^note: GPU timing from' "$WORK/diag-probe.out" | tr '\n' ' ')"
+  NCCLRR_GPU_TIMING_ALL_API=1 record_torch torch-allapi profiler_torch_job.py
+  timeout -k 5 60 "$STATS" "$WORK/torch-allapi" >"$WORK/torch-allapi.stats" 2>&1
+  say "diag: with every API record: $(grep -o '"gpu": {[^}]*}' "$WORK/torch-allapi.stats" | tr '\n' ' ')"
+  say "diag: $(grep -o 'GPU timing: [0-9]* GpuTime[^"]*' "$WORK/torch-allapi.stats" | head -n 1)"
+fi
+
 say "== --gpu-timing with the PyTorch profiler in the job (its own CUPTI)"
 record_torch torch-prof gputiming_torch_profiler_job.py
 T=$WORK/torch-prof

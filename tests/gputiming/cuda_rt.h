@@ -20,6 +20,8 @@ struct CudaRt {
   int (*StreamEndCapture)(void*, void**) = nullptr;
   int (*GraphInstantiate)(void**, void*, unsigned long long) = nullptr;
   int (*GraphLaunch)(void*, void*) = nullptr;
+  int (*GraphExecDestroy)(void*) = nullptr;
+  int (*GraphDestroy)(void*) = nullptr;
   int (*DeviceSynchronize)() = nullptr;
   const char* (*GetErrorString)(int) = nullptr;
 
@@ -52,6 +54,8 @@ struct CudaRt {
     get("cudaStreamEndCapture", &rt.StreamEndCapture);
     get("cudaGraphInstantiate", &rt.GraphInstantiate);
     get("cudaGraphLaunch", &rt.GraphLaunch);
+    get("cudaGraphExecDestroy", &rt.GraphExecDestroy);
+    get("cudaGraphDestroy", &rt.GraphDestroy);
     get("cudaDeviceSynchronize", &rt.DeviceSynchronize);
     get("cudaGetErrorString", &rt.GetErrorString);
     return rt;

@@ -2,10 +2,12 @@
 // includes CUPTI; this test holds those declarations to CUPTI's own headers where installed.
 #include <cupti_activity.h>
 #include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <cupti_result.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <iterator>
 
 #include "cupti_api.h"
 
@@ -61,6 +63,20 @@ TEST(CuptiLayout, ConstantsMatchCupti) {
   EXPECT_EQ(cupti::kLaunchDriverCallbacks[5], CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
   EXPECT_EQ(cupti::kLaunchDriverCallbacks[6], CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
   EXPECT_EQ(cupti::kLaunchDriverCallbacks[7], CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz);
+  EXPECT_EQ(cupti::kKindRuntime, CUPTI_ACTIVITY_KIND_RUNTIME);
+  const uint32_t runtime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+  ASSERT_EQ(std::size(runtime), std::size(cupti::kLaunchRuntimeCallbacks));
+  for (size_t i = 0; i < std::size(runtime); ++i)
+    EXPECT_EQ(cupti::kLaunchRuntimeCallbacks[i], runtime[i]) << i;
 }
 
 TEST(CuptiLayout, NcclKernelNames) {

@@ -27,6 +27,7 @@ struct State {
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   std::set<int> kinds;
   std::set<uint32_t> driver_cbids;
+  std::set<uint32_t> runtime_cbids;
   std::vector<std::vector<uint8_t>> kernel_records, other_records;
   uint32_t next_correlation = 1;
   bool other_subscriber = false, no_gpu = false, split_buffers = false;
@@ -70,6 +71,17 @@ void Deliver(std::vector<std::vector<uint8_t>>& records) {
   }
   records.clear();
   s.complete(nullptr, 0, buf, size, used);
+}
+
+// cuptiActivityEnableDriverApi / RuntimeApi: one set of enabled callback ids each.
+CUptiResult EnableApi(std::set<uint32_t> State::*cbids, CUpti_CallbackId cbid, uint8_t enable) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  if (enable) {
+    (S().*cbids).insert(cbid);
+  } else {
+    (S().*cbids).erase(cbid);
+  }
+  return CUPTI_SUCCESS;
 }
 
 }  // namespace
@@ -116,13 +128,10 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
-  std::lock_guard<std::mutex> lock(S().mu);
-  if (enable) {
-    S().driver_cbids.insert(cbid);
-  } else {
-    S().driver_cbids.erase(cbid);
-  }
-  return CUPTI_SUCCESS;
+  return EnableApi(&State::driver_cbids, cbid, enable);
+}
+CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  return EnableApi(&State::runtime_cbids, cbid, enable);
 }
 CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                    uint64_t id) {
@@ -178,6 +187,7 @@ void fakeCuptiReset() {
   std::lock_guard<std::mutex> lock(s.mu);
   s.kinds.clear();
   s.driver_cbids.clear();
+  s.runtime_cbids.clear();
   s.kernel_records.clear();
   s.other_records.clear();
   s.other_subscriber = s.no_gpu = s.split_buffers = s.subscribed = false;
@@ -194,6 +204,10 @@ int fakeCuptiEnabled(int kind) {
 int fakeCuptiDriverApiEnabled(uint32_t cbid) {
   std::lock_guard<std::mutex> lock(S().mu);
   return S().driver_cbids.count(cbid) != 0 ? 1 : 0;
+}
+int fakeCuptiRuntimeApiEnabled(uint32_t cbid) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().runtime_cbids.count(cbid) != 0 ? 1 : 0;
 }
 int fakeCuptiPushedDepth() { return static_cast<int>(t_custom2.size()); }
 

@@ -4,7 +4,7 @@
 //
 //   ncclrr-gputiming-probe [--timing none|auto|cupti|events] [--mode group|threads|graph|
 //       nonblocking] [--iters N] [--warmup N] [--count FLOATS] [--foreign-cupti AT]
-//       [--trace DIR]
+//       [--trace DIR] [--job-subscribes]
 //
 // Prints one line of key=value results. Exit 0 when every call that should have a GPU time got
 // exactly the right number of plausible ones (start <= end, not before the call was issued, not
@@ -159,6 +159,8 @@ Options Parse(int argc, char** argv) {
       o.foreign_at = std::atoi(next().c_str());
     else if (a == "--trace")
       o.trace = next();
+    else if (a == "--job-subscribes")
+      o.job_subscribes = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       std::exit(2);
@@ -349,6 +351,12 @@ int main(int argc, char** argv) {
         }
       }
       sync_all();
+    }
+    // NCCL's communicators wait in ncclCommDestroy until no graph holds their captured work.
+    for (int d = 0; d < ndev; ++d) {
+      rt.SetDevice(d);
+      rt.Check(rt.GraphExecDestroy(execs[d]), "cudaGraphExecDestroy");
+      rt.Check(rt.GraphDestroy(graphs[d]), "cudaGraphDestroy");
     }
   } else {
     std::fprintf(stderr, "unknown --mode %s\n", opt.mode.c_str());

@@ -57,6 +57,9 @@ struct Fakes {
   int DriverApi(uint32_t cbid) {
     return Get<int (*)(uint32_t)>(cupti, "fakeCuptiDriverApiEnabled")(cbid);
   }
+  int RuntimeApi(uint32_t cbid) {
+    return Get<int (*)(uint32_t)>(cupti, "fakeCuptiRuntimeApiEnabled")(cbid);
+  }
   int Pushed() { return Get<int (*)()>(cupti, "fakeCuptiPushedDepth")(); }
   uint32_t Launch(int device, const char* name, int64_t delay, int64_t duration) {
     return Get<uint32_t (*)(int, const char*, int64_t, int64_t)>(cupti, "fakeCuptiLaunch")(
@@ -124,6 +127,8 @@ TEST_F(GpuTimerFake, CuptiTimesASingleCallAndIgnoresOtherKernels) {
   EXPECT_EQ(fakes.Enabled(39), 1) << "EXTERNAL_CORRELATION";
   EXPECT_EQ(fakes.Enabled(4), 0) << "only the launch entry points, not every driver call";
   EXPECT_EQ(fakes.DriverApi(652), 1) << "cuLaunchKernelEx";
+  EXPECT_EQ(fakes.Enabled(5), 0) << "only the launch entry points, not every runtime call";
+  EXPECT_EQ(fakes.RuntimeApi(430), 1) << "cudaLaunchKernelExC (a static CUDA runtime's launch)";
 
   const int64_t before = MonotonicNs();
   timer->BeginCall({1001, 0, 0x10, false, false});
@@ -144,6 +149,7 @@ TEST_F(GpuTimerFake, CuptiTimesASingleCallAndIgnoresOtherKernels) {
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_EQ(fakes.Enabled(10), 0) << "Stop disables what ncclrr enabled";
   EXPECT_EQ(fakes.DriverApi(652), 0);
+  EXPECT_EQ(fakes.RuntimeApi(430), 0);
   const GpuTimerStats s = timer->Stats();
   EXPECT_EQ(s.nccl_kernels, 1u);
   EXPECT_EQ(s.records, 1u);

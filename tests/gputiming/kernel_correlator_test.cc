@@ -57,6 +57,22 @@ TEST(KernelCorrelator, KernelBeforeItsCorrelationRecordStillMatches) {
   EXPECT_EQ(c.stats().unmatched, 0u);
 }
 
+// PyTorch on 2×H200: CUPTI delivered the kernel records at once and the launch records only at
+// the final forced flush, many rounds later; the kernels must wait for them.
+TEST(KernelCorrelator, KernelWaitsForALateCorrelationWhenNoNonblockingScopeWaits) {
+  KernelCorrelator c;
+  Collected out;
+  c.AddKernel(Kernel(9, 1, 500, 900));
+  for (int i = 0; i < 20; ++i) c.Match(false, out.emit());
+  EXPECT_EQ(c.pending_kernels(), 1u);
+  EXPECT_EQ(c.stats().unmatched, 0u);
+  c.AddExternalCorrelation(9, 42);
+  c.Match(true, out.emit());
+  ASSERT_EQ(out.by_uid.count(42), 1u);
+  EXPECT_EQ(out.by_uid[42][0].end_ns, 900);
+  EXPECT_EQ(c.stats().unmatched, 0u);
+}
+
 TEST(KernelCorrelator, GroupMembersGetTheSpanOfTheirOwnDevice) {
   // One thread drives two GPUs: the group's GroupEnd launches one kernel per device, and a
   // second (split) kernel on device 0.

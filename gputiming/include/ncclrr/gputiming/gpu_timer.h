@@ -50,6 +50,7 @@ struct GpuTimerOptions {
   std::string cupti_library;           // a path; empty: the loaded one, then the usual places
   std::string cuda_driver_library;     // a path; empty: the libcuda.so.1 the process loaded
   uint32_t collect_interval_ms = 200;  // 0: no collector thread, the caller calls Collect()
+  bool all_api_records = false;        // CUPTI: every API record, not only launches (diagnosis)
   std::function<void(const GpuTimeRecord&)> sink;           // required
   std::function<void(NoteLevel, const std::string&)> note;  // optional: what the trace says
 };
@@ -62,6 +63,7 @@ struct GpuTimerStats {
   uint64_t skipped_calls = 0;      // calls that could not be timed (captured or nonblocking in
                                    // event-pair mode, no event available)
   uint64_t cupti_dropped = 0;      // activity records CUPTI reported dropped
+  uint64_t launch_correlations = 0;  // CUPTI: launches that carried an ncclrr correlation id
 };
 
 // Parses NCCLRR_GPU_TIMING_SOURCE ("auto", "cupti", "events"); kAuto for anything else.

@@ -108,6 +108,7 @@ class KernelCorrelator {
 
   void Route(const KernelActivity& k, uint64_t ext_id);
   void RouteUncorrelated(const KernelActivity& k);
+  bool NonblockingWaits(int32_t device) const;  // a nonblocking scope waits for a kernel there
   void Extend(const SpanKey& key, const KernelActivity& k, const std::vector<uint64_t>& uids,
               bool keep_kernels);
   void ForgetOld();
