@@ -68,6 +68,17 @@ void MaybeWriteCommAtInit(CommContext* c) {
   if (!rec.Disabled() && !rec.PreloadLoaded() && c->hash_known) rec.WriteComm(c);
 }
 
+// The events ncclrr asks of NCCL at a communicator's init. NCCL keeps one mask per library (the
+// last init's); when the preload records this init, it sees every call into this NCCL, so no
+// events spare each call the plugin's work. An init on NCCL's own thread (nonblocking comms)
+// keeps them on, and the per-call checks below drop what the preload also records.
+int OwnMask(int full) {
+  PluginRecorder& rec = PluginRecorder::Get();
+  if (rec.Disabled()) return 0;
+  if (!GetPluginConfig().record_all && rec.PreloadInRecordedCall()) return 0;
+  return full;
+}
+
 // ---- v5 API events ----
 struct ThreadGroup {
   uint64_t group_id = 0;      // the application's group, 0 outside one
@@ -262,7 +273,7 @@ abi::Result StartTaskLevel(void* context, void** handle, D* d) {
 template <int kVersion>
 abi::Result InitTaskLevel(void** context, int* mask) {
   CommContext* c = NewContext(kVersion, __builtin_return_address(0));
-  int m = PluginRecorder::Get().Disabled() ? 0 : kMaskV1toV4;
+  int m = OwnMask(kMaskV1toV4);
   if (ChainedPlugin* chain = ChainedPlugin::Get(kVersion)) m |= chain->InitV1to3(&c->chained);
   *mask = m;
   *context = c;
@@ -280,7 +291,7 @@ abi::Result InitV5(void** context, uint64_t comm_id, int* mask, const char* name
   c->nranks = nranks;
   c->nnodes = nnodes;
   if (name != nullptr) c->name = name;
-  int m = PluginRecorder::Get().Disabled() ? 0 : kMaskV5;
+  int m = OwnMask(kMaskV5);
   if (ChainedPlugin* chain = ChainedPlugin::Get(5))
     m |= chain->InitV5(&c->chained, comm_id, name, nnodes, nranks, rank, log);
   MaybeWriteCommAtInit(c);
@@ -298,7 +309,7 @@ abi::Result InitV4(void** context, int* mask, const char* name, uint64_t comm_ha
   c->nranks = nranks;
   c->nnodes = nnodes;
   if (name != nullptr) c->name = name;
-  int m = PluginRecorder::Get().Disabled() ? 0 : kMaskV1toV4;
+  int m = OwnMask(kMaskV1toV4);
   if (ChainedPlugin* chain = ChainedPlugin::Get(4))
     m |= chain->InitV4(&c->chained, name, comm_hash, nnodes, nranks, rank, log);
   MaybeWriteCommAtInit(c);

@@ -373,6 +373,26 @@ TEST_F(PluginTest, RecordAllRecordsWhatThePreloadRecordsToo) {
   EXPECT_EQ(CommIds(f), (std::set<uint64_t>{0x10, 0x20, 0x30}));
 }
 
+// A communicator created inside the preload's wrapper (ncclCommInitRank on the application's
+// thread): the preload sees every call of that NCCL, so the plugin asks for no events at all.
+int InitInsidePreloadCall() {
+  const FakePreload fake = FakePreload::Load();
+  if (!fake.loaded) return 20;
+  SimNccl v5(PluginPath(), 5);
+  fake.in_call(1);
+  void* ctx = v5.Init(0x40, "", 2, 0);
+  fake.in_call(0);
+  const bool record_all = std::getenv("NCCLRR_PLUGIN_RECORD_ALL") != nullptr;
+  if ((v5.mask() == 0) == record_all) return 21;
+  v5.Finalize(ctx);
+  return 0;
+}
+
+TEST_F(PluginTest, CommCreatedThroughThePreloadAsksForNoEvents) {
+  EXPECT_EQ(RunChild({}, InitInsidePreloadCall), 0);
+  EXPECT_EQ(RunChild({{"NCCLRR_PLUGIN_RECORD_ALL", "1"}}, InitInsidePreloadCall), 0);
+}
+
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
