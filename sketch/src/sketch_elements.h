@@ -174,9 +174,10 @@ struct TraitsF32 {
   using Acc = float;
   static constexpr AccKind kKind = AccKind::kFloat32;
   static constexpr int V = 4;
+  static constexpr Raw kSpecialBits = 0x7f800000u;  // all set: NaN or Inf
   NCCLRR_HD static float Decode(Raw r, uint32_t* cls) {
     const uint32_t inf = (r >> 31) ? kNegInf : kPosInf;
-    *cls = (r & 0x7f800000u) != 0x7f800000u ? kFinite : ((r & 0x007fffffu) ? kNaN : inf);
+    *cls = (r & kSpecialBits) != kSpecialBits ? kFinite : ((r & 0x007fffffu) ? kNaN : inf);
     return BitsToF(r);
   }
 };
@@ -185,9 +186,10 @@ struct TraitsF64 {
   using Acc = double;
   static constexpr AccKind kKind = AccKind::kFloat64;
   static constexpr int V = 4;
+  static constexpr Raw kSpecialBits = 0x7ff0000000000000ull;
   NCCLRR_HD static double Decode(Raw r, uint32_t* cls) {
     const uint32_t inf = (r >> 63) ? kNegInf : kPosInf;
-    const bool special = (r & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+    const bool special = (r & kSpecialBits) == kSpecialBits;
     *cls = !special ? kFinite : ((r & 0x000fffffffffffffull) ? kNaN : inf);
     return BitsToD(r);
   }
@@ -204,6 +206,7 @@ struct TraitsMinifloat {
   static constexpr AccKind kKind = AccKind::kFloat32;
   static constexpr int V = kV;
   static constexpr uint32_t kSign = 1u << (8 * sizeof(R) - 1);
+  static constexpr R kSpecialBits = R(kSpecial);
   // Branch-free (the value of a special pattern is computed but never used).
   NCCLRR_HD static float Decode(Raw r, uint32_t* cls) {
     const uint32_t inf = (r & kSign) ? kNegInf : kPosInf;

@@ -86,6 +86,10 @@ class FakeDriver : public ::testing::Test {
     ASSERT_TRUE(dev.ok()) << dev.status().message();
     dev_ = std::move(*dev);
   }
+  void TearDown() override {
+    if (auto forget = Control<void (*)()>("fake_cuda_forget_graph")) forget();
+    if (auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred")) set_deferred(0);
+  }
   std::unique_ptr<SketchDevice> dev_;
 };
 
@@ -165,6 +169,78 @@ TEST_F(FakeDriver, CapturedSketchesReportEveryReplay) {
   EXPECT_EQ((*got)->generation, 4u);
   EXPECT_EQ((*got)->missed, 1u);
   dev_->Release((*slots)[0]);
+}
+
+TEST_F(FakeDriver, ACapturedSlotCountsReplaysFromOneAfterEarlierUses) {
+  auto replay = Control<void (*)()>("fake_cuda_replay_graph");
+  auto a = Floats(5000, 6);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 5000, 1, 0, 0};
+  for (int i = 0; i < 3; ++i) {  // slot 0 publishes generations 1..3 for plain launches
+    auto plain = dev_->Enqueue(nullptr, {{a.data(), r}});
+    ASSERT_TRUE(plain.ok());
+    auto got = dev_->Poll((*plain)[0]);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    EXPECT_EQ((*got)->generation, 1u);
+  }
+  auto slots = dev_->Enqueue(kCapturingStream, {{a.data(), r}});  // slot 0 again
+  ASSERT_TRUE(slots.ok());
+  replay();
+  auto got = dev_->Poll((*slots)[0]);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->generation, 1u);  // the graph's first replay (the trace's `launch`)
+  EXPECT_EQ((*got)->missed, 0u);
+  dev_->Release((*slots)[0], 1);
+}
+
+TEST_F(FakeDriver, AReleasedCapturedSlotWaitsForTheGraphsLastLaunch) {
+  auto replay = Control<void (*)()>("fake_cuda_replay_graph");
+  auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred");
+  auto run_pending = Control<void (*)()>("fake_cuda_run_pending");
+  auto a = Floats(5000, 7), b = Floats(5000, 8);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 5000, 1, 0, 0};
+  auto captured = dev_->Enqueue(kCapturingStream, {{a.data(), r}});
+  ASSERT_TRUE(captured.ok());
+  replay();
+  replay();
+  dev_->Release((*captured)[0], 3);  // the graph launched 3 times; the third has not run yet
+  set_deferred(1);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(dev_->Enqueue(nullptr, {{a.data(), r}}).ok());
+  EXPECT_FALSE(dev_->Enqueue(nullptr, {{b.data(), r}}).ok());  // not before the third replay
+  replay();
+  auto reused = dev_->Enqueue(nullptr, {{b.data(), r}});
+  ASSERT_TRUE(reused.ok()) << reused.status().message();
+  auto early = dev_->Poll((*reused)[0]);  // the replays' results are not the new sketch's
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(early->has_value());
+  run_pending();
+  auto got = dev_->Poll((*reused)[0]);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->generation, 1u);
+  ExpectSame(SketchHost(b.data(), r).value(), (*got)->result);
+}
+
+TEST_F(FakeDriver, AReleasedUnreadResultIsNotTheNextSketchsResult) {
+  auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred");
+  auto run_pending = Control<void (*)()>("fake_cuda_run_pending");
+  auto a = Floats(5000, 9), b = Floats(5000, 10);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 5000, 1, 0, 0};
+  auto first = dev_->Enqueue(nullptr, {{a.data(), r}});  // runs at once, never polled
+  ASSERT_TRUE(first.ok());
+  dev_->Release((*first)[0]);
+  set_deferred(1);
+  auto second = dev_->Enqueue(nullptr, {{b.data(), r}});  // the same slot
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ((*second)[0], (*first)[0]);
+  auto early = dev_->Poll((*second)[0]);
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(early->has_value());
+  run_pending();
+  auto got = dev_->Poll((*second)[0]);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  ExpectSame(SketchHost(b.data(), r).value(), (*got)->result);
 }
 
 TEST_F(FakeDriver, BadRequestsAndStreamsFailWithoutLaunching) {

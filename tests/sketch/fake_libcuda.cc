@@ -125,6 +125,10 @@ void fake_cuda_replay_graph() {
   std::lock_guard<std::mutex> lock(S().mu);
   for (const auto& l : S().graph) ncclrr::sketch::test::EmulateLaunch(l, false);
 }
+void fake_cuda_forget_graph() {  // the graph was destroyed: its launches are gone
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().graph.clear();
+}
 int fake_cuda_launches() { return S().launches; }
 int fake_cuda_capture_mode() { return S().capture_mode; }
 

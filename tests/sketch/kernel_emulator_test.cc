@@ -81,6 +81,30 @@ TEST(KernelEmulator, EveryDtypeSizeAndModeMatchesTheHostBitForBit) {
   }
 }
 
+TEST(KernelEmulator, EveryHashWordOffsetOfALaneMatchesTheHost) {
+  // The kernel takes a lane's eps bits at one offset within a hash word for every row of a chunk
+  // (rows are multiples of 64 elements): offsets where a lane's V positions straddle two words,
+  // in a full chunk and in a short one, with non-finite values in both.
+  for (uint8_t dtype :
+       {uint8_t(Dtype::kFloat32), uint8_t(Dtype::kBfloat16), uint8_t(Dtype::kFloat8e4m3),
+        uint8_t(Dtype::kFloat64), uint8_t(Dtype::kInt8)}) {
+    const uint64_t n = 4096 + 300;
+    const auto bytes = RandomBytes(dtype, n, dtype * 7 + 1);
+    for (uint64_t g0 : {0ull, 1ull, 13ull, 49ull, 60ull, 63ull, (1ull << 40) + 61}) {
+      SketchRequest req;
+      req.layout.dtype = dtype;
+      req.layout.block_count = n;
+      req.layout.g0 = g0;
+      req.mode = SketchMode::kFullAndRace;
+      const std::string what = std::string(DtypeName(dtype)) + " g0=" + std::to_string(g0);
+      const auto host = SketchHost(bytes.data(), req);
+      const auto dev = EmulateSketch(bytes.data(), req, 1024);
+      ASSERT_TRUE(host.ok() && dev.ok()) << what;
+      ExpectSameResult(host.value(), dev.value(), what);
+    }
+  }
+}
+
 TEST(KernelEmulator, ManyRoundsPerTileAndMultiBlockLayouts) {
   for (uint8_t dtype : {uint8_t(Dtype::kFloat32), uint8_t(Dtype::kInt64)}) {
     const uint64_t c = 17 * 4096 + 100;  // 18 chunks per block

@@ -13,6 +13,7 @@ inline constexpr int kWarpsPerCta = 8;  // chunks processed per round
 inline constexpr int kThreadsPerCta = kWarpsPerCta * core::kLanes;
 inline constexpr uint32_t kModeFull = 1;  // SketchMode bits
 inline constexpr uint32_t kModeRace = 2;
+inline constexpr uint32_t kModeReplayed = 4;  // captured into a graph: relaunched while polled
 
 // Per-slot device state: the CTA arrival counter of the launch in flight and the number of
 // launches completed (written by the last CTA; a graph replays the same launch many times).
@@ -39,7 +40,7 @@ struct Job {
   uint64_t gstride;
   uint32_t nblocks;
   uint32_t dtype;
-  uint32_t mode;             // kModeFull | kModeRace
+  uint32_t mode;             // kModeFull | kModeRace, kModeReplayed
   uint32_t tile_chunks;      // T: chunks per tile, a power of two >= 8
   uint32_t tiles_per_block;  // ceil(chunks per block / T), at least 1
   uint32_t samples_per_block;

@@ -54,7 +54,8 @@ NCCLRR_KD void LoadRowWords(const typename D::Raw* p, bool vector_ok, uint32_t* 
   if (vector_ok) {
     NCCLRR_UNROLL
     for (int i = 0; i < kRowWords<D> / 4; ++i) {
-      const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+      // Streamed: every byte is read once (evict-first keeps L2 for the prefetched rows).
+      const uint4 v = __ldcs(reinterpret_cast<const uint4*>(p) + i);
       w[4 * i] = v.x;
       w[4 * i + 1] = v.y;
       w[4 * i + 2] = v.z;
@@ -67,6 +68,37 @@ NCCLRR_KD void LoadRowWords(const typename D::Raw* p, bool vector_ok, uint32_t* 
   memcpy(w, p, sizeof(uint32_t) * kRowWords<D>);
 }
 
+// The first nv elements of a row (the rest zero): the lane's last row of a short chunk. Element
+// by element with constant word indices, so that the row stays in registers.
+template <class D>
+NCCLRR_KD void LoadRowPartial(const typename D::Raw* p, int nv, bool vector_ok, uint32_t* w) {
+  using Raw = typename D::Raw;
+  if (nv == D::V) return LoadRowWords<D>(p, vector_ok, w);
+  NCCLRR_UNROLL
+  for (int i = 0; i < kRowWords<D>; ++i) w[i] = 0;
+  NCCLRR_UNROLL
+  for (int v = 0; v < D::V; ++v) {
+    using Bits = typename std::make_unsigned<Raw>::type;  // int8 must not sign-extend
+    const Bits e = v < nv ? Bits(p[v]) : Bits(0);
+    if constexpr (sizeof(Raw) == 8) {
+      w[2 * v] = uint32_t(e);
+      w[2 * v + 1] = uint32_t(uint64_t(e) >> 32);
+    } else {
+      constexpr int kPer = int(4 / sizeof(Raw));
+      w[v / kPer] |= uint32_t(e) << (8 * sizeof(Raw) * (v % kPer));
+    }
+  }
+}
+
+// Asks L2 for the line holding p; no register is written and nothing waits for it.
+NCCLRR_KD void PrefetchL2(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L2 [%0];" : : "l"(p));
+#else
+  (void)p;
+#endif
+}
+
 template <class D>
 NCCLRR_KD typename D::Raw ExtractRaw(const uint32_t* w, int v) {
   using Raw = typename D::Raw;
@@ -76,54 +108,140 @@ NCCLRR_KD typename D::Raw ExtractRaw(const uint32_t* w, int v) {
   if constexpr (sizeof(Raw) == 8) return Raw(uint64_t(w[2 * v]) | (uint64_t(w[2 * v + 1]) << 32));
 }
 
-// The partial of chunk `chunk` of a block, computed by one warp; lane 0 writes it to `dst`.
-template <class D, class X>
-NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_count,
-                         uint64_t block_first, uint64_t chunk, int lane, const uint32_t* eta,
-                         uint64_t* eps_words, uint64_t* dst) {
+// Non-finite test of a whole row on its packed words. D::kSpecialBits is the contiguous run of
+// bits just below an element's sign bit whose all-ones pattern marks NaN/Inf, so for each
+// element (~raw & kSpecialBits) + kSpecialBits cannot carry out of the element and sets its sign
+// bit exactly when some special bit is clear. A row is all finite iff the AND of these sums over
+// its words has every element's sign bit set: 3 integer operations per word instead of a
+// class per element. Rows that fail take LaneRow's per-element path.
+template <class D, uint64_t kBits>
+NCCLRR_KD constexpr uint32_t PerWord(int word) {
   using Raw = typename D::Raw;
+  if constexpr (sizeof(Raw) == 8) return uint32_t(kBits >> (32 * (word & 1)));
+  uint32_t m = 0;
+  for (int i = 0; i < int(4 / sizeof(Raw)); ++i) m |= uint32_t(kBits) << (8 * sizeof(Raw) * i);
+  return m;
+}
+template <class D>
+NCCLRR_KD bool RowFinite(const uint32_t* w) {
+  using Raw = typename D::Raw;
+  constexpr uint64_t kSpecial = uint64_t(D::kSpecialBits);
+  constexpr uint64_t kSign = uint64_t(1) << (8 * sizeof(Raw) - 1);
+  static_assert(kSpecial + (kSpecial & (~kSpecial + 1)) == kSign,
+                "the special bits must run up to the sign bit");
+  uint32_t all = 0xffffffffu, top = 0;
+  NCCLRR_UNROLL
+  for (int i = 0; i < kRowWords<D>; ++i) {
+    const uint32_t m = PerWord<D, kSpecial>(i);
+    if (m != 0) all &= (~w[i] & m) + m;
+    top |= PerWord<D, kSign>(i);
+  }
+  return (all & top) == top;
+}
+
+// Adds one row of a lane (its V elements packed in w, eps bits in neg) to the lane state:
+// exactly core::LaneRow, with the all-finite test done on the packed words.
+template <class D>
+NCCLRR_KD void AddRow(core::LaneState<D>& s, const uint32_t* w, int nv, uint32_t neg) {
+  if constexpr (D::kKind != core::AccKind::kInt) {
+    if (nv == D::V && RowFinite<D>(w)) {
+      NCCLRR_UNROLL
+      for (int v = 0; v < D::V; ++v) {
+        uint32_t cls;  // finite by the test above
+        core::LaneAccumulate(s, v, D::Decode(ExtractRaw<D>(w, v), &cls), (neg >> v) & 1u);
+      }
+      return;
+    }
+  }
+  core::LaneRow(s, nv, neg, [w](int v) { return ExtractRaw<D>(w, v); });
+}
+
+// Rows a lane keeps in flight ahead of the one it adds: about 4 KB per warp, so that a warp's
+// loads overlap its arithmetic instead of alternating with it. Registers: (kAhead + 1) rows.
+template <class D>
+inline constexpr uint32_t kAheadWanted = sizeof(typename D::Raw) == 8 ? 4u : 8u;
+template <class D>
+inline constexpr uint32_t kAheadRows =
+    kAheadWanted<D> < core::kRows<D> ? kAheadWanted<D> : core::kRows<D>;
+
+// A lane's rows of one chunk (n elements at p, full or not), in increasing order, with loads
+// issued kAheadRows ahead (a register ring: the loop is unrolled, so every row has its own
+// registers and only kAheadRows + 1 of them are live at once). Eps bits: rows are a multiple of
+// 64 elements apart, so a lane's bit offset within a hash word is the same in every row and its
+// word index advances by kRow / 64 per row; the bits equal EpsBitsAt's.
+template <class D, bool kFull>
+NCCLRR_KD void LaneChunk(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n, int lane,
+                         uint64_t g, const uint64_t* eps_words) {
   constexpr uint32_t kRow = core::kRowElems<D>;
   constexpr uint32_t kRows = core::kRows<D>;
+  constexpr uint32_t kAhead = kAheadRows<D>;
+  static_assert(kRow % 64 == 0, "rows must start at the same bit of a hash word");
+  const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+  const uint32_t lane_first = uint32_t(lane) * D::V;
+  const uint32_t bit0 = uint32_t(g & 63) + lane_first;
+  const uint32_t word0 = bit0 >> 6, off = bit0 & 63;
+  const bool straddle = off + uint32_t(D::V) > 64;
+  // Elements of row r this lane has (full chunk: all V).
+  auto count = [&](uint32_t r) -> int {
+    if constexpr (kFull) return D::V;
+    const uint64_t pos = uint64_t(r) * kRow + lane_first;
+    return pos >= n ? 0 : (n - pos < uint64_t(D::V) ? int(n - pos) : D::V);
+  };
+  uint32_t words[kRows][kRowWords<D>];
+  auto load = [&](uint32_t r) {
+    const typename D::Raw* row = p + r * kRow + lane_first;
+    if constexpr (kFull)
+      LoadRowWords<D>(row, vector_ok, words[r]);
+    else
+      LoadRowPartial<D>(row, count(r), vector_ok, words[r]);
+  };
+  NCCLRR_UNROLL
+  for (uint32_t r = 0; r < kAhead; ++r) load(r);
+  NCCLRR_UNROLL
+  for (uint32_t r = 0; r < kRows; ++r) {
+    if (r + kAhead < kRows) load(r + kAhead);
+    const int nv = count(r);
+    if (!kFull && nv == 0) break;  // and every later row of this lane
+    const uint64_t* hw = eps_words + word0 + r * (kRow / 64);
+    uint32_t neg = uint32_t(hw[0] >> off);
+    if (straddle) neg |= uint32_t(hw[1]) << (64 - off);
+    neg &= (1u << D::V) - 1;
+    AddRow<D>(s, words[r], nv, neg);
+  }
+}
+
+// The partial of chunk `chunk` of a block, computed by one warp; lane 0 writes it to `dst`.
+// `next` (~0 if none) is the chunk this warp takes next: its first rows are prefetched into
+// L2 so that the next chunk does not start with a full memory latency.
+template <class D, class X>
+NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_count,
+                         uint64_t block_first, uint64_t chunk, uint64_t next, int lane,
+                         const uint32_t* eta, uint64_t* eps_words, uint64_t* dst) {
+  using Raw = typename D::Raw;
+  constexpr uint32_t kRow = core::kRowElems<D>;
   const uint64_t off = chunk * core::kChunk;
   const uint64_t rest = block_count - off;
   const uint64_t n = rest < core::kChunk ? rest : core::kChunk;
   const Raw* p = block + off;
   const uint64_t g = block_first + off;
+  if (next != ~uint64_t(0)) {
+    const uint64_t next_off = next * core::kChunk;
+    NCCLRR_UNROLL
+    for (uint32_t r = 0; r < kAheadRows<D>; ++r) {
+      const uint64_t pos = next_off + r * kRow + uint64_t(lane) * D::V;
+      if (pos < block_count) PrefetchL2(block + pos);
+    }
+  }
   // The chunk's hash words, computed once by the warp (at most 3 per lane).
   for (int i = lane; i < core::kChunkEpsWords; i += core::kLanes)
     eps_words[i] = core::ChunkEpsWord(g, i);
   x.sync_warp();
   core::LaneState<D> s;
   core::LaneInit(s);
-  if (n == core::kChunk) {
-    // Full chunk: every lane has all its elements; rows are loaded in batches to keep several
-    // loads in flight per lane.
-    const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-    constexpr uint32_t kBatch = sizeof(Raw) == 8 ? 4 : 8;
-    static_assert(kRows % kBatch == 0, "rows come in whole batches");
-    for (uint32_t r0 = 0; r0 < kRows; r0 += kBatch) {
-      uint32_t words[kBatch][kRowWords<D>];
-      NCCLRR_UNROLL
-      for (uint32_t i = 0; i < kBatch; ++i)
-        LoadRowWords<D>(p + (r0 + i) * kRow + uint32_t(lane) * D::V, vector_ok, words[i]);
-      NCCLRR_UNROLL
-      for (uint32_t i = 0; i < kBatch; ++i) {
-        const uint64_t pos = uint64_t(r0 + i) * kRow + uint64_t(lane) * D::V;
-        const uint32_t* w = words[i];
-        core::LaneRow(s, D::V, core::EpsBitsAt(eps_words, g, pos, D::V),
-                      [w](int v) { return ExtractRaw<D>(w, v); });
-      }
-    }
-  } else {
-    for (uint32_t r = 0; r < kRows; ++r) {
-      const uint64_t pos = uint64_t(r) * kRow + uint64_t(lane) * D::V;
-      if (pos >= n) break;
-      const int nv = n - pos < uint64_t(D::V) ? int(n - pos) : D::V;
-      const Raw* row = p + pos;
-      core::LaneRow(s, nv, core::EpsBitsAt(eps_words, g, pos, D::V),
-                    [row](int v) { return row[v]; });
-    }
-  }
+  if (n == core::kChunk)
+    LaneChunk<D, true>(s, p, n, lane, g, eps_words);
+  else
+    LaneChunk<D, false>(s, p, n, lane, g, eps_words);
   core::DotType<D> dots[core::kDots];
   core::LaneDots(s, eta, dots);
   auto ss = core::LaneSumSq(s);
@@ -166,7 +284,11 @@ NCCLRR_KD void TileWork(X& x, const Job& job, uint32_t t, CtaShared& sh) {
     const uint64_t leaf = q * kWarpsPerCta + uint64_t(warp);
     if (leaf < leaves) {
       const uint64_t chunk = c0 + (full ? leaf : leaf * core::kRaceStride);
-      ChunkWarp<D>(x, block, job.block_count, block_first, chunk, lane, eta, sh.eps[warp],
+      const uint64_t next_leaf = leaf + kWarpsPerCta;
+      const uint64_t next = next_leaf < leaves
+                                ? c0 + (full ? next_leaf : next_leaf * core::kRaceStride)
+                                : ~uint64_t(0);
+      ChunkWarp<D>(x, block, job.block_count, block_first, chunk, next, lane, eta, sh.eps[warp],
                    sh.part[warp]);
     }
     x.sync();
@@ -200,7 +322,9 @@ NCCLRR_KD void FinishJob(X& x, const Job& job, CtaShared& sh) {
     job.control->arrived = 0;  // ready for the next launch of this slot (graphs relaunch)
     sh.generation = gen;
     job.header->begin = gen;
-    x.fence_system();
+    // begin before the results, for a reader racing the next replay; a plain launch publishes
+    // once, after the fence below, and its reader waits for `done`.
+    if (job.mode & kabi::kModeReplayed) x.fence_system();
   }
   x.sync();
   uint64_t* words = &job.scratch[0].w[0];

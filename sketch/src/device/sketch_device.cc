@@ -20,8 +20,9 @@ enum class SlotState : uint8_t { kFree, kInFlight, kCaptured, kAbandoned };
 
 struct Slot {
   SlotState state = SlotState::kFree;
-  uint64_t consumed = 0;  // last generation the host has read
-  uint64_t expected = 0;  // generation a plain launch will publish
+  uint64_t consumed = 0;  // last generation the host has read (or let go unread)
+  uint64_t base = 0;      // generation before this use's first launch: results count from it
+  uint64_t expected = 0;  // generation that must be published before the slot is reused
   SketchRequest request;
   kabi::Job host_view{};  // the job with host pointers, for reading results
 };
@@ -130,6 +131,7 @@ StatusOr<uint32_t> SketchDevice::Impl::ContextFor(cu::CUstream stream) {
 int SketchDevice::Impl::AcquireSlot(Context& c) {
   for (uint32_t s = 0; s < c.slots.size(); ++s) {
     Slot& slot = c.slots[s];
+    // Abandoned: a plain launch, or a graph's last replay, that had not published yet.
     if (slot.state == SlotState::kAbandoned && Header(c, s)->done >= slot.expected) {
       slot.consumed = Header(c, s)->done;
       slot.state = SlotState::kFree;
@@ -203,8 +205,12 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
     slots.push_back(s);
   }
   std::vector<kabi::Job> host_views(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i)
+  for (size_t i = 0; i < requests.size(); ++i) {
+    // Only a graph relaunches a slot while the host may be reading it: the kernel's seqlock
+    // fence is needed there alone (kernel_body.h, FinishJob).
+    if (capture == cu::kCaptureStatusActive) jobs[i].mode |= kabi::kModeReplayed;
     m.FillJob(c, uint32_t(slots[i]), requests[i].data, jobs[i], host_views[i]);
+  }
   // One launch per datatype, jobs of that datatype back to back in the grid.
   std::vector<bool> launched(requests.size(), false);
   cu::CUcontext popped;
@@ -238,6 +244,7 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
     Slot& s = c.slots[slots[i]];
     s.request = requests[i].request;
     s.host_view = host_views[i];
+    s.base = s.consumed;
     s.expected = s.consumed + 1;
     s.state = capture == cu::kCaptureStatusActive ? SlotState::kCaptured : SlotState::kInFlight;
     ids.push_back((SlotId(*ci) << 32) | uint32_t(slots[i]));
@@ -264,23 +271,28 @@ StatusOr<std::optional<DeviceSketchResult>> SketchDevice::Poll(SlotId id) {
   out.result = ReadJobResults(s.request, s.host_view);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (h->begin != done) return std::optional<DeviceSketchResult>();  // a replay is writing
-  out.generation = done;
+  out.generation = done - s.base;  // 1 for a plain launch, the replay number for a graph
   out.missed = done - s.consumed - 1;
   s.consumed = done;
   if (s.state == SlotState::kInFlight) s.state = SlotState::kFree;
   return std::optional<DeviceSketchResult>(std::move(out));
 }
 
-void SketchDevice::Release(SlotId id) {
+void SketchDevice::Release(SlotId id, uint64_t launches) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   const uint32_t ci = uint32_t(id >> 32), si = uint32_t(id);
   if (ci >= m.contexts.size() || si >= m.contexts[ci]->slots.size()) return;
   Slot& s = m.contexts[ci]->slots[si];
-  if (s.state == SlotState::kInFlight && m.Header(*m.contexts[ci], si)->done < s.expected)
-    s.state = SlotState::kAbandoned;  // recycled once its kernel has published
-  else
+  if (s.state == SlotState::kFree || s.state == SlotState::kAbandoned) return;
+  if (s.state == SlotState::kCaptured) s.expected = s.base + launches;
+  const uint64_t done = m.Header(*m.contexts[ci], si)->done;
+  if (done < s.expected) {
+    s.state = SlotState::kAbandoned;  // recycled once its last launch has published
+  } else {
+    s.consumed = done;  // what it published unread must not pass for the next use's result
     s.state = SlotState::kFree;
+  }
 }
 
 std::string SketchDevice::Describe() const {

@@ -43,7 +43,7 @@ struct DeviceSketchRequest {
 
 struct DeviceSketchResult {
   SketchResult result;
-  uint64_t generation = 0;  // launches of this slot completed so far (graph replays)
+  uint64_t generation = 0;  // 1 for a plain launch; a captured slot's replay number (1-based)
   uint64_t missed = 0;      // replays whose results were overwritten before they were polled
 };
 
@@ -69,8 +69,10 @@ class SketchDevice {
   // captured slot stays until Release.
   StatusOr<std::optional<DeviceSketchResult>> Poll(SlotId slot);
 
-  // Gives a slot back. One whose kernel may still run is recycled only once it has finished.
-  void Release(SlotId slot);
+  // Gives a slot back. One whose kernel may still run is recycled only once it has finished; a
+  // captured slot once `launches` replays (every launch of its graph's executables, counted by
+  // the caller) have published. Results published but not polled are dropped.
+  void Release(SlotId slot, uint64_t launches = 0);
 
   // Driver version, kernel image and per-context state, for notes in the trace.
   std::string Describe() const;
