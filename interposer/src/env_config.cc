@@ -48,6 +48,10 @@ Config Load() {
   c.ring_calls = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING", 0, 1u << 24));
   c.stacks = ReadBool("NCCLRR_STACKS", false);
   c.sketch = static_cast<int>(ReadUnsigned("NCCLRR_SKETCH", 0, 2));
+  c.capture_bytes = ReadUnsigned("NCCLRR_CAPTURE_BYTES", 0, 1ull << 50);
+  c.capture_filter = ReadString("NCCLRR_CAPTURE_FILTER", "");
+  c.capture_file = ReadString("NCCLRR_CAPTURE_FILE", "");
+  c.capture_staging_bytes = ReadUnsigned("NCCLRR_CAPTURE_STAGING_MB", 256, 1u << 20) << 20;
   c.nccl_library = ReadString("NCCLRR_NCCL_LIBRARY", "");
   c.disabled = ReadBool("NCCLRR_DISABLE", false);
   c.flush_ms = static_cast<uint32_t>(ReadUnsigned("NCCLRR_FLUSH_MS", c.flush_ms, 60'000));

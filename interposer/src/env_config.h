@@ -12,6 +12,12 @@ struct Config {
   bool stacks = false;           // NCCLRR_STACKS=1: call-site ids (return addresses)
   int sketch = 0;               // NCCLRR_SKETCH: 1 data sketches of buffers (record --sketch);
                                  // 2 GPU sketches also with the host NCCL (a stand-in libcuda)
+  uint64_t capture_bytes = 0;    // NCCLRR_CAPTURE_BYTES: > 0 capture buffers (record --capture),
+                                 // the process's budget for its side file
+  std::string capture_filter;    // NCCLRR_CAPTURE_FILTER: which calls (ncclrr/capture_filter.h)
+  std::string capture_file;      // NCCLRR_CAPTURE_FILE: the side file (tests: /dev/full)
+  uint64_t capture_staging_bytes = 256ull << 20;  // NCCLRR_CAPTURE_STAGING_MB: copies waiting
+                                                  // to be written (pinned memory on a GPU)
   std::string nccl_library;      // NCCLRR_NCCL_LIBRARY: the real NCCL, overriding discovery
   bool disabled = false;         // NCCLRR_DISABLE=1: forward everything, record nothing
   uint32_t flush_ms = 20;        // NCCLRR_FLUSH_MS: longest time a record waits in memory

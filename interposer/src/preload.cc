@@ -31,6 +31,7 @@
 #include <set>
 
 #include "call_path.h"
+#include "capture_jobs.h"
 #include "cuda_graphs.h"
 #include "env_config.h"
 #include "gpu_timing_hooks.h"
@@ -112,6 +113,7 @@ bool StartRecordingSlow() {
   g_runtime.stage.store(static_cast<int>(Stage::kRecording), std::memory_order_release);
   InstallTriggers();
   InitSketches(*lib);  // NCCLRR_SKETCH; after InstallTriggers: see its exit handler
+  InitCaptures(*lib);  // NCCLRR_CAPTURE_BYTES; likewise
   return true;
 }
 

@@ -1,7 +1,8 @@
-// When each half of a call's sketches runs (sketch_hooks.h): at once outside groups, at the
-// outermost GroupEnd inside one, and — for a nonblocking communicator on a GPU — once NCCL says
-// the operation is enqueued. The halves themselves are planned here from the call's record
-// (plan.h) and handed to a backend (sketch_jobs.h).
+// When each half of a call's sketches and captures runs (sketch_hooks.h): at once outside
+// groups, at the outermost GroupEnd inside one, and — for a nonblocking communicator on a GPU —
+// once NCCL says the operation is enqueued. The sketch halves are planned here from the call's
+// record (plan.h) and handed to a backend (sketch_jobs.h); the capture halves are planned and
+// run by capture_plan.cc (capture_jobs.h).
 #include "sketch_hooks.h"
 
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "call_path.h"
+#include "capture_jobs.h"
 #include "env_config.h"
 #include "ncclrr/sketch/plan.h"
 #include "sketch_jobs.h"
@@ -26,6 +28,14 @@ Backend g_backend = Backend::kNone;
 
 struct Halves {
   SketchJob before, after;
+  CaptureHalves capture;
+};
+
+// What runs once the call (or its group) is enqueued.
+struct AfterHalf {
+  SketchJob sketch;
+  CaptureJob capture;
+  bool empty() const { return sketch.empty() && capture.empty(); }
 };
 
 SketchPart Part(const void* data, const sketch::BlockLayout& layout, SketchMode mode,
@@ -39,8 +49,8 @@ SketchPart Part(const void* data, const sketch::BlockLayout& layout, SketchMode 
   return p;
 }
 
-// Plans both halves of a call from its record; false (counted) when it cannot be planned.
-bool PlanHalves(const CallRecord& rec, const CommState& cs, Halves* h) {
+// Plans both sketch halves of a call from its record; false (counted) when it cannot be planned.
+bool PlanSketchHalves(const CallRecord& rec, const CommState& cs, Halves* h) {
   const Api api = static_cast<Api>(rec.api);
   const auto plan = sketch::PlanCall(api, rec.dtype, rec.count, cs.nranks.load(), cs.rank.load(),
                                      rec.root_peer, (rec.flags & call_flags::kInPlace) != 0);
@@ -87,6 +97,13 @@ bool PlanHalves(const CallRecord& rec, const CommState& cs, Halves* h) {
   return true;
 }
 
+// Sketches (record --sketch) and captures (record --capture) of the call, as configured.
+bool PlanHalves(const CallRecord& rec, const CommState& cs, Halves* h) {
+  const bool sketched = GetConfig().sketch != 0 && PlanSketchHalves(rec, cs, h);
+  const bool captured = CapturesOn() && PlanCapture(rec, cs, &h->capture);
+  return sketched || captured;
+}
+
 void Dispatch(const SketchJob& job) {
   if (job.empty()) return;
   switch (g_backend) {
@@ -103,25 +120,41 @@ void Dispatch(const SketchJob& job) {
 // After-halves of nonblocking calls on a GPU, until NCCL reports the comm's work enqueued.
 constexpr size_t kMaxParked = 4096;
 std::mutex g_parked_mu;
-std::map<ncclComm_t, std::vector<SketchJob>> g_parked;  // under g_parked_mu
+std::map<ncclComm_t, std::vector<AfterHalf>> g_parked;  // under g_parked_mu
 std::atomic<size_t> g_parked_count{0};
 
-void Park(ncclComm_t comm, const SketchJob& job) {
+void DispatchAfter(const AfterHalf& a) {
+  Dispatch(a.sketch);
+  DispatchCapture(a.capture);
+}
+
+void CountFailed(const AfterHalf& a) {
+  if (!a.sketch.empty()) CountSkip(SkipReason::kCallFailed);
+  if (!a.capture.empty()) CountCaptureSkip(CaptureSkip::kCallFailed, 1);
+}
+
+void Park(ncclComm_t comm, const AfterHalf& a) {
   std::lock_guard<std::mutex> lock(g_parked_mu);
-  if (g_parked_count.load() >= kMaxParked) return CountSkip(SkipReason::kQueueFull);
-  g_parked[comm].push_back(job);
+  if (g_parked_count.load() >= kMaxParked) {
+    if (!a.sketch.empty()) CountSkip(SkipReason::kQueueFull);
+    if (!a.capture.empty()) CountCaptureSkip(CaptureSkip::kCallFailed, 1, "too many parked");
+    return;
+  }
+  g_parked[comm].push_back(a);
   g_parked_count.fetch_add(1);
 }
 
 // The after-half once the call (or its group) returned `result`.
-void RunAfter(const SketchJob& job, ncclComm_t comm, ncclResult_t result) {
-  if (job.empty()) return;
-  if (result == ncclSuccess) return Dispatch(job);
-  if (result != ncclInProgress) return CountSkip(SkipReason::kCallFailed);
+void RunAfter(const AfterHalf& a, ncclComm_t comm, ncclResult_t result) {
+  if (a.empty()) return;
+  if (result == ncclSuccess) return DispatchAfter(a);
+  if (result != ncclInProgress) return CountFailed(a);
   // The host NCCL has queued the work on the stream when the call returns; a GPU NCCL may
   // still be launching it.
-  if (g_backend == Backend::kHost) return Dispatch(job);
-  Park(comm, job);
+  if (g_backend == Backend::kHost ||
+      (g_backend == Backend::kNone && g_runtime.lib != nullptr && g_runtime.lib->host_nccl))
+    return DispatchAfter(a);
+  Park(comm, a);
 }
 
 struct Queued {
@@ -131,7 +164,7 @@ struct Queued {
 
 struct ThreadSketches {
   uint64_t armed_uid = 0;  // the call being built outside a group (its after-half below)
-  SketchJob after;
+  AfterHalf after;
   ncclComm_t comm = nullptr;
   uint64_t group_id = 0;  // the group `queued` belongs to
   std::vector<Queued> queued;
@@ -145,7 +178,10 @@ constexpr size_t kMaxQueued = 4096;
 
 void SketchBeforeCall(CallBuilder& call) {
   const CommState* cs = call.comm;
-  if (cs == nullptr) return CountSkip(SkipReason::kNoPlan, "a call on an unknown communicator");
+  if (cs == nullptr) {
+    if (GetConfig().sketch != 0) CountSkip(SkipReason::kNoPlan, "a call on an unknown communicator");
+    return;
+  }
   Halves h;
   if (!PlanHalves(call.rec, *cs, &h)) return;
   ThreadSketches& t = t_sketches;
@@ -159,8 +195,9 @@ void SketchBeforeCall(CallBuilder& call) {
     return;
   }
   Dispatch(h.before);
+  DispatchCapture(h.capture.before);
   t.armed_uid = call.rec.uid;
-  t.after = h.after;
+  t.after = {h.after, h.capture.after};
   t.comm = cs->handle;
 }
 
@@ -178,7 +215,10 @@ void SketchGroupEndBefore() {
     t.queued.clear();
     return;
   }
-  for (const Queued& q : t.queued) Dispatch(q.halves.before);
+  for (const Queued& q : t.queued) {
+    Dispatch(q.halves.before);
+    DispatchCapture(q.halves.capture.before);
+  }
   t.group_running = true;
 }
 
@@ -186,26 +226,27 @@ void SketchGroupEndAfter(ncclResult_t result) {
   ThreadSketches& t = t_sketches;
   if (!t.group_running) return;
   t.group_running = false;
-  for (const Queued& q : t.queued) RunAfter(q.halves.after, q.comm, result);
+  for (const Queued& q : t.queued)
+    RunAfter({q.halves.after, q.halves.capture.after}, q.comm, result);
   t.queued.clear();
 }
 
 void SketchAsyncError(ncclComm_t comm, ncclResult_t value) {
   if (value == ncclInProgress || g_parked_count.load(std::memory_order_relaxed) == 0) return;
-  std::vector<SketchJob> jobs;
+  std::vector<AfterHalf> halves;
   {
     std::lock_guard<std::mutex> lock(g_parked_mu);
     auto it = g_parked.find(comm);
     if (it == g_parked.end()) return;
-    jobs.swap(it->second);
+    halves.swap(it->second);
     g_parked.erase(it);
-    g_parked_count.fetch_sub(jobs.size());
+    g_parked_count.fetch_sub(halves.size());
   }
-  for (const SketchJob& job : jobs) {
+  for (const AfterHalf& a : halves) {
     if (value == ncclSuccess)
-      Dispatch(job);
+      DispatchAfter(a);
     else
-      CountSkip(SkipReason::kCallFailed);
+      CountFailed(a);
   }
 }
 

@@ -19,7 +19,9 @@ class CallBuilder;
 struct CommState;
 struct NcclLibrary;
 
-extern bool g_sketch_on;  // set once, when recording starts with NCCLRR_SKETCH=1
+// Set once, when recording starts with NCCLRR_SKETCH=1 or NCCLRR_CAPTURE_BYTES > 0: the hooks
+// below then plan and run the call's sketches and captures (capture_jobs.h) alike.
+extern bool g_sketch_on;
 
 // At recording start (after the exit handlers of triggers.cc are installed).
 void InitSketches(const NcclLibrary& lib);

@@ -4,29 +4,13 @@
 // ncclrrHostStreamAddCallback (like cudaLaunchHostFunc): the before-half runs once the work
 // queued ahead of the call is done, the after-half once the call itself is done — the same
 // stream order the GPU kernels get. The callback runs SketchHost and writes the records.
-#include <dlfcn.h>
-
 #include <memory>
 
+#include "host_stream.h"
 #include "sketch_jobs.h"
-#include "symbols.h"
 
 namespace ncclrr::interpose {
 namespace {
-
-using AddCallbackFn = void (*)(void* stream, int device, void (*fn)(void*), void* arg);
-
-AddCallbackFn ResolveAddCallback() {
-  const char* name = "ncclrrHostStreamAddCallback";
-  if (void* f = RealDlsym(RTLD_DEFAULT, name)) return reinterpret_cast<AddCallbackFn>(f);
-  void* handle = nullptr;  // the host NCCL loaded RTLD_LOCAL (dlopen'ed by the program)
-  return reinterpret_cast<AddCallbackFn>(FindInLoadedObjects(name, &handle));
-}
-
-AddCallbackFn AddCallback() {
-  static const AddCallbackFn fn = ResolveAddCallback();
-  return fn;
-}
 
 // Runs on whichever thread drives the host stream; must not call NCCL.
 void RunJob(void* arg) {
@@ -44,11 +28,11 @@ void RunJob(void* arg) {
 
 }  // namespace
 
-bool HostSketchesAvailable() { return AddCallback() != nullptr; }
+bool HostSketchesAvailable() { return HostStreamAddCallback() != nullptr; }
 
 void HostSketch(const SketchJob& job) {
   if (job.captured) return CountSkip(SkipReason::kCapturedOnHost);
-  AddCallback()(job.stream, job.device, RunJob, new SketchJob(job));
+  HostStreamAddCallback()(job.stream, job.device, RunJob, new SketchJob(job));
 }
 
 }  // namespace ncclrr::interpose

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "env_config.h"
+#include "reason_counts.h"
 #include "runtime.h"
 #include "sketch_hooks.h"
 #include "sketch_jobs.h"
@@ -14,9 +15,7 @@ namespace ncclrr::interpose {
 namespace {
 
 constexpr int kReasons = static_cast<int>(SkipReason::kCount);
-std::atomic<uint64_t> g_skips[kReasons];
-std::mutex g_first_mu;
-std::string g_first_detail[kReasons];  // under g_first_mu
+ReasonCounts<kReasons> g_skips;
 
 // What the calls of each SkipReason did, in the enum's order.
 constexpr const char* kReasonText[kReasons] = {
@@ -33,26 +32,17 @@ const char* ReasonText(SkipReason r) { return kReasonText[static_cast<int>(r)]; 
 void NoteTotalsAtExit() {
   if (g_runtime.stage.load() != static_cast<int>(Stage::kRecording)) return;
   DeviceSketchAtExit();
-  for (int i = 0; i < kReasons; ++i) {
-    const uint64_t n = g_skips[i].load();
-    if (n == 0) continue;
-    std::lock_guard<std::mutex> lock(g_first_mu);
-    Note(NoteLevel::kWarning, "sketch: " + std::to_string(n) + " call halves " +
-                                  ReasonText(static_cast<SkipReason>(i)) + " and were skipped" +
-                                  (g_first_detail[i].empty() ? "" : " (first: " +
-                                                                        g_first_detail[i] + ")"));
-  }
+  for (int i = 0; i < kReasons; ++i)
+    if (const uint64_t n = g_skips.count(i))
+      Note(NoteLevel::kWarning, "sketch: " + std::to_string(n) + " call halves " +
+                                    ReasonText(static_cast<SkipReason>(i)) + " and were skipped" +
+                                    g_skips.FirstSuffix(i));
 }
 
 }  // namespace
 
 void CountSkip(SkipReason reason, const std::string& detail) {
-  const int i = static_cast<int>(reason);
-  if (g_skips[i].fetch_add(1, std::memory_order_relaxed) != 0) return;
-  {
-    std::lock_guard<std::mutex> lock(g_first_mu);
-    g_first_detail[i] = detail;
-  }
+  if (!g_skips.Add(static_cast<int>(reason), 1, detail)) return;
   Note(NoteLevel::kWarning, std::string("sketch: the first call half that ") +
                                 ReasonText(reason) + " was skipped" +
                                 (detail.empty() ? "" : ": " + detail) +

@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <unordered_map>
 
 #include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
+#include "ncclrr/capture_side_file.h"
 #include "parallel_for.h"
 
 namespace ncclrr::replay {
@@ -82,17 +82,13 @@ Status DataSource::LoadCaptures() {
       ++refs;
       auto it = call_of.find(key(f, c.call_uid));
       if (it == call_of.end()) continue;
-      const std::string path = m.dir().dir + "/" + c.file;
-      std::ifstream in(path, std::ios::binary);
-      std::vector<char> bytes(c.bytes);
-      if (in) in.seekg(static_cast<std::streamoff>(c.offset));
-      if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-        if (first_problem.empty())
-          first_problem = path + " (offset " + std::to_string(c.offset) + ", " +
-                          std::to_string(c.bytes) + " bytes)";
+      auto read = ReadCapturedBuffer(m.dir().dir, c);
+      if (!read.ok()) {
+        if (first_problem.empty()) first_problem = read.status().message();
         ++unreadable;
         continue;
       }
+      std::vector<char> bytes(read->begin(), read->end());
       captures_[{it->second, static_cast<uint8_t>(c.which)}] = std::move(bytes);
     }
   if (refs == 0)
@@ -101,8 +97,7 @@ Status DataSource::LoadCaptures() {
         "with `ncclrr record --capture BYTES`), or use --data synthetic");
   if (captures_.empty())
     return IoError("--data captured: none of the " + std::to_string(refs) +
-                   " captured buffers could be read; first: " + first_problem +
-                   " (copy the capture side files along with the .ncclrr files)");
+                   " captured buffers could be read; first: " + first_problem);
   if (unreadable)
     notes_.push_back(std::to_string(unreadable) +
                      " captured buffer(s) could not be read (first: " + first_problem + ")");

@@ -115,7 +115,7 @@ TEST(CapturedData, MissingSideFilesAreAnError) {
   options.data = replay::DataMode::kCaptured;
   auto r = replay::Replay(*model, options);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("copy the capture side files"));
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("copy the .capture files"));
 }
 
 }  // namespace

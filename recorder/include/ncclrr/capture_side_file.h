@@ -1,0 +1,19 @@
+#pragma once
+// Reading the side files of `ncclrr record --capture` (<host>-<pid>.capture beside the .ncclrr
+// files): the buffer a CaptureRef points at. Shared by `ncclrr check` and `ncclrr replay --data
+// captured`, so both say the same thing about a missing or truncated file.
+#include <string>
+
+#include "ncclrr/status.h"
+#include "ncclrr/trace_data.h"
+
+namespace ncclrr {
+
+// The file a CaptureRef names, relative to the trace directory `dir` unless absolute.
+std::string CaptureFilePath(const std::string& dir, const CaptureRefData& ref);
+
+// The referenced bytes. Errors name the file, what was expected and what was found (missing,
+// shorter than offset + bytes), and what to do.
+StatusOr<std::string> ReadCapturedBuffer(const std::string& dir, const CaptureRefData& ref);
+
+}  // namespace ncclrr
