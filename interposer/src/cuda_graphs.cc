@@ -11,6 +11,8 @@
 #include "env_config.h"
 #include "gpu_timing_hooks.h"
 #include "runtime.h"
+#include "sketch_hooks.h"
+#include "sketch_jobs.h"
 #include "symbols.h"
 
 namespace ncclrr::interpose {
@@ -39,6 +41,7 @@ struct TemplateSet {
   uint64_t timing_id = 0;  // GPU timing's name for it: CUDA reuses a destroyed graph's handle
   std::map<CommState*, CommTemplates> comms;
   uint64_t launches = 0;
+  uint64_t last_uid = 0;  // of its newest template (a reused graph handle's calls come later)
 };
 using SetPtr = std::shared_ptr<TemplateSet>;
 std::mutex g_mu;
@@ -64,10 +67,22 @@ void EmitGraphEvent(GraphEventKind kind, uint64_t graph, uint64_t exec, uint64_t
   Emit(r);
 }
 
+// A set nothing can launch any more, for the sketch slots of its calls (told after g_mu is
+// released: the sketcher's lock comes before g_mu around fork).
+struct GoneSet {
+  bool gone = false;
+  uint64_t graph = 0, last_uid = 0, launches = 0;
+  void Tell() const {
+    if (gone && g_sketch_on) DeviceSketchGraphGone(graph, last_uid, launches);
+  }
+};
+
 // Under g_mu, `set` just released by its graph or one executable: GPU timing forgets its
 // templates once nothing can launch them (PyTorch destroys the graph right after instantiating).
-void ForgetIfUnused(const SetPtr& set) {
-  if (set.use_count() <= 2 && GpuTimingOn()) GpuTimingForgetGraph(set->timing_id);  // + AllSets
+GoneSet ForgetIfUnused(const SetPtr& set) {
+  if (set.use_count() > 2) return {};  // + AllSets
+  if (GpuTimingOn()) GpuTimingForgetGraph(set->timing_id);
+  return {true, set->graph, set->last_uid, set->launches};
 }
 
 bool IsRecording() {
@@ -149,6 +164,7 @@ uint64_t AddGraphTemplate(const CallRecord& rec, CommState* cs) {
     AllSets().push_back(set);
   }
   if (GpuTimingOn()) GpuTimingAddTemplate(set->timing_id, rec);
+  if (rec.uid > set->last_uid) set->last_uid = rec.uid;
   CommTemplates& t = set->comms[cs];
   if (IsCollective(static_cast<Api>(rec.api))) return t.collectives++;
   const int64_t key = int64_t{rec.root_peer} * 2 + (static_cast<Api>(rec.api) == Api::kRecv);
@@ -197,6 +213,7 @@ void OnGraphLaunched(uint64_t exec, uint64_t stream) {
 void OnGraphExecDestroyed(uint64_t exec) {
   if (!IsRecording()) return;
   uint64_t graph;
+  GoneSet gone;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto e = Execs().find(exec);
@@ -204,21 +221,24 @@ void OnGraphExecDestroyed(uint64_t exec) {
     graph = e->second->graph;
     const SetPtr set = std::move(e->second);
     Execs().erase(e);
-    ForgetIfUnused(set);
+    gone = ForgetIfUnused(set);
   }
+  gone.Tell();
   EmitGraphEvent(GraphEventKind::kDestroy, graph, exec, 0);
 }
 
 void OnGraphDestroyed(uint64_t graph) {
   if (!IsRecording()) return;
+  GoneSet gone;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto g = Graphs().find(graph);
     if (g == Graphs().end()) return;
     const SetPtr set = std::move(g->second);
     Graphs().erase(g);  // the handle may now be reused by a new graph
-    ForgetIfUnused(set);
+    gone = ForgetIfUnused(set);
   }
+  gone.Tell();
   EmitGraphEvent(GraphEventKind::kDestroy, graph, 0, 0);
 }
 

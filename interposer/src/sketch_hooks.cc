@@ -215,6 +215,7 @@ void SketchGroupEndBefore() {
     t.queued.clear();
     return;
   }
+  const DeviceSketchBatch fused;  // the group's before-halves: one launch per stream (and dtype)
   for (const Queued& q : t.queued) {
     Dispatch(q.halves.before);
     DispatchCapture(q.halves.capture.before);
@@ -226,6 +227,7 @@ void SketchGroupEndAfter(ncclResult_t result) {
   ThreadSketches& t = t_sketches;
   if (!t.group_running) return;
   t.group_running = false;
+  const DeviceSketchBatch fused;
   for (const Queued& q : t.queued)
     RunAfter({q.halves.after, q.halves.capture.after}, q.comm, result);
   t.queued.clear();

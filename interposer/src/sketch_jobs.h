@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ncclrr/sketch/sketch.h"
 #include "ncclrr/trace_data.h"
@@ -16,7 +17,7 @@ namespace ncclrr::interpose {
 struct SketchPart {
   const void* data = nullptr;
   sketch::SketchRequest request;
-  SketchWhich blocks_as = SketchWhich::kSendBefore;  // label of the per-block sketches
+  SketchWhich blocks_as = SketchWhich::kSendBefore;     // label of the per-block sketches
   SketchWhich race_as = SketchWhich::kSendAfterSample;  // label of the race sample
 };
 
@@ -51,6 +52,23 @@ void HostSketch(const SketchJob& job);
 bool DeviceSketchesAvailable();  // SketchDevice::Create succeeded (tried once, lazily)
 void DeviceSketch(const SketchJob& job);
 void DeviceSketchAtExit();  // a last poll of the slots in flight, within a short wait
+// While one is alive on a thread, that thread's DeviceSketch calls are held and enqueued when
+// it ends, fused: up to 16 parts per launch per stream (the halves of one NCCL group). Nested
+// batches join the outermost one.
+class DeviceSketchBatch {
+ public:
+  DeviceSketchBatch();
+  ~DeviceSketchBatch();
+  DeviceSketchBatch(const DeviceSketchBatch&) = delete;
+  DeviceSketchBatch& operator=(const DeviceSketchBatch&) = delete;
+
+ private:
+  std::vector<SketchJob> jobs_;
+};
+// Nothing can launch `graph` any more (cuda_graphs.cc): the slots of the calls captured into it
+// (call uids up to last_uid; a reused graph handle has later ones) are released once the
+// `launches` seen have published and been read.
+void DeviceSketchGraphGone(uint64_t graph, uint64_t last_uid, uint64_t launches);
 
 struct NcclLibrary;
 // Picks the backend for the NCCL the wrappers forward to (sketch_hooks.cc).
