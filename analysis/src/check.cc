@@ -13,11 +13,12 @@ namespace ncclrr::analysis {
 std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
   // Order matters: notes first (they mark untrusted tails), then the sequence checker and the
   // cross-communicator check (they claim the positions they explain), then missing calls and
-  // everything else that reads those claims.
+  // everything else that reads those claims. Captured buffers are checked before sketches: calls
+  // they verify exactly are left alone by the sketch identity.
   return {MakeTraceNotesChecker(),  MakeSequenceChecker(),  MakeCrossCommChecker(),
           MakeMissingCallChecker(), MakeP2pChecker(),       MakeGraphChecker(),
           MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker(),
-          MakeDataChecker()};
+          MakeCaptureChecker(),     MakeDataChecker()};
 }
 
 void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {

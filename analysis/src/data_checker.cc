@@ -89,7 +89,9 @@ class DataChecker : public Checker {
       }
       // Outputs are compared only where every rank issued the same call and no structural
       // finding explains the position (a mispaired call has no meaningful identity).
-      if (complete && agree && !ctx.Claimed(ci, seq)) CheckIdentity(m, ci, sk, &o, tally);
+      // Outputs verified exactly from captured buffers need no sketch identity.
+      if (complete && agree && !ctx.Claimed(ci, seq) && !ctx.CaptureVerified(ci, seq))
+        CheckIdentity(m, ci, sk, &o, tally);
       for (Finding& f : DataFindings(m, o)) sink.Add(std::move(f));
     }
   }
@@ -152,7 +154,8 @@ class DataChecker : public Checker {
         CheckRace(ss, &sender);
         o.ranks.push_back(std::move(sender));
         auto it = recvs.find({src, s.peer, s.pair_seq});
-        if (it != recvs.end()) CheckPair(m, ci, ss, *it->second, &o, tally);
+        if (it != recvs.end() && !ctx.CaptureVerified(ci, s.pair_seq, src, s.peer))
+          CheckPair(m, ci, ss, *it->second, &o, tally);
         for (Finding& f : DataFindings(m, o)) sink.Add(std::move(f));
       }
     }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "ncclrr/analysis/finding.h"
@@ -54,6 +55,15 @@ class CheckContext {
     auto it = explained_.find({comm_index, rank});
     return it == explained_.end() ? 0 : it->second;
   }
+  // Calls whose outputs were verified from captured buffers (`record --capture`): the sketch
+  // checks leave their outputs alone. Collectives by seq; Send/Recv pairs also by (sender,
+  // receiver) with their per-pair index as `seq`.
+  void MarkCaptureVerified(size_t comm_index, uint64_t seq, int sender = -1, int receiver = -1) {
+    capture_verified_.insert({comm_index, seq, sender, receiver});
+  }
+  bool CaptureVerified(size_t comm_index, uint64_t seq, int sender = -1, int receiver = -1) const {
+    return capture_verified_.count({comm_index, seq, sender, receiver}) != 0;
+  }
   // Ranks whose tail cannot be trusted on a comm (missing or torn file): no hang reported.
   void MarkUntrustedTail(size_t comm_index, int rank) { untrusted_.insert({comm_index, rank}); }
   bool UntrustedTail(size_t comm_index, int rank) const {
@@ -67,6 +77,7 @@ class CheckContext {
   std::map<size_t, std::map<uint64_t, uint64_t>> claimed_;  // comm -> first -> last, disjoint
   std::set<std::pair<size_t, int>> untrusted_;
   std::map<std::pair<size_t, int>, int64_t> explained_;
+  std::set<std::tuple<size_t, uint64_t, int, int>> capture_verified_;
 };
 
 // Where checkers put what they found. Repeats are grouped after all checkers ran.
