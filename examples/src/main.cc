@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "runner.h"
+#include "sweep.h"
 
 using namespace ncclrr::example;
 
@@ -26,7 +27,7 @@ int Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] "
                "[--group]\nscenarios: %s\n",
-               msg, ScenarioNames().c_str());
+               msg, (ScenarioNames() + ", sweep").c_str());
   return 2;
 }
 
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return Usage("missing SCENARIO");
   Options opt;
   std::string backend = "host";
-  opt.scenario = FindScenario(argv[1]);
+  opt.scenario = std::strcmp(argv[1], "sweep") == 0 ? &SweepScenario() : FindScenario(argv[1]);
   if (opt.scenario == nullptr) return Usage((std::string("unknown scenario ") + argv[1]).c_str());
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];

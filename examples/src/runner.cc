@@ -231,6 +231,7 @@ void StartWatchdog(int seconds) {
 }
 
 int Run(const Options& opt, Backend& be) {
+  if (opt.scenario->run != nullptr) return opt.scenario->run(opt, be);
   Runner runner(opt, be);
   if (opt.group)
     runner.RunGroup();

@@ -10,6 +10,9 @@
 
 namespace ncclrr::example {
 
+class Backend;
+struct Options;
+
 enum class Role {
   kReduce,  // gradient: allreduce(sum) of every rank's tensor
   kBcast,   // parameters: broadcast from rank 0
@@ -37,6 +40,8 @@ struct Scenario {
   int comms = 1;
   int race_rank = -1;  // writes tensor 0's send buffer from a second stream after issuing
   std::vector<Call> (*plan)(int step, int rank, int nranks);
+  // A scenario with its own loop (sweep) instead of `tensors` and `plan`: the exit code.
+  int (*run)(const Options& opt, Backend& be) = nullptr;
 };
 
 const Scenario* FindScenario(const std::string& name);
