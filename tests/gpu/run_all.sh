@@ -4,7 +4,7 @@
 # NCCLRR_DEADLINE_S budget (default 560 s, under the device tool's 600 s per call), and packs
 # every log into $OUT/logs.tar.gz (the device tool returns only a few files).
 # Usage: tests/gpu/run_all.sh [analysis replayer interposer profiler gputiming bench sketch
-#   sketchrec replbench colllog]
+#   sketchrec sketchbench replbench colllog]
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -24,6 +24,7 @@ for s in $stages; do
     bench) script=tests/gpu/interposer_bench.sh ;;
     sketch) script=tests/gpu/sketch_gpu.sh ;;
     sketchrec) script=tests/gpu/sketch_acceptance.sh ;;
+    sketchbench) script=tests/gpu/sketch_bench.sh ;;
     replbench) script=tests/gpu/replayer_acceptance.sh; export NCCLRR_REPLAYER_ONLY_BENCH=1 ;;
     *) script=tests/gpu/${s}_acceptance.sh ;;
   esac
