@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Issue 6's acceptance of `record --sketch` on real NCCL (2 GPUs): ncclrr-example send-race recorded
 # RUNS times (default 50) and checked, counting the runs flagged buffer_race or wrong_sum;
-# swap-same-size must give suspected_swap at seq 4; clean must give nothing. Builds nothing: run
-# after tests/gpu/build_on_device.sh (or tests/gpu/run_all.sh sketchrec). On a machine without two
-# GPUs, NCCLRR_SKETCH_BACKEND=host runs the same steps on the host NCCL. Logs: $OUT/sketchrec.
+# swap-same-size must give suspected_swap at seq 4; clean must give nothing; the nccl-tests-style
+# `sweep` (every collective x datatype x op, in and out of place, AMP-style Inf/NaN data; threads
+# with SWEEP_STEPS steps, default 5 = up to 1 M elements, and --group with 4) must compute right
+# and give nothing; a PyTorch AMP training loop (tests/gpu/sketch_torch_amp_job.py, DDP over 2
+# GPUs, AMP_STEPS steps, default 1000, overflowing fp16 gradients) must give nothing. Builds
+# nothing: run after tests/gpu/build_on_device.sh (or tests/gpu/run_all.sh sketchrec); about
+# 300-400 s with RUNS=50. On a machine without two GPUs, NCCLRR_SKETCH_BACKEND=host runs the same
+# steps on the host NCCL (the PyTorch step is skipped). Logs: $OUT/sketchrec.
 set -u
 source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/sketchrec
@@ -52,6 +57,46 @@ fi
 record clean clean
 k=$(kinds "$W/t-clean")
 if [ -z "${k// /}" ]; then say "PASS clean: no finding"; else say "FAIL clean: $k"; failures=$((failures + 1)); fi
+
+# clean_run NAME TIMEOUT CMD...: CMD recorded with --sketch into $W/t-NAME; the program must exit
+# 0 and check must find nothing. The trace is kept only when something failed (it is large).
+clean_run() {
+  local name=$1 limit=$2 t0=$SECONDS k
+  shift 2
+  timeout -k 10 "$limit" "$N" record --sketch -o "$W/t-$name" -- "$@" >"$W/$name.log" 2>&1
+  local prc=$?
+  "$N" check "$W/t-$name" >"$W/$name.check.txt" 2>&1
+  local crc=$?
+  "$N" info "$W/t-$name" >"$W/$name.info.txt" 2>&1
+  k=$(kinds "$W/t-$name")
+  local notes
+  notes=$(grep -c -i "note" "$W/$name.check.txt")
+  if [ "$prc" = 0 ] && [ "$crc" = 0 ] && [ -z "${k// /}" ]; then
+    say "PASS $name: program exit 0, check exit 0, no finding ($notes note lines; $((SECONDS - t0)) s)"
+    rm -rf "$W/t-$name"
+  else
+    say "FAIL $name: program exit $prc, check exit $crc, findings '$k' ($((SECONDS - t0)) s)"
+    grep -E "^wrong|#wrong|#hang" "$W/$name.log" | head -n 5 | tee -a "$W/summary.log"
+    head -n 30 "$W/$name.check.txt" | tee -a "$W/summary.log"
+    failures=$((failures + 1))
+  fi
+}
+
+clean_run sweep 150 "$EX" sweep --backend "$BACKEND" --ranks 2 --steps "${SWEEP_STEPS:-5}"
+grep -E "^step|^total" "$W/sweep.log" | tee -a "$W/summary.log"
+clean_run sweep-group 100 "$EX" sweep --backend "$BACKEND" --ranks 2 --steps 4 --group
+grep -E "^total" "$W/sweep-group.log" | tee -a "$W/summary.log"
+
+if [ "$BACKEND" = nccl ] && "$PY" -c "import torch" 2>/dev/null; then
+  export NCCLRR_AMP_STEPS=${AMP_STEPS:-1000}
+  clean_run torch-amp 200 "$PY" -m torch.distributed.run \
+    --nproc-per-node 2 --master-port 29573 "$ROOT/tests/gpu/sketch_torch_amp_job.py"
+  grep -E "^rank [0-9]+ steps" "$W/torch-amp.log" | tee -a "$W/summary.log"
+  grep -i -E "calls|records" "$W/torch-amp.info.txt" | head -n 6 | tee -a "$W/summary.log"
+else
+  say "SKIP torch-amp: needs --backend nccl and PyTorch"
+fi
+
 "$N" check "$W/t-swap" >"$W/swap.check.txt" 2>&1
 "$N" check "$W/t-race1" >"$W/race1.check.txt" 2>&1
 say "== $failures failure(s)"
