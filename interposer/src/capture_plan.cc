@@ -45,7 +45,7 @@ constexpr const char* kReasonText[kReasons] = {
     "calls of a forked child were not captured",
 };
 
-// Steps per communicator: a new one begins when the rank issues its first collective again.
+// Steps per communicator rank (ranks of one comm may share a process): a new one begins when the rank issues its first collective again.
 struct StepState {
   bool have_first = false;
   uint16_t api = 0;
@@ -54,11 +54,11 @@ struct StepState {
   uint64_t step = 0;
 };
 std::mutex g_steps_mu;
-std::map<uint64_t, StepState> g_steps;  // comm id -> state, under g_steps_mu
+std::map<std::pair<uint64_t, int>, StepState> g_steps;  // (comm id, rank), under g_steps_mu
 
-uint64_t StepOf(const CallRecord& rec) {
+uint64_t StepOf(const CallRecord& rec, int rank) {
   std::lock_guard<std::mutex> lock(g_steps_mu);
-  StepState& s = g_steps[rec.comm_id];
+  StepState& s = g_steps[{rec.comm_id, rank}];
   if (!s.have_first) {
     s = {true, rec.api, rec.dtype, rec.count, rec.sendbuff, rec.recvbuff, 0};
   } else if (s.api == rec.api && s.dtype == rec.dtype && s.count == rec.count &&
@@ -165,7 +165,7 @@ bool PlanCapture(const CallRecord& rec, const CommState& cs, CaptureHalves* h) {
     CountCaptureSkip(CaptureSkip::kForkedChild, 1);
     return false;
   }
-  const uint64_t step = g_filter.NeedsSteps() && IsCollective(api) ? StepOf(rec) : 0;
+  const uint64_t step = g_filter.NeedsSteps() && IsCollective(api) ? StepOf(rec, cs.rank.load()) : 0;
   if (!g_filter.Matches(rec.comm_id, PredictSeq(rec, cs), api, rec.op, rec.flags)) return false;
   if (g_filter.NeedsSteps() && (!IsCollective(api) || !g_filter.StepMatches(step))) return false;
   const auto plan = sketch::PlanCall(api, rec.dtype, rec.count, cs.nranks.load(), cs.rank.load(),
