@@ -206,8 +206,29 @@ void CuptiSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
     // Completed records only (a forced flush at the end): kernels still running stay in CUPTI.
     api_.ActivityFlushAll(final ? cupti::kFlushForced : 0);
   }
+  WidenIfLaunchesUnseen(note);
   std::lock_guard<std::mutex> lock(mu_);
   correlator_.Match(final, emit, note);
+}
+
+void CuptiSource::WidenIfLaunchesUnseen(const NoteFn& note) {
+  if (!narrow_api_ || widened_ || stopped_.load()) return;
+  size_t waiting = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting = correlator_.pending_kernels();
+  }
+  if (waiting == 0 || launch_correlations_.load() > 0) {
+    unseen_rounds_ = 0;
+    return;
+  }
+  if (++unseen_rounds_ < 2) return;
+  widened_ = true;
+  for (int kind : {cupti::kKindDriver, cupti::kKindRuntime})
+    if (api_.ActivityEnable(kind) == cupti::kSuccess) enabled_kinds_.push_back(kind);
+  if (note)
+    note("GPU timing: NCCL kernels ran but CUPTI gave no launch record of the narrowed set; every "
+         "driver and runtime API record is enabled from now on (calls before have no GPU time)");
 }
 
 void CuptiSource::Stop(const EmitFn& emit, const NoteFn& note) {

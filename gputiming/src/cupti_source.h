@@ -48,11 +48,16 @@ class CuptiSource : public TimingSource {
   static void OnBufferCompleted(void* context, uint32_t stream_id, uint8_t* buffer, size_t size,
                                 size_t valid_size);
   uint64_t Push(uint64_t ext_id);
+  // Under collect_mu_: when NCCL kernels wait and no launch ever carried ncclrr's id for two
+  // rounds, the narrowed API records do not work here: enable them all.
+  void WidenIfLaunchesUnseen(const NoteFn& note);
 
   cupti::Api api_;
   ClockMap clock_;
   std::vector<int> enabled_kinds_;
   bool narrow_api_ = false;  // only the launch entry points produce API records
+  bool widened_ = false;     // under collect_mu_: every API record after all
+  int unseen_rounds_ = 0;    // under collect_mu_
   std::atomic<bool> stopped_{false};
   std::mutex collect_mu_;  // one Collect or Stop at a time
   mutable std::mutex mu_;  // correlator_

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_driver_api.h"
 #include "cupti_source.h"
 #include "event_pair_source.h"
 #include "ncclrr/gputiming/kernel_correlator.h"
@@ -118,7 +119,11 @@ StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Start(GpuTimerOptions options) {
   const GpuTimerOptions& o = impl->opt;
   std::string cupti_why, events_why;
   if (o.choice != SourceChoice::kEventPair) {
-    auto cupti = CuptiSource::Start(o.cupti_library, o.all_api_records);
+    // CUPTI's per-API settings did not reach contexts that existed before (PyTorch on 2×H200:
+    // not one launch record): there, every driver and runtime API record.
+    const bool all_api =
+        o.all_api_records || cuda::AnyPrimaryContextActive(o.cuda_driver_library);
+    auto cupti = CuptiSource::Start(o.cupti_library, all_api);
     if (cupti.ok()) {
       impl->description = (*cupti)->Describe();
       impl->sources.push_back(std::move(cupti).value());

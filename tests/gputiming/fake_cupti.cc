@@ -31,6 +31,7 @@ struct State {
   std::vector<std::vector<uint8_t>> kernel_records, other_records;
   uint32_t next_correlation = 1;
   bool other_subscriber = false, no_gpu = false, split_buffers = false;
+  bool narrow_ignored = false;  // per-API enables have no effect (seen in PyTorch jobs)
   bool subscribed = false;
   int flushes = 0;
   std::deque<std::string> names;  // keeps kernel names alive (and in place), as CUPTI does
@@ -190,12 +191,13 @@ void fakeCuptiReset() {
   s.runtime_cbids.clear();
   s.kernel_records.clear();
   s.other_records.clear();
-  s.other_subscriber = s.no_gpu = s.split_buffers = s.subscribed = false;
+  s.other_subscriber = s.no_gpu = s.split_buffers = s.subscribed = s.narrow_ignored = false;
   s.flushes = 0;
   t_custom2.clear();
 }
 void fakeCuptiSetOtherSubscriber(int on) { S().other_subscriber = on != 0; }
 void fakeCuptiSetNoGpu(int on) { S().no_gpu = on != 0; }
+void fakeCuptiSetNarrowIgnored(int on) { S().narrow_ignored = on != 0; }
 void fakeCuptiSetSplitBuffers(int on) { S().split_buffers = on != 0; }
 int fakeCuptiEnabled(int kind) {
   std::lock_guard<std::mutex> lock(S().mu);
@@ -218,7 +220,8 @@ uint32_t fakeCuptiLaunch(int device, const char* name, int64_t delay_ns, int64_t
   std::lock_guard<std::mutex> lock(s.mu);
   const uint32_t corr = s.next_correlation++;
   const bool api_records = s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) != 0 ||
-                           s.driver_cbids.count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) != 0;
+                           (!s.narrow_ignored &&
+                            s.driver_cbids.count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) != 0);
   if (api_records && !t_custom2.empty() &&
       s.kinds.count(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != 0) {
     CUpti_ActivityExternalCorrelation e{};

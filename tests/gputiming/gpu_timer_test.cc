@@ -52,6 +52,7 @@ struct Fakes {
   void Reset() { Get<void (*)()>(cupti, "fakeCuptiReset")(); }
   void OtherSubscriber(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetOtherSubscriber")(on); }
   void NoGpu(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetNoGpu")(on); }
+  void NarrowIgnored(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetNarrowIgnored")(on); }
   void SplitBuffers(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetSplitBuffers")(on); }
   int Enabled(int kind) { return Get<int (*)(int)>(cupti, "fakeCuptiEnabled")(kind); }
   int DriverApi(uint32_t cbid) {
@@ -218,6 +219,30 @@ TEST_F(GpuTimerFake, CorrelationRecordsArrivingAFlushLateStillMatch) {
   timer->Collect();
   ASSERT_EQ(sink.by_uid.count(900), 1u);
   EXPECT_EQ(timer->Stats().unmatched_kernels, 0u);
+}
+
+// PyTorch on 2×H200: CUPTI took the per-API enables and produced no launch record at all. The
+// timer notices (kernels wait, no launch carried its id) and enables every API record.
+TEST_F(GpuTimerFake, NoLaunchRecordsWidensToEveryApiRecord) {
+  fakes.NarrowIgnored(1);
+  auto timer = StartTimer(SourceChoice::kCupti);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_EQ(fakes.Enabled(4), 0);
+  timer->BeginCall({7001, 0, 0x10, false, false});
+  fakes.Launch(0, kNcclKernel, 0, 1000);
+  timer->EndCall();
+  for (int i = 0; i < 3; ++i) timer->Collect();
+  EXPECT_EQ(fakes.Enabled(4), 1) << "every driver API record";
+  EXPECT_EQ(fakes.Enabled(5), 1) << "every runtime API record";
+  timer->BeginCall({7002, 0, 0x10, false, false});
+  fakes.Launch(0, kNcclKernel, 0, 1000);
+  timer->EndCall();
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(sink.by_uid.count(7001), 0u) << "launched before the widening";
+  ASSERT_EQ(sink.by_uid.count(7002), 1u);
+  EXPECT_NE(sink.AllNotes().find("every driver and runtime API record"), std::string::npos)
+      << sink.AllNotes();
+  EXPECT_EQ(fakes.Enabled(4), 0) << "Stop disables them again";
 }
 
 TEST_F(GpuTimerFake, AnotherCuptiClientMeansEventPairs) {
