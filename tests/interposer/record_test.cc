@@ -42,12 +42,11 @@ TEST(RecordVerb, ExitsWithTheCommandsStatus) {
 
 TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
   const std::string dir = FreshDir("refuse");
-  const Cli capture = Ncclrr("record --capture 64 -o " + dir + "/x -- true");
+  const Cli capture = Ncclrr("record --capture lots -o " + dir + "/x -- true");
   EXPECT_EQ(capture.code, 125);
-  EXPECT_NE(capture.out.find("--capture (capturing buffer contents) is not available"),
-            std::string::npos)
+  EXPECT_NE(capture.out.find("--capture: 'lots' is not a byte count"), std::string::npos)
       << capture.out;
-  EXPECT_EQ(Ncclrr("record --capture 64 -- true").code, 125);
+  EXPECT_EQ(Ncclrr("record --capture-filter seq=x --capture 64 -- true").code, 125);
   const Cli none = Ncclrr("record -o " + dir + "/y");
   EXPECT_EQ(none.code, 125);
   EXPECT_NE(none.out.find("no command to record"), std::string::npos);
