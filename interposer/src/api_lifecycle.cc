@@ -8,6 +8,7 @@
 #include "call_path.h"
 #include "comm_hash.h"
 #include "comm_lifecycle.h"
+#include "sketch_hooks.h"
 
 using namespace ncclrr;
 using namespace ncclrr::interpose;
@@ -25,6 +26,7 @@ ncclResult_t RecordRootInit(Api api, CommOrigin origin, const void* id, int nran
   call.rec.comm_id = cs->id;
   call.rec.count = static_cast<uint64_t>(nranks);
   if (!cs->blocking) call.rec.flags |= call_flags::kNonblocking;
+  if (__builtin_expect(g_sketch_on, 0)) PrepareDataPathsBeforeCommInit();
   const ncclResult_t r = forward();
   PublishCreated(cs, newcomm, r);
   return call.Finish(r);

@@ -221,6 +221,8 @@ void CopyPart(const CapturePart& p, void* stream, uint64_t call_uid) {
 
 }  // namespace
 
+void PrepareDeviceCaptures() { std::call_once(g_create_once, Create); }
+
 void DeviceCapture(const CaptureJob& job) {
   std::call_once(g_create_once, Create);
   if (g_staging == nullptr || g_staging->no_flags.load())

@@ -72,6 +72,8 @@ void DispatchCapture(const CaptureJob& job);
 bool HostCapturesAvailable();
 void HostCapture(const CaptureJob& job);
 void DeviceCapture(const CaptureJob& job);
+void PrepareDeviceCaptures();  // allocates the pinned staging now
+void PrepareCapturesBeforeCommInit();  // the device backend's staging (see sketch_hooks.h)
 void DeviceCaptureAtExit();  // a last poll of the copies in flight, within a short wait
 
 // The side file (capture_file.cc). QueueCapturedBytes takes a copy made in stream order and hands

@@ -202,6 +202,10 @@ bool PlanCapture(const CallRecord& rec, const CommState& cs, CaptureHalves* h) {
   return true;
 }
 
+void PrepareCapturesBeforeCommInit() {
+  if (g_backend == Backend::kDevice) PrepareDeviceCaptures();
+}
+
 void DispatchCapture(const CaptureJob& job) {
   if (job.empty()) return;
   switch (g_backend) {

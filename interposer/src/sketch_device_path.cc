@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "cuda_graphs.h"
+#include "env_config.h"
 #include "graph_events.h"
 #include "ncclrr/sketch/device.h"
 #include "runtime.h"
@@ -173,6 +175,14 @@ thread_local std::vector<SketchJob>* t_batch = nullptr;
 bool DeviceSketchesAvailable() {
   std::call_once(g_create_once, Create);
   return g_device != nullptr && !g_forked_child;
+}
+
+void PrepareDeviceSketches() {
+  if (!DeviceSketchesAvailable()) return;
+  const Status s = g_device->Prepare(nullptr);
+  if (!s.ok() && GetConfig().verbose)
+    std::fprintf(stderr, "ncclrr: sketch: %s (set up at the first call instead)\n",
+                 s.message().c_str());
 }
 
 void DeviceSketch(const SketchJob& job) {

@@ -252,6 +252,12 @@ void SketchAsyncError(ncclComm_t comm, ncclResult_t value) {
   }
 }
 
+void PrepareDataPathsBeforeCommInit() {
+  if (!g_sketch_on) return;
+  if (GetConfig().sketch != 0 && g_backend == Backend::kDevice) PrepareDeviceSketches();
+  if (CapturesOn()) PrepareCapturesBeforeCommInit();
+}
+
 void ChooseSketchBackend(const NcclLibrary& lib) {
   if (!lib.host_nccl || GetConfig().sketch == 2) {
     g_backend = Backend::kDevice;  // SketchDevice is created at the first sketch

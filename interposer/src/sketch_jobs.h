@@ -50,6 +50,8 @@ void CountSkip(SkipReason reason, const std::string& detail = {});
 bool HostSketchesAvailable();  // the host NCCL exports ncclrrHostStreamAddCallback
 void HostSketch(const SketchJob& job);
 bool DeviceSketchesAvailable();  // SketchDevice::Create succeeded (tried once, lazily)
+// Sets up the current device's sketch context (see SketchDevice::Prepare).
+void PrepareDeviceSketches();
 void DeviceSketch(const SketchJob& job);
 void DeviceSketchAtExit();  // a last poll of the slots in flight, within a short wait
 // While one is alive on a thread, that thread's DeviceSketch calls are held and enqueued when

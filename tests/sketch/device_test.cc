@@ -74,15 +74,20 @@ TEST(SketchDevice, KernelsAreEmbeddedWhenBuiltWithNvcc) {
 #endif
 }
 
+// A SketchDevice on the stand-in libcuda (kernels on the host emulator), with few slots.
+StatusOr<std::unique_ptr<SketchDevice>> FakeSketchDevice() {
+  SketchDeviceOptions o;
+  o.driver_path = NCCLRR_FAKE_LIBCUDA;
+  o.slots = 4;
+  o.max_tiles = 16;
+  return SketchDevice::Create(o);
+}
+
 class FakeDriver : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!DeviceKernelsBuiltIn()) GTEST_SKIP() << "built without nvcc";
-    SketchDeviceOptions o;
-    o.driver_path = NCCLRR_FAKE_LIBCUDA;
-    o.slots = 4;
-    o.max_tiles = 16;
-    auto dev = SketchDevice::Create(o);
+    auto dev = FakeSketchDevice();
     ASSERT_TRUE(dev.ok()) << dev.status().message();
     dev_ = std::move(*dev);
   }
@@ -115,6 +120,25 @@ TEST_F(FakeDriver, ResultsEqualTheHostAndFusedDtypesLaunchOncePerDtype) {
     ExpectSame(SketchHost(data[i], *reqs[i]).value(), (*got)->result);
   }
   EXPECT_FALSE(dev_->Poll((*slots)[0]).ok());  // released after its result was read
+}
+
+// The interposer prepares a device's context before NCCL creates a communicator: the first
+// Enqueue then loads and allocates nothing (those calls can wait for other GPUs' kernels).
+TEST(SketchDevicePrepare, PreparedContextIsNotSetUpAgainAtTheFirstEnqueue) {
+  if (!DeviceKernelsBuiltIn()) GTEST_SKIP() << "built without nvcc";
+  auto dev = FakeSketchDevice();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
+  EXPECT_FALSE((*dev)->Prepare(kBrokenStream).ok()) << "a stream without a context says so";
+  const int loads = Control<int (*)()>("fake_cuda_module_loads")();
+  ASSERT_TRUE((*dev)->Prepare(nullptr).ok());
+  EXPECT_EQ(Control<int (*)()>("fake_cuda_module_loads")(), loads + 1);
+  ASSERT_TRUE((*dev)->Prepare(nullptr).ok());
+  const auto a = Floats(100, 3);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 100, 1, 0, 0};
+  auto slots = (*dev)->Enqueue(nullptr, {{a.data(), r}});
+  ASSERT_TRUE(slots.ok()) << slots.status().message();
+  EXPECT_EQ(Control<int (*)()>("fake_cuda_module_loads")(), loads + 1);
 }
 
 TEST_F(FakeDriver, NoResultBeforeTheKernelRanAndSlotsAreRecycled) {

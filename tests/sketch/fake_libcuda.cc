@@ -25,6 +25,7 @@ struct State {
   std::mutex mu;
   bool deferred = false;
   int launches = 0;
+  int module_loads = 0;
   std::vector<ncclrr::sketch::kabi::Launch> pending, graph;
   int capture_mode = 0;
 };
@@ -57,6 +58,7 @@ CUresult cuModuleLoadData(void** module, const void* image) {
   uint32_t magic = 0;
   std::memcpy(&magic, image, 4);
   if (magic != 0xBA55ED50u) return 200;  // CUDA_ERROR_INVALID_IMAGE: not a fatbin
+  ++S().module_loads;
   *module = reinterpret_cast<void*>(0x2000);
   return 0;
 }
@@ -130,6 +132,7 @@ void fake_cuda_forget_graph() {  // the graph was destroyed: its launches are go
   S().graph.clear();
 }
 int fake_cuda_launches() { return S().launches; }
+int fake_cuda_module_loads() { return S().module_loads; }
 int fake_cuda_capture_mode() { return S().capture_mode; }
 
 }  // extern "C"

@@ -173,6 +173,12 @@ Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, kabi::Job&
   return Status::Ok();
 }
 
+Status SketchDevice::Prepare(void* stream) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto ci = impl_->ContextFor(static_cast<cu::CUstream>(stream));
+  return ci.ok() ? Status::Ok() : ci.status();
+}
+
 StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
     void* stream_ptr, const std::vector<DeviceSketchRequest>& requests) {
   Impl& m = *impl_;

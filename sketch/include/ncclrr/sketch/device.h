@@ -65,6 +65,12 @@ class SketchDevice {
   StatusOr<std::vector<SlotId>> Enqueue(void* stream,
                                         const std::vector<DeviceSketchRequest>& requests);
 
+  // Sets up `stream`'s context now (0: the thread's current one): loads the kernels, allocates
+  // device scratch and pinned slots. Those calls can wait for every GPU's work to finish, which
+  // deadlocks when one thread drives several GPUs and another's NCCL kernel waits for this
+  // thread: the interposer calls this before a communicator is created, not at the first call.
+  Status Prepare(void* stream);
+
   // nullopt while the kernel has not finished. A result of a plain launch releases the slot; a
   // captured slot stays until Release.
   StatusOr<std::optional<DeviceSketchResult>> Poll(SlotId slot);
