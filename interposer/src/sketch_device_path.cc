@@ -48,9 +48,11 @@ struct InFlight {
 std::once_flag g_create_once;
 SketchDevice* g_device = nullptr;  // never freed: the driver reclaims it at exit
 bool g_forked_child = false;       // set in a child forked after g_device was created
-std::mutex g_mu;
-std::condition_variable g_cv;
-std::vector<InFlight> g_inflight;  // under g_mu
+// Never destroyed: the detached poller may still wait on them while static destructors run at
+// exit (destroying a condition variable a thread waits on blocks the exit).
+std::mutex& g_mu = *new std::mutex();
+std::condition_variable& g_cv = *new std::condition_variable();
+std::vector<InFlight>& g_inflight = *new std::vector<InFlight>();  // under g_mu
 bool g_poller_started = false;     // under g_mu
 
 // Around fork: g_mu is held so that the child's copy of the in-flight list is consistent, and
