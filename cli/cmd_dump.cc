@@ -19,8 +19,8 @@ class DumpCommand : public Command {
   const char* name() const override { return "dump"; }
   const char* synopsis() const override { return "DIR [--comm ID] [--rank R] [--stable]"; }
   const char* help() const override {
-    return "Prints every recorded call (with its data sketches, record --sketch, indented below\n"
-           "it). --comm ID (hex commHash, as printed) and --rank R\n"
+    return "Prints every recorded call (with its data sketches, record --sketch, and captured\n"
+           "buffers, record --capture, indented below it). --comm ID (hex commHash, as printed) and --rank R\n"
            "filter; --stable leaves out addresses, pids, thread ids and times and orders calls\n"
            "by (communicator, rank, sequence) so output can be compared across runs.";
   }
@@ -70,10 +70,21 @@ class DumpCommand : public Command {
       // Sketches (record --sketch) under their call, in the order they were written.
       std::unordered_map<uint64_t, std::vector<const SketchData*>> sketches;
       for (const auto& s : f.sketches) sketches[s.call_uid].push_back(&s);
+      std::unordered_map<uint64_t, std::vector<const CaptureRefData*>> captures;
+      for (const auto& r : f.captures) captures[r.call_uid].push_back(&r);
       for (const CallRecord* c : calls) {
         std::printf("%s\n", DescribeCall(*c, stable).c_str());
         if (auto it = sketches.find(c->uid); it != sketches.end())
           for (const SketchData* s : it->second) std::printf("    %s\n", DescribeSketch(*s).c_str());
+        if (auto it = captures.find(c->uid); it != captures.end())
+          for (const CaptureRefData* r : it->second) {
+            std::printf("    captured %s: %llu bytes", SketchWhichName(r->which),
+                        static_cast<unsigned long long>(r->bytes));
+            if (!stable)
+              std::printf(" in %s at %llu", r->file.c_str(),
+                          static_cast<unsigned long long>(r->offset));
+            std::printf("\n");
+          }
       }
       for (const auto& n : f.notes) std::printf("# note: %s\n", n.text.c_str());
       for (const auto& w : f.warnings) std::printf("# warning: %s\n", w.c_str());

@@ -128,6 +128,11 @@ TEST_F(CaptureE2e, CleanRunChecksCleanAndTheFilesHoldTheBuffers) {
     }
   }
   EXPECT_EQ(compared, 30u * 256);
+  // dump lists each captured buffer under its call.
+  const ShellResult dump = Ncclrr("dump " + Trace("t"));
+  EXPECT_EQ(dump.code, 0) << dump.out;
+  EXPECT_THAT(dump.out, HasSubstr("    captured send_before: 4096 bytes in "));
+  EXPECT_THAT(dump.out, HasSubstr("    captured recv_after: 4096 bytes in "));
   const ShellResult replay = Ncclrr("replay " + Trace("t") + " --data captured --json");
   EXPECT_EQ(replay.code, 0) << replay.out;
   EXPECT_THAT(replay.out, HasSubstr("\"reproduced\": true"));
