@@ -11,6 +11,12 @@ namespace {
 constexpr int64_t kRefPeriodNs = 1'000'000'000;  // float ms keeps ~60 ns over one second
 constexpr size_t kMaxRefs = 16;
 constexpr size_t kMaxPending = 1 << 16;  // pairs not yet complete; past it calls go untimed
+// How long a reference event may take. On an idle private stream it completes in microseconds,
+// but it can queue behind other streams' work where streams share a hardware queue
+// (CUDA_DEVICE_MAX_CONNECTIONS, or more streams than queues): behind an NCCL kernel that waits
+// for another thread's call, or a hung one. Waiting without a bound would stop the collector and
+// GpuTimer::Stop (at exit) for as long.
+constexpr int64_t kRefWaitNs = 5'000'000;
 
 // The collector runs in relaxed capture mode: in global mode a query by this thread while
 // another thread captures would invalidate that capture.
@@ -126,8 +132,7 @@ uint64_t EventPairSource::BeginGraphLaunch(uint64_t, uint64_t) {
   return 0;
 }
 
-bool EventPairSource::EnsureRef(cuda::Context ctx, int64_t now) {
-  ContextState& cs = contexts_[ctx];
+bool EventPairSource::EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now) {
   if (!cs.refs.empty() && now - cs.refs.back().mono_ns < kRefPeriodNs) return true;
   if (api_.CtxPushCurrent(ctx) != cuda::kSuccess) return false;
   bool ok = cs.private_stream != nullptr ||
@@ -137,12 +142,18 @@ bool EventPairSource::EnsureRef(cuda::Context ctx, int64_t now) {
   if (ok) {
     // The private stream is idle: the event completes as soon as the GPU sees it, between the
     // two host reads. The tightest of three brackets: another thread's work can stretch one.
+    // Polled, not synchronized: a reference that does not come within kRefWaitNs is given up.
     int64_t best = INT64_MAX;
     for (int i = 0; i < 3 && ok; ++i) {
       const int64_t t0 = MonotonicNs();
-      ok = api_.EventRecord(ref.event, cs.private_stream) == cuda::kSuccess &&
-           api_.EventSynchronize(ref.event) == cuda::kSuccess;
+      cuda::Result q = api_.EventRecord(ref.event, cs.private_stream);
+      if (q == cuda::kSuccess) {
+        while ((q = api_.EventQuery(ref.event)) == cuda::kNotReady &&
+               MonotonicNs() - t0 < kRefWaitNs) {
+        }
+      }
       const int64_t t1 = MonotonicNs();
+      ok = q == cuda::kSuccess;
       if (ok && t1 - t0 < best) {
         best = t1 - t0;
         ref.mono_ns = t0 + (t1 - t0) / 2;
@@ -152,7 +163,7 @@ bool EventPairSource::EnsureRef(cuda::Context ctx, int64_t now) {
   cuda::Context popped = nullptr;
   api_.CtxPopCurrent(&popped);
   if (!ok) {
-    if (ref.event != nullptr) api_.EventDestroy(ref.event);
+    if (ref.event != nullptr) api_.EventDestroy(ref.event);  // released once it completes
     return !cs.refs.empty();
   }
   cs.refs.push_back(ref);
@@ -179,10 +190,29 @@ bool EventPairSource::TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, 
 
 void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
   RelaxedCaptureMode relaxed(api_);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> collect(collect_mu_);
   const int64_t now = MonotonicNs();
+  // The references of the contexts with pairs pending are renewed first, without mu_: the calls'
+  // threads take mu_, and a reference can wait for the GPU (kRefWaitNs).
+  std::vector<std::pair<cuda::Context, ContextState*>> seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Pair& p : pending_)
+      if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return s.first == p.ctx; }))
+        seen.emplace_back(p.ctx, &contexts_[p.ctx]);  // element addresses outlive rehashing
+  }
+  std::vector<cuda::Context> with_ref;
+  for (const auto& [ctx, cs] : seen)
+    if (EnsureRef(*cs, ctx, now)) with_ref.push_back(ctx);
+  std::lock_guard<std::mutex> lock(mu_);
   std::deque<Pair> still;
   for (Pair& p : pending_) {
+    const bool checked = std::any_of(seen.begin(), seen.end(),
+                                     [&](const auto& s) { return s.first == p.ctx; });
+    if (!checked && !final) {  // ended after the references were renewed: the next round
+      still.push_back(std::move(p));
+      continue;
+    }
     const cuda::Result q = api_.EventQuery(p.end);
     if (q == cuda::kNotReady) {
       if (final) {
@@ -193,9 +223,12 @@ void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note
       }
       continue;
     }
+    const bool have_ref = checked ? std::find(with_ref.begin(), with_ref.end(), p.ctx) !=
+                                        with_ref.end()
+                                  : !contexts_[p.ctx].refs.empty();
     int64_t start = 0, end = 0;
-    if (q != cuda::kSuccess || !EnsureRef(p.ctx, now) ||
-        !TimeOf(p.ctx, p.start, p.host_ns, &start) || !TimeOf(p.ctx, p.end, p.host_ns, &end)) {
+    if (q != cuda::kSuccess || !have_ref || !TimeOf(p.ctx, p.start, p.host_ns, &start) ||
+        !TimeOf(p.ctx, p.end, p.host_ns, &end)) {
       ++failed_;
       Release(p);
       continue;
@@ -224,6 +257,7 @@ void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note
 
 void EventPairSource::Stop(const EmitFn& emit, const NoteFn& note) {
   Collect(/*final=*/true, emit, note);
+  std::lock_guard<std::mutex> collect(collect_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   stopped_ = true;
   for (auto& [ctx, cs] : contexts_) {

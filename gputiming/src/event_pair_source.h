@@ -9,7 +9,8 @@
 // stream-capture mode, so it cannot disturb a capture running on another thread.
 //
 // Event times become CLOCK_MONOTONIC through a reference event per CUDA context, recorded on a
-// private stream and synchronized, renewed every second (cuEventElapsedTime is a float of ms).
+// private stream and waited for (at most a few ms, never under the lock the calls' threads take),
+// renewed every second (cuEventElapsedTime is a float of ms).
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -58,12 +59,15 @@ class EventPairSource : public TimingSource {
 
   explicit EventPairSource(cuda::Api api) : api_(std::move(api)) {}
   cuda::Event TakeEvent(cuda::Context ctx);                                      // mu_ held
-  bool EnsureRef(cuda::Context ctx, int64_t now);                                // mu_ held
-  bool TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out);  // mu_ held
+  // collect_mu_ held, mu_ not held: it can wait for the GPU (bounded).
+  bool EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now);
+  // collect_mu_ and mu_ held.
+  bool TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out);
   void Release(const Pair& p);                                                   // mu_ held
 
   cuda::Api api_;
-  mutable std::mutex mu_;
+  std::mutex collect_mu_;  // Collect and Stop; guards each ContextState's refs and private_stream
+  mutable std::mutex mu_;  // the rest; taken after collect_mu_
   std::unordered_map<cuda::Context, ContextState> contexts_;
   std::deque<Pair> pending_;
   uint64_t completed_ = 0, records_ = 0, skipped_ = 0, failed_ = 0;

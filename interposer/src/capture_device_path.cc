@@ -221,7 +221,19 @@ void CopyPart(const CapturePart& p, void* stream, uint64_t call_uid) {
 
 }  // namespace
 
-void PrepareDeviceCaptures() { std::call_once(g_create_once, Create); }
+void PrepareDeviceCaptures() {
+  // cuMemHostAlloc needs a current context. A thread that has made no CUDA call yet has none
+  // before NCCL creates its communicator: the staging is then made at the first call, as before,
+  // rather than failing once for good (call_once) and leaving every GPU buffer uncaptured.
+  void* lib = LoadedLibcuda();
+  if (lib == nullptr) return;
+  void* ctx = nullptr;
+  using CtxGetCurrent = CuResult (*)(void**);
+  const auto get = reinterpret_cast<CtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent"));
+  const bool current = get != nullptr && get(&ctx) == 0 && ctx != nullptr;
+  dlclose(lib);
+  if (current) std::call_once(g_create_once, Create);
+}
 
 void DeviceCapture(const CaptureJob& job) {
   std::call_once(g_create_once, Create);

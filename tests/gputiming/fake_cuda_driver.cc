@@ -19,6 +19,7 @@ struct State {
   int records = 0;
   int capture_mode_exchanges = 0;
   bool fail_record = false;
+  int64_t new_stream_delay = 0;  // of the streams cuStreamCreate makes from now on
 };
 State& S() {
   static State* s = new State();
@@ -85,6 +86,8 @@ int cuStreamCreate(void** stream, unsigned) {
   static int streams[64];
   static int next = 0;
   *stream = &streams[next++ % 64];
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().stream_delay[*stream] = S().new_stream_delay;
   return 0;
 }
 int cuCtxPushCurrent_v2(void* ctx) {
@@ -111,6 +114,10 @@ int cuThreadExchangeStreamCaptureMode(int* mode) {
 void fakeCudaSetStreamDelay(void* stream, int64_t ns) {
   std::lock_guard<std::mutex> lock(S().mu);
   S().stream_delay[stream] = ns;
+}
+void fakeCudaSetNewStreamDelay(int64_t ns) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().new_stream_delay = ns;
 }
 void fakeCudaSetFailRecord(int on) { S().fail_record = on != 0; }
 int fakeCudaRecords() { return S().records; }

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -69,6 +71,9 @@ struct Fakes {
   void StreamDelay(uint64_t stream, int64_t ns) {
     Get<void (*)(void*, int64_t)>(cuda, "fakeCudaSetStreamDelay")(reinterpret_cast<void*>(stream),
                                                                   ns);
+  }
+  void NewStreamDelay(int64_t ns) {
+    Get<void (*)(int64_t)>(cuda, "fakeCudaSetNewStreamDelay")(ns);
   }
   int Records() { return Get<int (*)()>(cuda, "fakeCudaRecords")(); }
   int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }
@@ -288,6 +293,27 @@ TEST_F(GpuTimerFake, EventPairsNeverTouchCapturedOrNonblockingCalls) {
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_EQ(timer->Stats().skipped_calls, 3u);
   EXPECT_TRUE(sink.by_uid.empty());
+}
+
+// A context's reference event can queue behind a kernel that does not end (streams sharing a
+// hardware queue, CUDA_DEVICE_MAX_CONNECTIONS=1, behind an NCCL kernel waiting for another
+// thread's call or a hung one): the collector gives it up within milliseconds, the call goes
+// untimed, and Stop (at exit) returns.
+TEST_F(GpuTimerFake, AReferenceEventStuckBehindTheGpuIsNotWaitedFor) {
+  fakes.NewStreamDelay(int64_t{30} * 1'000'000'000);  // the private stream's reference: 30 s
+  auto timer = StartTimer(SourceChoice::kEventPair);
+  ASSERT_NE(timer, nullptr);
+  timer->BeginCall({41, 0, 0x41, false, false});
+  timer->EndCall();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto collected = std::async(std::launch::async, [&] { timer->Collect(); });
+  const bool returned = collected.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  fakes.NewStreamDelay(0);
+  EXPECT_TRUE(returned) << "the collector waited for the reference event";
+  collected.wait();
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_TRUE(sink.by_uid.empty()) << "no reference: the call has no GPU time";
+  EXPECT_EQ(timer->Stats().skipped_calls, 1u);
 }
 
 TEST_F(GpuTimerFake, GroupMembersOnOneStreamShareOnePair) {

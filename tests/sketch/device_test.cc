@@ -5,8 +5,11 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "ncclrr/records.h"
@@ -94,6 +97,7 @@ class FakeDriver : public ::testing::Test {
   void TearDown() override {
     if (auto forget = Control<void (*)()>("fake_cuda_forget_graph")) forget();
     if (auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred")) set_deferred(0);
+    if (auto set_gate = Control<void (*)(int)>("fake_cuda_set_gate")) set_gate(0);
   }
   std::unique_ptr<SketchDevice> dev_;
 };
@@ -139,6 +143,66 @@ TEST(SketchDevicePrepare, PreparedContextIsNotSetUpAgainAtTheFirstEnqueue) {
   auto slots = (*dev)->Enqueue(nullptr, {{a.data(), r}});
   ASSERT_TRUE(slots.ok()) << slots.status().message();
   EXPECT_EQ(Control<int (*)()>("fake_cuda_module_loads")(), loads + 1);
+}
+
+// Waits (bounded) until `n` calls are held at the stand-in's gate.
+bool GateHolds(int n) {
+  auto waiters = Control<int (*)()>("fake_cuda_gate_waiters");
+  for (int i = 0; i < 5000 && waiters() < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return waiters() == n;
+}
+
+// A launch can wait for its stream (a full launch queue behind an NCCL kernel that waits for
+// another thread's call): meanwhile the device's other users — the poller, and other threads'
+// sketches, which come before their NCCL calls — must not wait for it.
+TEST_F(FakeDriver, AHeldLaunchHoldsNoOtherCaller) {
+  auto set_gate = Control<void (*)(int)>("fake_cuda_set_gate");
+  const auto a = Floats(100, 4);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 100, 1, 0, 0};
+  auto first = dev_->Enqueue(nullptr, {{a.data(), r}});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  set_gate(1);
+  auto held = std::async(std::launch::async, [&] { return dev_->Enqueue(nullptr, {{a.data(), r}}); });
+  ASSERT_TRUE(GateHolds(1));
+  auto poll = std::async(std::launch::async, [&] { return dev_->Poll((*first)[0]); });
+  const bool polled = poll.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  set_gate(0);  // let everything finish before asserting
+  ASSERT_TRUE(polled) << "Poll waited for another thread's launch";
+  auto got = poll.get();
+  ASSERT_TRUE(got.ok() && got->has_value());
+  ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);
+  auto second = held.get();
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  auto got2 = dev_->Poll((*second)[0]);
+  ASSERT_TRUE(got2.ok() && got2->has_value());
+}
+
+// A context first seen at a call (not prepared) is set up outside the device's lock: a set-up
+// waiting for the GPU holds no other context's sketches.
+TEST_F(FakeDriver, AContextSetUpHoldsNoOtherContext) {
+  auto set_gate = Control<void (*)(int)>("fake_cuda_set_gate");
+  void* const other = reinterpret_cast<void*>(0xc2c2);
+  const auto a = Floats(100, 5);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 100, 1, 0, 0};
+  ASSERT_TRUE(dev_->Prepare(nullptr).ok());
+  set_gate(2);
+  auto setup = std::async(std::launch::async, [&] { return dev_->Enqueue(other, {{a.data(), r}}); });
+  ASSERT_TRUE(GateHolds(1));
+  auto mine = std::async(std::launch::async, [&] { return dev_->Enqueue(nullptr, {{a.data(), r}}); });
+  const bool enqueued = mine.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  set_gate(0);
+  ASSERT_TRUE(enqueued) << "a prepared context's sketch waited for another context's set-up";
+  auto ids = mine.get();
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  auto got = dev_->Poll((*ids)[0]);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  auto other_ids = setup.get();
+  ASSERT_TRUE(other_ids.ok()) << other_ids.status().message();
+  EXPECT_NE((*other_ids)[0] >> 32, (*ids)[0] >> 32) << "two contexts";
+  EXPECT_TRUE(dev_->Prepare(other).ok());
 }
 
 TEST_F(FakeDriver, NoResultBeforeTheKernelRanAndSlotsAreRecycled) {

@@ -3,7 +3,11 @@
 // emulator (kernel_emulator.h). Controls for the tests (extern "C", found with dlsym):
 //   fake_cuda_set_deferred(1): launches wait until fake_cuda_run_pending() (results not ready);
 //   launches into the stream kCapturingStream are recorded as a graph, run by
-//   fake_cuda_replay_graph(); fake_cuda_launches() counts kernel launches.
+//   fake_cuda_replay_graph(); fake_cuda_launches() counts kernel launches;
+//   fake_cuda_set_gate(1 launches, 2 module loads) holds those calls (as a full launch queue or a
+//   set-up waiting for the GPU would) until fake_cuda_set_gate(0), and fake_cuda_gate_waiters()
+//   says how many are held. The stream kOtherContextStream belongs to a second context.
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +24,8 @@ using CUresult = int;
 constexpr uintptr_t kContext = 0x1000;
 constexpr uintptr_t kCapturingStream = 0xcafe;
 constexpr uintptr_t kBrokenStream = 0xdead;
+constexpr uintptr_t kOtherContextStream = 0xc2c2;
+constexpr int kGateLaunch = 1, kGateModuleLoad = 2;
 
 struct State {
   std::mutex mu;
@@ -28,10 +34,22 @@ struct State {
   int module_loads = 0;
   std::vector<ncclrr::sketch::kabi::Launch> pending, graph;
   int capture_mode = 0;
+  std::condition_variable gate_cv;
+  int gate = 0;          // under mu
+  int gate_waiters = 0;  // under mu
 };
 State& S() {
   static State s;
   return s;
+}
+
+// Holds the calling thread while `which` is the gate.
+void PassGate(int which) {
+  State& s = S();
+  std::unique_lock<std::mutex> lock(s.mu);
+  ++s.gate_waiters;
+  s.gate_cv.wait(lock, [&] { return s.gate != which; });
+  --s.gate_waiters;
 }
 
 }  // namespace
@@ -44,7 +62,8 @@ CUresult cuDeviceGetCount(int* n) { return *n = 1, 0; }
 CUresult cuDeviceGetAttribute(int* v, int attr, int) { return *v = attr == 75 ? 9 : 0, 0; }
 CUresult cuStreamGetCtx(void* stream, void** ctx) {
   if (uintptr_t(stream) == kBrokenStream) return 400;  // CUDA_ERROR_INVALID_HANDLE
-  *ctx = reinterpret_cast<void*>(kContext);
+  *ctx = reinterpret_cast<void*>(uintptr_t(stream) == kOtherContextStream ? kContext + 1
+                                                                          : kContext);
   return 0;
 }
 CUresult cuStreamIsCapturing(void* stream, int* status) {
@@ -58,6 +77,7 @@ CUresult cuModuleLoadData(void** module, const void* image) {
   uint32_t magic = 0;
   std::memcpy(&magic, image, 4);
   if (magic != 0xBA55ED50u) return 200;  // CUDA_ERROR_INVALID_IMAGE: not a fatbin
+  PassGate(kGateModuleLoad);
   ++S().module_loads;
   *module = reinterpret_cast<void*>(0x2000);
   return 0;
@@ -79,6 +99,7 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
     return 1;  // CUDA_ERROR_INVALID_VALUE
   for (uint32_t j = 0; j < launch.njobs; ++j)
     if (launch.jobs[j].dtype + 1 != uintptr_t(fn)) return 1;  // wrong kernel for the dtype
+  PassGate(kGateLaunch);
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   ++s.launches;
@@ -130,6 +151,17 @@ void fake_cuda_replay_graph() {
 void fake_cuda_forget_graph() {  // the graph was destroyed: its launches are gone
   std::lock_guard<std::mutex> lock(S().mu);
   S().graph.clear();
+}
+void fake_cuda_set_gate(int which) {
+  {
+    std::lock_guard<std::mutex> lock(S().mu);
+    S().gate = which;
+  }
+  S().gate_cv.notify_all();
+}
+int fake_cuda_gate_waiters() {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().gate_waiters;
 }
 int fake_cuda_launches() { return S().launches; }
 int fake_cuda_module_loads() { return S().module_loads; }

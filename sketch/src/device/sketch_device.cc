@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "device/cuda_driver.h"
 #include "device/fatbin.h"
@@ -44,12 +45,19 @@ size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 struct SketchDevice::Impl {
   SketchDeviceOptions opt;
   cu::Driver d;
-  std::mutex mu;
-  std::vector<std::unique_ptr<Context>> contexts;
+  // `mu` guards the contexts and slots and is never held across a CUDA call that can wait for
+  // the GPU: a context's set-up (module load, allocations) and kernel launches (a full launch
+  // queue waits for the stream) run outside it. Otherwise a thread blocked there, behind an NCCL
+  // kernel waiting for another thread's call, would stop that thread's sketches (and the poller,
+  // and the exit's last poll) at this lock: a deadlock. `init_mu` serializes set-ups.
+  std::mutex mu, init_mu;
+  std::vector<std::unique_ptr<Context>> contexts;  // grows under init_mu and mu; never shrinks
   size_t off_main = 0, off_race = 0, off_samples = 0, slot_bytes = 0, scratch_bytes = 0;
 
   Status InitContext(Context& c);
-  StatusOr<uint32_t> ContextFor(cu::CUstream stream);
+  std::optional<uint32_t> FindContext(cu::CUcontext ctx) const;  // mu held
+  // `lock` holds mu on entry and on return; released while a new context is set up.
+  StatusOr<uint32_t> ContextFor(cu::CUstream stream, std::unique_lock<std::mutex>& lock);
   const kabi::SlotHeader* Header(const Context& c, uint32_t s) const {
     return reinterpret_cast<const kabi::SlotHeader*>(c.pinned + s * slot_bytes);
   }
@@ -112,18 +120,31 @@ Status SketchDevice::Impl::InitContext(Context& c) {
   return Status::Ok();
 }
 
-StatusOr<uint32_t> SketchDevice::Impl::ContextFor(cu::CUstream stream) {
+std::optional<uint32_t> SketchDevice::Impl::FindContext(cu::CUcontext ctx) const {
+  for (uint32_t i = 0; i < contexts.size(); ++i)
+    if (contexts[i]->ctx == ctx) return i;
+  return std::nullopt;
+}
+
+StatusOr<uint32_t> SketchDevice::Impl::ContextFor(cu::CUstream stream,
+                                                  std::unique_lock<std::mutex>& lock) {
   cu::CUcontext ctx = nullptr;
   const cu::CUresult r = d.StreamGetCtx(stream, &ctx);
   if (r != cu::kSuccess || !ctx)
     return InvalidArgument(d.Error(r,
                                    "sketch: the stream has no CUDA context (is a device "
                                    "current on this thread?)"));
-  for (uint32_t i = 0; i < contexts.size(); ++i)
-    if (contexts[i]->ctx == ctx) return i;
+  if (auto i = FindContext(ctx)) return *i;
+  lock.unlock();  // the set-up can wait for the GPU: other contexts' sketches go on meanwhile
+  std::lock_guard<std::mutex> one_setup(init_mu);
+  lock.lock();
+  if (auto i = FindContext(ctx)) return *i;  // another thread set it up meanwhile
+  lock.unlock();
   auto c = std::make_unique<Context>();
   c->ctx = ctx;
-  NCCLRR_RETURN_IF_ERROR(InitContext(*c));
+  const Status s = InitContext(*c);
+  lock.lock();
+  NCCLRR_RETURN_IF_ERROR(s);
   contexts.push_back(std::move(c));
   return uint32_t(contexts.size() - 1);
 }
@@ -174,8 +195,8 @@ Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, kabi::Job&
 }
 
 Status SketchDevice::Prepare(void* stream) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  auto ci = impl_->ContextFor(static_cast<cu::CUstream>(stream));
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  auto ci = impl_->ContextFor(static_cast<cu::CUstream>(stream), lock);
   return ci.ok() ? Status::Ok() : ci.status();
 }
 
@@ -189,15 +210,15 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
   for (size_t i = 0; i < requests.size(); ++i)
     NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], jobs[i]));
   auto stream = static_cast<cu::CUstream>(stream_ptr);
-  std::lock_guard<std::mutex> lock(m.mu);
-  auto ci = m.ContextFor(stream);
-  if (!ci.ok()) return ci.status();
-  Context& c = *m.contexts[*ci];
   int capture = cu::kCaptureStatusNone;
   cu::CUresult r = m.d.StreamIsCapturing(stream, &capture);
   if (r != cu::kSuccess) return InvalidArgument(m.d.Error(r, "sketch: cannot query the stream"));
   if (capture != cu::kCaptureStatusNone && capture != cu::kCaptureStatusActive)
     return Unsupported("sketch: the stream's capture was invalidated; nothing enqueued");
+  std::unique_lock<std::mutex> lock(m.mu);
+  auto ci = m.ContextFor(stream, lock);
+  if (!ci.ok()) return ci.status();
+  Context& c = *m.contexts[*ci];  // stable: contexts are never removed
   std::vector<int> slots;
   for (size_t i = 0; i < requests.size(); ++i) {
     const int s = m.AcquireSlot(c);
@@ -217,6 +238,9 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
     if (capture == cu::kCaptureStatusActive) jobs[i].mode |= kabi::kModeReplayed;
     m.FillJob(c, uint32_t(slots[i]), requests[i].data, jobs[i], host_views[i]);
   }
+  // The reserved slots are this call's alone (their ids are not handed out yet): the launches,
+  // which can wait for the stream when its launch queue is full, run without mu.
+  lock.unlock();
   // One launch per datatype, jobs of that datatype back to back in the grid.
   std::vector<bool> launched(requests.size(), false);
   cu::CUcontext popped;
@@ -237,6 +261,7 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
                          0, stream, args, nullptr);
   }
   m.d.CtxPopCurrent(&popped);
+  lock.lock();
   if (r != cu::kSuccess) {  // earlier launches of this call may be in flight: abandon those
     for (size_t i = 0; i < requests.size(); ++i) {
       Slot& s = c.slots[slots[i]];
