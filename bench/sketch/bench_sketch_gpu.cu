@@ -28,24 +28,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "gpu_check.h"
 
-#define CHECK_CUDA(x)                                               \
-  do {                                                              \
-    cudaError_t e_ = (x);                                           \
-    if (e_ != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                 \
-    }                                                               \
-  } while (0)
-#define CHECK_NCCL(x)                                               \
-  do {                                                              \
-    ncclResult_t r_ = (x);                                          \
-    if (r_ != ncclSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(r_)); \
-      std::exit(2);                                                 \
-    }                                                               \
-  } while (0)
+namespace {
 
 __global__ void EmptyKernel() {}
 
