@@ -98,6 +98,7 @@ class FakeDriver : public ::testing::Test {
     if (auto forget = Control<void (*)()>("fake_cuda_forget_graph")) forget();
     if (auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred")) set_deferred(0);
     if (auto set_gate = Control<void (*)(int)>("fake_cuda_set_gate")) set_gate(0);
+    if (auto fail_pushes = Control<void (*)(int)>("fake_cuda_fail_pushes")) fail_pushes(0);
   }
   std::unique_ptr<SketchDevice> dev_;
 };
@@ -227,6 +228,31 @@ TEST_F(FakeDriver, NoResultBeforeTheKernelRanAndSlotsAreRecycled) {
   auto reused = dev_->Enqueue(nullptr, {{a.data(), r}});  // the abandoned slot finished
   ASSERT_TRUE(reused.ok()) << reused.status().message();
   for (auto id : {ids[0], ids[2], ids[3], (*reused)[0]}) {
+    auto got = dev_->Poll(id);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);
+  }
+}
+
+// An Enqueue that cannot enter the stream's context launched nothing: its reserved slots are
+// free again (all four slots are used after it).
+TEST_F(FakeDriver, AFailedContextEntryKeepsNoSlot) {
+  const auto a = Floats(100, 6);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 100, 1, 0, 0};
+  ASSERT_TRUE(dev_->Prepare(nullptr).ok());
+  Control<void (*)(int)>("fake_cuda_fail_pushes")(1);
+  auto failed = dev_->Enqueue(nullptr, {{a.data(), r}, {a.data(), r}});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("cannot enter"), std::string::npos)
+      << failed.status().message();
+  std::vector<SketchDevice::SlotId> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto got = dev_->Enqueue(nullptr, {{a.data(), r}});
+    ASSERT_TRUE(got.ok()) << "use " << i << ": " << got.status().message();
+    ids.push_back((*got)[0]);
+  }
+  for (auto id : ids) {
     auto got = dev_->Poll(id);
     ASSERT_TRUE(got.ok() && got->has_value());
     ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);

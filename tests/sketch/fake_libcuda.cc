@@ -7,6 +7,7 @@
 //   fake_cuda_set_gate(1 launches, 2 module loads) holds those calls (as a full launch queue or a
 //   set-up waiting for the GPU would) until fake_cuda_set_gate(0), and fake_cuda_gate_waiters()
 //   says how many are held. The stream kOtherContextStream belongs to a second context.
+//   fake_cuda_fail_pushes(n): the next n cuCtxPushCurrent calls fail.
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -37,6 +38,7 @@ struct State {
   std::condition_variable gate_cv;
   int gate = 0;          // under mu
   int gate_waiters = 0;  // under mu
+  int fail_pushes = 0;   // under mu
 };
 State& S() {
   static State s;
@@ -70,7 +72,13 @@ CUresult cuStreamIsCapturing(void* stream, int* status) {
   *status = uintptr_t(stream) == kCapturingStream ? 1 : 0;
   return 0;
 }
-CUresult cuCtxPushCurrent_v2(void*) { return 0; }
+CUresult cuCtxPushCurrent_v2(void*) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.fail_pushes == 0) return 0;
+  --s.fail_pushes;
+  return 201;  // CUDA_ERROR_INVALID_CONTEXT
+}
 CUresult cuCtxPopCurrent_v2(void** ctx) { return *ctx = reinterpret_cast<void*>(kContext), 0; }
 CUresult cuCtxGetDevice(int* d) { return *d = 0, 0; }
 CUresult cuModuleLoadData(void** module, const void* image) {
@@ -162,6 +170,10 @@ void fake_cuda_set_gate(int which) {
 int fake_cuda_gate_waiters() {
   std::lock_guard<std::mutex> lock(S().mu);
   return S().gate_waiters;
+}
+void fake_cuda_fail_pushes(int n) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().fail_pushes = n;
 }
 int fake_cuda_launches() { return S().launches; }
 int fake_cuda_module_loads() { return S().module_loads; }

@@ -244,8 +244,11 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
   // One launch per datatype, jobs of that datatype back to back in the grid.
   std::vector<bool> launched(requests.size(), false);
   cu::CUcontext popped;
-  if ((r = m.d.CtxPushCurrent(c.ctx)) != cu::kSuccess)
+  if ((r = m.d.CtxPushCurrent(c.ctx)) != cu::kSuccess) {
+    lock.lock();  // nothing was launched: the reserved slots are free again
+    for (int t : slots) c.slots[t].state = SlotState::kFree;
     return Unsupported(m.d.Error(r, "sketch: cannot enter the stream's context"));
+  }
   for (size_t i = 0; i < requests.size() && r == cu::kSuccess; ++i) {
     if (launched[i]) continue;
     kabi::Launch launch{};
