@@ -137,35 +137,35 @@ bool EventPairSource::EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now
   if (api_.CtxPushCurrent(ctx) != cuda::kSuccess) return false;
   bool ok = cs.private_stream != nullptr ||
             api_.StreamCreate(&cs.private_stream, cuda::kStreamNonBlocking) == cuda::kSuccess;
+  // The private stream is idle: an event completes as soon as the GPU sees it, between the two
+  // host reads. The tightest of three brackets, each with its own event (the kept event's GPU
+  // time must be the kept bracket's): another thread's work can stretch one. Polled, not
+  // synchronized: a reference that does not come within kRefWaitNs is given up.
   Ref ref{nullptr, 0};
-  ok = ok && api_.EventCreate(&ref.event, cuda::kEventDefault) == cuda::kSuccess;
-  if (ok) {
-    // The private stream is idle: the event completes as soon as the GPU sees it, between the
-    // two host reads. The tightest of three brackets: another thread's work can stretch one.
-    // Polled, not synchronized: a reference that does not come within kRefWaitNs is given up.
-    int64_t best = INT64_MAX;
-    for (int i = 0; i < 3 && ok; ++i) {
-      const int64_t t0 = MonotonicNs();
-      cuda::Result q = api_.EventRecord(ref.event, cs.private_stream);
-      if (q == cuda::kSuccess) {
-        while ((q = api_.EventQuery(ref.event)) == cuda::kNotReady &&
-               MonotonicNs() - t0 < kRefWaitNs) {
-        }
-      }
-      const int64_t t1 = MonotonicNs();
-      ok = q == cuda::kSuccess;
-      if (ok && t1 - t0 < best) {
-        best = t1 - t0;
-        ref.mono_ns = t0 + (t1 - t0) / 2;
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < 3 && ok; ++i) {
+    cuda::Event e = nullptr;
+    if (api_.EventCreate(&e, cuda::kEventDefault) != cuda::kSuccess) break;
+    const int64_t t0 = MonotonicNs();
+    cuda::Result q = api_.EventRecord(e, cs.private_stream);
+    if (q == cuda::kSuccess) {
+      while ((q = api_.EventQuery(e)) == cuda::kNotReady && MonotonicNs() - t0 < kRefWaitNs) {
       }
     }
+    const int64_t t1 = MonotonicNs();
+    if (q == cuda::kSuccess && t1 - t0 < best) {
+      if (ref.event != nullptr) api_.EventDestroy(ref.event);
+      ref = {e, t0 + (t1 - t0) / 2};
+      best = t1 - t0;
+    } else {
+      api_.EventDestroy(e);  // released once it completes
+    }
+    if (q != cuda::kSuccess) break;
   }
+  ok = ok && ref.event != nullptr;
   cuda::Context popped = nullptr;
   api_.CtxPopCurrent(&popped);
-  if (!ok) {
-    if (ref.event != nullptr) api_.EventDestroy(ref.event);  // released once it completes
-    return !cs.refs.empty();
-  }
+  if (!ok) return !cs.refs.empty();
   cs.refs.push_back(ref);
   if (cs.refs.size() > kMaxRefs) {
     api_.EventDestroy(cs.refs.front().event);
