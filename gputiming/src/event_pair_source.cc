@@ -132,9 +132,10 @@ uint64_t EventPairSource::BeginGraphLaunch(uint64_t, uint64_t) {
   return 0;
 }
 
-bool EventPairSource::EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now) {
-  if (!cs.refs.empty() && now - cs.refs.back().mono_ns < kRefPeriodNs) return true;
-  if (api_.CtxPushCurrent(ctx) != cuda::kSuccess) return false;
+EventPairSource::RefState EventPairSource::EnsureRef(ContextState& cs, cuda::Context ctx,
+                                                     int64_t now) {
+  if (!cs.refs.empty() && now - cs.refs.back().mono_ns < kRefPeriodNs) return RefState::kReady;
+  if (api_.CtxPushCurrent(ctx) != cuda::kSuccess) return RefState::kFailed;
   bool ok = cs.private_stream != nullptr ||
             api_.StreamCreate(&cs.private_stream, cuda::kStreamNonBlocking) == cuda::kSuccess;
   // The private stream is idle: an event completes as soon as the GPU sees it, between the two
@@ -143,6 +144,7 @@ bool EventPairSource::EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now
   // synchronized: a reference that does not come within kRefWaitNs is given up.
   Ref ref{nullptr, 0};
   int64_t best = INT64_MAX;
+  bool timed_out = false;
   for (int i = 0; i < 3 && ok; ++i) {
     cuda::Event e = nullptr;
     if (api_.EventCreate(&e, cuda::kEventDefault) != cuda::kSuccess) break;
@@ -160,18 +162,22 @@ bool EventPairSource::EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now
     } else {
       api_.EventDestroy(e);  // released once it completes
     }
+    timed_out = q == cuda::kNotReady;
     if (q != cuda::kSuccess) break;
   }
   ok = ok && ref.event != nullptr;
   cuda::Context popped = nullptr;
   api_.CtxPopCurrent(&popped);
-  if (!ok) return !cs.refs.empty();
+  if (!ok) {
+    if (!cs.refs.empty()) return RefState::kReady;  // the older reference still serves
+    return timed_out ? RefState::kLater : RefState::kFailed;
+  }
   cs.refs.push_back(ref);
   if (cs.refs.size() > kMaxRefs) {
     api_.EventDestroy(cs.refs.front().event);
     cs.refs.erase(cs.refs.begin());
   }
-  return true;
+  return RefState::kReady;
 }
 
 bool EventPairSource::TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out) {
@@ -201,9 +207,12 @@ void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note
       if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return s.first == p.ctx; }))
         seen.emplace_back(p.ctx, &contexts_[p.ctx]);  // element addresses outlive rehashing
   }
-  std::vector<cuda::Context> with_ref;
-  for (const auto& [ctx, cs] : seen)
-    if (EnsureRef(*cs, ctx, now)) with_ref.push_back(ctx);
+  std::vector<cuda::Context> with_ref, ref_later;
+  for (const auto& [ctx, cs] : seen) {
+    const RefState r = EnsureRef(*cs, ctx, now);
+    if (r == RefState::kReady) with_ref.push_back(ctx);
+    if (r == RefState::kLater) ref_later.push_back(ctx);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::deque<Pair> still;
   for (Pair& p : pending_) {
@@ -226,6 +235,11 @@ void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note
     const bool have_ref = checked ? std::find(with_ref.begin(), with_ref.end(), p.ctx) !=
                                         with_ref.end()
                                   : !contexts_[p.ctx].refs.empty();
+    if (!have_ref && !final &&
+        std::find(ref_later.begin(), ref_later.end(), p.ctx) != ref_later.end()) {
+      still.push_back(std::move(p));  // its context's first reference is still behind the GPU
+      continue;
+    }
     int64_t start = 0, end = 0;
     if (q != cuda::kSuccess || !have_ref || !TimeOf(p.ctx, p.start, p.host_ns, &start) ||
         !TimeOf(p.ctx, p.end, p.host_ns, &end)) {

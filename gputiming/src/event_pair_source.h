@@ -60,7 +60,10 @@ class EventPairSource : public TimingSource {
   explicit EventPairSource(cuda::Api api) : api_(std::move(api)) {}
   cuda::Event TakeEvent(cuda::Context ctx);                                      // mu_ held
   // collect_mu_ held, mu_ not held: it can wait for the GPU (bounded).
-  bool EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now);
+  // kReady: the context has a reference; kLater: its reference did not come within kRefWaitNs
+  // (the GPU is busy: try next round); kFailed: none can be taken.
+  enum class RefState { kReady, kLater, kFailed };
+  RefState EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now);
   // collect_mu_ and mu_ held.
   bool TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out);
   void Release(const Pair& p);                                                   // mu_ held

@@ -119,6 +119,11 @@ void fakeCudaSetNewStreamDelay(int64_t ns) {
   std::lock_guard<std::mutex> lock(S().mu);
   S().new_stream_delay = ns;
 }
+void fakeCudaClearStreamDelays() {  // every stream, the private ones ncclrr created included
+  std::lock_guard<std::mutex> lock(S().mu);
+  for (auto& [stream, delay] : S().stream_delay) delay = 0;
+  S().new_stream_delay = 0;
+}
 void fakeCudaSetFailRecord(int on) { S().fail_record = on != 0; }
 int fakeCudaRecords() { return S().records; }
 int fakeCudaLiveEvents() { return S().live_events; }

@@ -76,6 +76,7 @@ struct Fakes {
     Get<void (*)(int64_t)>(cuda, "fakeCudaSetNewStreamDelay")(ns);
   }
   int Records() { return Get<int (*)()>(cuda, "fakeCudaRecords")(); }
+  void ClearStreamDelays() { Get<void (*)()>(cuda, "fakeCudaClearStreamDelays")(); }
   int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }
 };
 
@@ -314,6 +315,24 @@ TEST_F(GpuTimerFake, AReferenceEventStuckBehindTheGpuIsNotWaitedFor) {
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_TRUE(sink.by_uid.empty()) << "no reference: the call has no GPU time";
   EXPECT_EQ(timer->Stats().skipped_calls, 1u);
+}
+
+// The same, but the GPU frees up before the end: the call waits for a later round's reference
+// instead of going untimed.
+TEST_F(GpuTimerFake, ACallWaitsForAReferenceThatComesLater) {
+  fakes.NewStreamDelay(int64_t{30} * 1'000'000'000);
+  auto timer = StartTimer(SourceChoice::kEventPair);
+  ASSERT_NE(timer, nullptr);
+  timer->BeginCall({42, 0, 0x42, false, false});
+  timer->EndCall();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  timer->Collect();  // the reference does not come within its wait: the call stays pending
+  EXPECT_TRUE(sink.by_uid.empty());
+  fakes.ClearStreamDelays();
+  timer->Collect();
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid.count(42), 1u) << "timed once the reference came";
+  EXPECT_EQ(timer->Stats().skipped_calls, 0u);
 }
 
 TEST_F(GpuTimerFake, GroupMembersOnOneStreamShareOnePair) {
