@@ -15,18 +15,8 @@ EX=$BUILD/bin/ncclrr-example
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 RANKS=$(( NGPU >= 2 ? 2 : 1 ))
 export NCCLRR_NCCL_LIBRARY=$NCCL_DIR/libnccl.so.2
-[ -x "$PY" ] || PY=python3
 failures=0
 say() { echo "$*" | tee -a "$W/summary.log"; }
-kinds() {  # kinds TRACE: sorted "kind@seq" of every finding, space separated
-  "$N" check "$1" --json 2>/dev/null | "$PY" -c '
-import json, sys
-try:
-    r = json.load(sys.stdin)
-except Exception:
-    print("UNREADABLE"); sys.exit()
-print(" ".join(sorted("%s@%s" % (f["kind"], f["seq"]) for f in r["findings"])))'
-}
 say "gpus=$NGPU ranks=$RANKS"
 for sc in clean swap-same-size swap-diff-size count-mismatch dtype-mismatch; do
   timeout -k 5 120 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL \
@@ -35,8 +25,8 @@ for sc in clean swap-same-size swap-diff-size count-mismatch dtype-mismatch; do
     >"$W/$sc.record.log" 2>&1
   "$N" import-nccl-log "$W"/"$sc".*.ncclog -o "$W/i-$sc" >"$W/$sc.import.log" 2>&1
   rc=$?
-  traced=$(kinds "$W/t-$sc")
-  imported=$(kinds "$W/i-$sc")
+  traced=$(finding_kinds "$W/t-$sc")
+  imported=$(finding_kinds "$W/i-$sc")
   "$N" check "$W/t-$sc" >"$W/$sc.trace.check.txt" 2>&1
   "$N" check "$W/i-$sc" >"$W/$sc.imported.check.txt" 2>&1
   calls_t=$("$N" info "$W/t-$sc" 2>/dev/null | tail -n 1 | grep -o "[0-9]* calls" || true)

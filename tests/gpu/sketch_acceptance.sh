@@ -21,16 +21,6 @@ EX=$BUILD/bin/ncclrr-example
 RUNS=${RUNS:-50}
 failures=0
 say() { echo "$*" | tee -a "$W/summary.log"; }
-[ -x "$PY" ] || PY=python3
-kinds() {  # kinds TRACE: "kind@seq" of every finding, space separated
-  "$N" check "$1" --json 2>/dev/null | "$PY" -c '
-import json, sys
-try:
-    r = json.load(sys.stdin)
-except Exception:
-    sys.exit()
-print(" ".join("%s@%s" % (f["kind"], f["seq"]) for f in r["findings"]))'
-}
 record() {  # record NAME SCENARIO: trace in $W/t-NAME
   timeout -k 5 120 "$N" record --sketch -o "$W/t-$1" -- "$EX" "$2" --backend "$BACKEND" --ranks 2 \
     --steps 4 >"$W/$1.log" 2>&1
@@ -43,7 +33,7 @@ for i in $(seq 1 "$RUNS"); do
   record "race$i" send-race
   runs=$i
   grep -q "#hang" "$W/race$i.log" && hung=$((hung + 1))
-  k=$(kinds "$W/t-race$i")
+  k=$(finding_kinds "$W/t-race$i")
   case " $k" in *buffer_race@*|*wrong_sum@*) flagged=$((flagged + 1)) ;; esac
   [ "$i" -gt 3 ] && rm -rf "$W/t-race$i"
   if [ "$hung" -ge 3 ]; then say "FAIL send-race: $hung of $i runs hung under --sketch; loop ended"; break; fi
@@ -52,7 +42,7 @@ say "send-race: flagged buffer_race or wrong_sum in $flagged of $runs runs ($BAC
 [ "$flagged" -gt 0 ] && [ "$hung" -eq 0 ] || failures=$((failures + 1))
 
 record swap swap-same-size
-k=$(kinds "$W/t-swap")
+k=$(finding_kinds "$W/t-swap")
 if [[ " $k " == *" suspected_swap@4 "* ]]; then
   say "PASS swap-same-size: $k"
 else
@@ -60,7 +50,7 @@ else
   failures=$((failures + 1))
 fi
 record clean clean
-k=$(kinds "$W/t-clean")
+k=$(finding_kinds "$W/t-clean")
 if [ -z "${k// /}" ]; then say "PASS clean: no finding"; else say "FAIL clean: $k"; failures=$((failures + 1)); fi
 
 # clean_run NAME TIMEOUT CMD...: CMD recorded with --sketch into $W/t-NAME; the program must exit
@@ -73,7 +63,7 @@ clean_run() {
   "$N" check "$W/t-$name" >"$W/$name.check.txt" 2>&1
   local crc=$?
   "$N" info "$W/t-$name" >"$W/$name.info.txt" 2>&1
-  k=$(kinds "$W/t-$name")
+  k=$(finding_kinds "$W/t-$name")
   local notes
   notes=$(grep -c -i "note" "$W/$name.check.txt")
   if [ "$prc" = 0 ] && [ "$crc" = 0 ] && [ -z "${k// /}" ]; then
@@ -109,7 +99,7 @@ capture_run() {  # capture_run NAME SCENARIO WANT(regex over kinds; empty: none)
     --backend "$BACKEND" --ranks 2 --steps 4 >"$W/cap-$1.log" 2>&1
   "$N" check "$W/t-cap-$1" >"$W/cap-$1.check.txt" 2>&1
   local k
-  k=$(kinds "$W/t-cap-$1")
+  k=$(finding_kinds "$W/t-cap-$1")
   local side
   side=$(du -cb "$W/t-cap-$1"/*.capture 2>/dev/null | tail -n 1 | cut -f1)
   if { [ -z "$3" ] && [ -z "${k// /}" ]; } || { [ -n "$3" ] && [[ " $k" =~ $3 ]]; }; then
