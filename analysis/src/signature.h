@@ -8,9 +8,6 @@
 
 namespace ncclrr::analysis {
 
-// ncclBcast is ncclBroadcast with in-place buffers: NCCL pairs them with each other.
-inline Api CanonicalApi(Api a) { return a == Api::kBcast ? Api::kBroadcast : a; }
-
 inline bool Reduces(Api a) {
   return a == Api::kAllReduce || a == Api::kReduce || a == Api::kReduceScatter;
 }

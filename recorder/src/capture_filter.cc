@@ -51,7 +51,7 @@ Status AddName(std::string_view item, std::string_view value, CaptureFilter* f) 
   const std::string name = Lower(value);
   for (Api a : kCalls)
     if (Lower(ApiName(a)) == name) {
-      f->apis.push_back(a == Api::kBcast ? Api::kBroadcast : a);
+      f->apis.push_back(CanonicalApi(a));
       return Status::Ok();
     }
   for (int32_t op = 0; op <= kNumBuiltinOps; ++op) {
@@ -122,7 +122,7 @@ bool CaptureFilter::Matches(uint64_t comm_id, uint64_t seq, Api api, int32_t op,
   }
   if (!InRanges(seqs, seq)) return false;
   if (!apis.empty()) {
-    const Api a = api == Api::kBcast ? Api::kBroadcast : api;
+    const Api a = CanonicalApi(api);
     bool any = false;
     for (Api want : apis) any = any || want == a;
     if (!any) return false;

@@ -139,7 +139,7 @@ class PlanBuilder {
     p.comm = static_cast<uint32_t>(ci);
     p.rank = r.rank;
     p.actor = ActorOf(r);
-    p.api = static_cast<Api>(rec.api) == Api::kBcast ? Api::kBroadcast : static_cast<Api>(rec.api);
+    p.api = CanonicalApi(static_cast<Api>(rec.api));
     p.dtype = rec.dtype;
     p.flags = rec.flags;
     p.op = rec.op;

@@ -27,9 +27,7 @@ Side Collect(const TraceDir& dir, bool plugin_files) {
       const Api api = static_cast<Api>(c.api);
       if (!IsCollective(api) && !IsP2p(api)) continue;
       s.calls[{c.comm_id, c.rank}].push_back(c);
-      // NCCL runs ncclBcast as an in-place ncclBroadcast, and that is all its plugin sees.
-      if (api == Api::kBcast) s.calls[{c.comm_id, c.rank}].back().api =
-          static_cast<uint16_t>(Api::kBroadcast);
+      s.calls[{c.comm_id, c.rank}].back().api = static_cast<uint16_t>(CanonicalApi(api));
     }
   }
   // In the order NCCL pairs them: collectives by seq, then p2p by (peer, direction, seq).

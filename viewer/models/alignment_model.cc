@@ -16,8 +16,7 @@ namespace {
 using Signature = std::tuple<int, uint64_t, int, int, int>;
 
 Signature SignatureOf(const CallRecord& c) {
-  Api api = static_cast<Api>(c.api);
-  if (api == Api::kBcast) api = Api::kBroadcast;
+  const Api api = CanonicalApi(static_cast<Api>(c.api));
   const bool reduces = api == Api::kAllReduce || api == Api::kReduce || api == Api::kReduceScatter;
   return {static_cast<int>(api), c.count, c.dtype, reduces ? c.op : -1,
           IsRooted(api) ? c.root_peer : -1};

@@ -66,6 +66,9 @@ std::string_view ApiName(Api api);       // "AllReduce", ... ; "Api(123)" style 
 Api ApiFromName(std::string_view name);  // kUnknown if not a name ApiName returns
 inline bool IsCollective(Api a) { return a >= Api::kAllReduce && a <= Api::kScatter; }
 inline bool IsP2p(Api a) { return a == Api::kSend || a == Api::kRecv; }
+// ncclBcast is ncclBroadcast with in-place buffers: NCCL pairs them with each other, and its
+// profiler plugin sees only Broadcast.
+inline Api CanonicalApi(Api a) { return a == Api::kBcast ? Api::kBroadcast : a; }
 inline bool IsRooted(Api a) {
   return a == Api::kBroadcast || a == Api::kBcast || a == Api::kReduce || a == Api::kGather ||
          a == Api::kScatter;
