@@ -222,6 +222,35 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
   return p;
 }
 
+// The least logical-identity confidence of a same-shape mismatch at one position (no reordering)
+// that is reported under buffer identity.
+constexpr float kMismatchIdentityFloor = 0.75f;
+
+// A same-shape suspicion (only the buffers tell the calls apart) weighed with the sketched data,
+// when recorded: false when the data rule it out or its confidence stays below the floor;
+// otherwise `conf` is the finding's confidence.
+bool WeighSuspicion(const SequenceContext& sc, const RawEvent& e, const std::vector<int>& agreeing,
+                    float meta_confidence, DataSwapVerdict* data, double* conf) {
+  std::vector<int> peers = {sc.ref};
+  for (int r : agreeing)
+    if (r != sc.ref) peers.push_back(r);
+  *data = AssessSwapFromSketches(sc, e, peers);
+  *conf = meta_confidence;
+  switch (data->kind) {
+    case DataSwapVerdict::kConfirmed:
+      *conf = data->confidence;
+      return true;
+    case DataSwapVerdict::kContradicted:
+      return false;
+    case DataSwapVerdict::kWeak:
+      *conf = std::min(*conf, data->confidence);
+      break;
+    default:
+      break;
+  }
+  return *conf >= sc.ctx.options().swap_confidence_floor;
+}
+
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
   const EventView v(sc, e);
   const CommModel& c = v.comm();
@@ -255,19 +284,9 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
     case AlignOp::kReorder: {
       const bool suspected = same_shape && !call_sites;
       DataSwapVerdict data;
+      double conf = 0;
       if (suspected) {
-        // Sketched data, when recorded, confirms the swap or shows that only the buffers moved.
-        std::vector<int> peers = {sc.ref};
-        for (int r : agreeing)
-          if (r != sc.ref) peers.push_back(r);
-        data = AssessSwapFromSketches(sc, e, peers);
-        double conf = v.Confidence();
-        if (data.kind == DataSwapVerdict::kConfirmed) conf = data.confidence;
-        if (data.kind == DataSwapVerdict::kWeak) conf = std::min(conf, data.confidence);
-        if (data.kind == DataSwapVerdict::kContradicted) return;
-        if (data.kind != DataSwapVerdict::kConfirmed &&
-            conf < sc.ctx.options().swap_confidence_floor)
-          return;
+        if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
         f.confidence = conf;
       }
       sc.ctx.Claim(sc.ci, e.seq, e.seq + mine.size() - 1);
@@ -341,17 +360,25 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       const CallRecord& b = v.Ref(0);
       f.kind = MismatchKind(a, b);
       if (f.kind == FindingKind::kSuspectedSwap) {
+        DataSwapVerdict data;
+        double conf = 0;
         if (call_sites) {
           f.kind = FindingKind::kOrderSwap;
         } else {
-          const float conf = v.Confidence();
-          if (conf < sc.ctx.options().swap_confidence_floor) return;
+          // No reordering explains this position: the rank's buffer here is one the others did
+          // not use here. Buffers allocated afresh each step (a compressing comm hook's) do
+          // that all the time, and then even the data can look alike across steps by chance:
+          // only a buffer that almost always sits beside one tensor makes this a suspicion.
+          if (v.Confidence() < kMismatchIdentityFloor) return;
+          if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
           f.confidence = conf;
         }
         f.short_text = who + " issued " + my_side + " where " + others + " issued " + ref_side;
         f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
                     others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
-                    ". Make every rank issue the same tensor at this point.";
+                    ". ";
+        if (!call_sites) f.message += SuspicionText(v.Confidence(), who, data);
+        f.message += "Make every rank issue the same tensor at this point.";
         break;
       }
       switch (f.kind) {

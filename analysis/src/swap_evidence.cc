@@ -33,6 +33,31 @@ struct Position {
   uint64_t seq = 0, other_seq = 0;
 };
 
+// The seq nearest to `seq` (within kNearSlots slots of the reference rank's calls) at which the
+// reference issued tensor `t` with the shape `shape`; 0 with found = false when it did not.
+// A moved tensor of a reordering lies inside the event's window; a buffer seen at one position
+// only (a mismatch) is looked for around it, where the step that issued it most likely is.
+uint64_t NearestSeqOf(const SequenceContext& sc, uint32_t t, uint64_t shape, uint64_t seq,
+                      bool* found) {
+  constexpr int64_t kNearSlots = 1024;
+  const CommIdentity& ci = sc.ctx.identity().comm(sc.ci);
+  const RankView& ref = sc.ctx.model().comms()[sc.ci].ranks[sc.ref];
+  const auto& cols = ref.collectives;
+  const auto mid = std::lower_bound(cols.begin(), cols.end(), seq,
+                                    [](const CollectiveSlot& c, uint64_t s) { return c.seq < s; }) -
+                   cols.begin();
+  *found = false;
+  for (int64_t d = 0; d <= kNearSlots; ++d)
+    for (int64_t k : {mid - d, mid + d}) {
+      if (k < 0 || k >= int64_t(cols.size()) || cols[k].seq == seq) continue;
+      if (ci.ids[sc.ref][k] == t && ci.shapes[sc.ref][k] == shape) {
+        *found = true;
+        return cols[k].seq;
+      }
+    }
+  return 0;
+}
+
 std::string Sentence(const Position& p) {
   const bool swapped = p.ev.other.cosine >= p.ev.same.cosine;
   const uint64_t like = swapped ? p.other_seq : p.seq, unlike = swapped ? p.seq : p.other_seq;
@@ -59,25 +84,48 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
   std::vector<uint32_t> ref_ids;
   for (uint32_t s : e.ref_slots) ref_ids.push_back(id.Of(sc.ci, sc.ref, s));
   std::vector<Position> seen;
+  std::vector<sketch::Similarity> same_only;  // positions whose tensor the peer never issued near
+  int same_only_peer = -1;
   for (int peer : peers) {
     for (size_t i = 0; i < mine.size() && i < ref_ids.size(); ++i) {
       const uint32_t t = id.Of(sc.ci, me, mine[i]);
       if (t == ref_ids[i]) continue;  // not moved
-      const auto j = std::find(ref_ids.begin(), ref_ids.end(), t) - ref_ids.begin();
-      if (size_t(j) >= ref_ids.size()) continue;
       Position p;
       p.rank = me;
       p.peer = peer;
       p.seq = e.seq + i;
-      p.other_seq = e.ref_seq + size_t(j);
+      const auto j = std::find(ref_ids.begin(), ref_ids.end(), t) - ref_ids.begin();
+      bool found = size_t(j) < ref_ids.size();
+      p.other_seq = found ? e.ref_seq + size_t(j)
+                          : NearestSeqOf(sc, t, id.comm(sc.ci).shapes[me][mine[i]], p.seq, &found);
       const SketchData* a = SendSketch(m, c.ranks[me], p.seq);
       const SketchData* same = SendSketch(m, c.ranks[peer], e.ref_seq + i);
-      const SketchData* other = SendSketch(m, c.ranks[peer], p.other_seq);
-      if (!a || !same || !other) continue;
+      if (!a || !same) continue;
+      const SketchData* other = found ? SendSketch(m, c.ranks[peer], p.other_seq) : nullptr;
+      if (!other) {
+        const sketch::Similarity s = sketch::SampleCosine(*a, *same);
+        if (s.valid) same_only.push_back(s);
+        same_only_peer = peer;
+        continue;
+      }
       p.ev = sketch::AssessSwap(*a, *same, *other);
       if (p.ev.same.valid && p.ev.other.valid) seen.push_back(p);
     }
-    if (!seen.empty()) break;  // one peer with sketches is enough
+    if (!seen.empty() || !same_only.empty()) break;  // one peer with sketches is enough
+  }
+  if (seen.empty() && !same_only.empty()) {
+    // Nothing to compare the other way: the data can only say that the peer's call at the same
+    // position holds the same tensor (clearly correlated values, as data-parallel gradients of
+    // one tensor are), which rules the swap out.
+    const bool alike = std::all_of(same_only.begin(), same_only.end(), [](const auto& s) {
+      return s.cosine >= 0.3 && s.cosine > 3.0 / std::sqrt(double(s.n));
+    });
+    const sketch::Similarity& s = same_only.front();
+    out.sentence = "rank " + std::to_string(me) + "'s seq " + std::to_string(e.seq) +
+                   " against rank " + std::to_string(same_only_peer) + "'s: cosine " +
+                   Cos(s.cosine);
+    out.kind = alike ? DataSwapVerdict::kContradicted : DataSwapVerdict::kUninformative;
+    return out;
   }
   if (seen.empty()) return out;
   const Position& best =
@@ -89,10 +137,12 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
   const bool all_contradict = std::all_of(seen.begin(), seen.end(), [](const Position& p) {
     return p.ev.confidence <= 0.01 && p.ev.same.cosine - p.ev.other.cosine >= 0.3;
   });
-  // Data that correlate nowhere (every cosine within 3 standard errors of 0) say nothing.
+  // Data alike nowhere (no cosine 3 standard errors above 0) say nothing: one tensor's values
+  // are alike across ranks, and being less unlike one position than another is no likeness
+  // (gradients of different batches can anti-correlate).
   const bool informative = std::any_of(seen.begin(), seen.end(), [](const Position& p) {
     const double noise = 3.0 / std::sqrt(double(std::min(p.ev.same.n, p.ev.other.n)));
-    return std::fabs(p.ev.same.cosine) > noise || std::fabs(p.ev.other.cosine) > noise;
+    return p.ev.same.cosine > noise || p.ev.other.cosine > noise;
   });
   out.kind = best.ev.suspected ? DataSwapVerdict::kConfirmed
              : all_contradict  ? DataSwapVerdict::kContradicted

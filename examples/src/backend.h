@@ -22,7 +22,8 @@ class Backend {
   virtual void FreeStream(cudaStream_t s) = 0;
   // Waits for the stream; false (with `error` set) when NCCL reported an error on `comms`.
   virtual bool Sync(cudaStream_t s, const std::vector<ncclComm_t>& comms, std::string* error) = 0;
-  // Writes `bytes` into a device buffer from a second stream, concurrently with `s`'s work.
+  // Copies `bytes` from one device buffer into another on a second stream, concurrently with
+  // the work of the rank's own stream; returns without waiting for the copy.
   virtual void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) = 0;
 };
 

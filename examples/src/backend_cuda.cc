@@ -21,7 +21,7 @@ struct CudaRt {
   const char* (*GetErrorString)(int);
 };
 
-constexpr int kHostToDevice = 1, kDeviceToHost = 2, kNotReady = 600;
+constexpr int kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3, kNotReady = 600;
 
 template <typename F>
 bool Load(void* h, const char* name, F* f) {
@@ -72,7 +72,7 @@ class CudaBackend : public Backend {
     }
   }
   void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) override {
-    rt_.MemcpyAsync(dst, src, bytes, kHostToDevice, side);
+    rt_.MemcpyAsync(dst, src, bytes, kDeviceToDevice, side);
   }
 
  private:

@@ -33,6 +33,7 @@ struct Rank {
   std::vector<ncclComm_t> comms;
   cudaStream_t stream = nullptr, side = nullptr;
   std::vector<void*> send, recv;
+  void* race_src = nullptr;  // send-race: what the racing rank writes over tensor 0
   std::vector<float> host;
 };
 
@@ -55,6 +56,16 @@ class Runner {
     for (const TensorSpec& t : opt_.scenario->tensors) {
       r.send.push_back(be_.Alloc(t.count * sizeof(float)));
       r.recv.push_back(be_.Alloc(t.count * sizeof(float)));
+    }
+    if (rank == opt_.scenario->race_rank) {
+      // Filled now, while nothing is in flight, so that the race is a device-to-device copy,
+      // which returns at once. A copy from pageable host memory can wait for the GPU, here for
+      // this rank's allreduce, which waits for peers that issue only after the write: real NCCL
+      // hung in every run that way.
+      const size_t n = opt_.scenario->tensors[0].count;
+      r.race_src = be_.Alloc(n * sizeof(float));
+      r.host.assign(n, 1000.0f);
+      be_.ToDevice(r.race_src, r.host.data(), n * sizeof(float));
     }
   }
 
@@ -101,8 +112,7 @@ class Runner {
   // send-race: the racing rank overwrites tensor 0's send buffer right after issuing.
   void Race(Rank& r) {
     const size_t n = opt_.scenario->tensors[0].count;
-    r.host.assign(n, 1000.0f);
-    be_.RacyWrite(r.send[0], r.host.data(), n * sizeof(float), r.side);
+    be_.RacyWrite(r.send[0], r.race_src, n * sizeof(float), r.side);
   }
 
   void Sync(Rank& r, int step) {
@@ -129,6 +139,7 @@ class Runner {
     for (ncclComm_t c : r.comms) ncclCommDestroy(c);
     for (void* p : r.send) be_.Free(p);
     for (void* p : r.recv) be_.Free(p);
+    if (r.race_src) be_.Free(r.race_src);
     be_.FreeStream(r.stream);
     be_.FreeStream(r.side);
   }

@@ -84,7 +84,8 @@ SwapEvidence AssessSwap(const SketchData& mine, const SketchData& peer_same,
   const double se = std::sqrt(1.0 / (ev.same.n - 3) + 1.0 / (ev.other.n - 3));
   ev.z = (fisher(ev.other.cosine) - fisher(ev.same.cosine)) / se;
   ev.confidence = 0.5 * std::erfc(-ev.z / std::sqrt(2.0));
-  ev.suspected = ev.confidence >= 0.99 && ev.other.cosine - ev.same.cosine >= 0.3;
+  ev.suspected = ev.confidence >= 0.99 && ev.other.cosine - ev.same.cosine >= 0.3 &&
+                 ev.other.cosine >= kSwapLikeCosine;
   return ev;
 }
 

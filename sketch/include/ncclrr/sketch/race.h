@@ -44,8 +44,10 @@ Similarity SampleCosine(const SketchData& a, const SketchData& b);
 
 // Is `mine` (rank A at seq k) more like `peer_other` (rank B at seq m) than like `peer_same`
 // (rank B at seq k)? z compares the two correlations after Fisher's transform; confidence is
-// the one-sided normal probability of that z. suspected: confidence ≥ 0.99 and the other
-// position's cosine at least 0.3 above the same position's.
+// the one-sided normal probability of that z. suspected: confidence ≥ 0.99, the other
+// position's cosine at least 0.3 above the same position's and itself at least kSwapLikeCosine:
+// looking less unlike the other position than the same one is not looking like it.
+inline constexpr double kSwapLikeCosine = 0.5;
 struct SwapEvidence {
   Similarity same;   // mine vs peer_same
   Similarity other;  // mine vs peer_other
