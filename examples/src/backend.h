@@ -25,6 +25,10 @@ class Backend {
   // Copies `bytes` from one device buffer into another on a second stream, concurrently with
   // the work of the rank's own stream; returns without waiting for the copy.
   virtual void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) = 0;
+  // True when RacyWrite can block until the rank's collective in flight completes: CUDA, where
+  // a copy issued while an NCCL kernel waits for its peers spun until the kernel finished (2x
+  // H200, CUDA 13, NCCL 2.28), so the peers must not wait for the write before issuing.
+  virtual bool RacyWriteMayWait() const = 0;
 };
 
 // The host NCCL's backend, or null with `error` set when the loaded libnccl.so.2 is another one.

@@ -74,6 +74,7 @@ class CudaBackend : public Backend {
   void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) override {
     rt_.MemcpyAsync(dst, src, bytes, kDeviceToDevice, side);
   }
+  bool RacyWriteMayWait() const override { return true; }
 
  private:
   CudaRt rt_;

@@ -34,6 +34,7 @@ class HostBackend : public Backend {
   void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t) override {
     std::memcpy(dst, src, bytes);
   }
+  bool RacyWriteMayWait() const override { return false; }
 };
 
 }  // namespace

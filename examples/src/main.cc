@@ -108,12 +108,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ncclrr-example: --backend %s: %s\n", backend.c_str(), error.c_str());
     return 2;
   }
-  if (backend == "nccl" && opt.scenario->race_rank >= 0 && !opt.group) {
-    // The peers of the racing rank issue their call only once its write is made, so they wait
-    // for it at a barrier. NCCL's first collective on a communicator connects the peers (lazy
-    // connection, NCCL >= 2.22) and waits for them in turn: every run hung. Connect at init.
-    setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
-  }
   int watchdog_s = 20;
   if (const char* w = std::getenv("NCCLRR_EXAMPLE_WATCHDOG_S"); w != nullptr && std::atoi(w) > 0) {
     watchdog_s = std::atoi(w);

@@ -58,10 +58,8 @@ class Runner {
       r.recv.push_back(be_.Alloc(t.count * sizeof(float)));
     }
     if (rank == opt_.scenario->race_rank) {
-      // Filled now, while nothing is in flight, so that the race is a device-to-device copy,
-      // which returns at once. A copy from pageable host memory can wait for the GPU, here for
-      // this rank's allreduce, which waits for peers that issue only after the write: real NCCL
-      // hung in every run that way.
+      // Filled now, while nothing is in flight: the race is a device-to-device copy (no
+      // staging of pageable host memory).
       const size_t n = opt_.scenario->tensors[0].count;
       r.race_src = be_.Alloc(n * sizeof(float));
       r.host.assign(n, 1000.0f);
@@ -164,7 +162,13 @@ class Runner {
           Fill(r, step);
           sync_point.arrive_and_wait();
           const int racer = opt_.scenario->race_rank;
-          if (racer >= 0 && racer < opt_.ranks) {
+          if (racer >= 0 && racer < opt_.ranks && be_.RacyWriteMayWait()) {
+            // Real NCCL: the write can wait for the allreduce, which waits for every peer, so
+            // the peers issue meanwhile and the write lands whenever the GPU lets it: a real
+            // race, caught in some runs.
+            Issue(r, step);
+            if (rank == racer) Race(r);
+          } else if (racer >= 0 && racer < opt_.ranks) {
             if (rank == racer) {
               Issue(r, step);
               Race(r);
