@@ -107,6 +107,11 @@ TEST(DataChecks, UncorrelatedDataLeaveTheMetadataSuspicion) {
   EXPECT_TRUE(Has(f.message, "The sketched data cannot tell")) << f.message;
 }
 
+TEST(DataChecks, BuffersAllocatedAfreshEachStepAreNoSwap) {
+  const Checked c = CheckScenario("sketch_fresh_buffers");
+  EXPECT_TRUE(c.report.findings.empty()) << c.text;
+}
+
 TEST(DataChecks, NanAndInfStepsAreNotesNeverWrongSums) {
   const Checked c = CheckScenario("sketch_nonfinite");
   EXPECT_TRUE(c.report.findings.empty()) << c.text;

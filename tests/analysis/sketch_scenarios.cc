@@ -90,7 +90,8 @@ std::vector<float> Gradient(int tensor, int step, int rank, size_t n, double noi
 void AddDataStep(ScriptBuilder& b, int comm, int step, const DataStep& d) {
   const std::vector<int>& members = b.s.comms[comm].members;
   const int n = static_cast<int>(members.size());
-  for (int pos = 0; pos < static_cast<int>(d.counts.size()); ++pos) {
+  const int positions = d.positions ? d.positions : static_cast<int>(d.counts.size());
+  for (int pos = 0; pos < positions; ++pos) {
     std::vector<int> tensor(n);
     std::vector<std::vector<float>> send(n), read(n), after(n);
     for (int r = 0; r < n; ++r) {
@@ -192,6 +193,23 @@ SyntheticScript Swap(bool buffers_only, bool independent) {
   });
 }
 
+// A buffer allocated afresh every step, as a compressing comm hook's (fp16_compress_hook): the
+// second call of each step takes one of five same-size buffers, chosen differently on each rank,
+// so a rank's buffer sits beside the other's buffers at random. The data do not correlate across
+// ranks (nothing to weigh): only the buffers' identity could, wrongly, suggest swaps.
+SyntheticScript FreshBuffers() {
+  return Steps(2, 24, [](int step, DataStep& d) {
+    d.counts = {3000, 2000, 2000, 2000, 2000, 2000};
+    d.positions = 2;
+    d.independent = true;
+    d.tensor_at = [step](int p, int pos) {
+      if (pos == 0) return 1;
+      return 2 + int(SplitMix(uint64_t(step) * 7 + uint64_t(p) * 1000003) % 5);
+    };
+    d.data_at = [](int, int pos) { return pos + 1; };
+  });
+}
+
 // AMP-style overflow: an Inf gradient on rank 0 and a NaN on rank 1 in step 1.
 SyntheticScript NonFinite() {
   return Steps(2, 3, [](int step, DataStep& d) {
@@ -260,6 +278,7 @@ const std::vector<Scenario>& SketchScenarios() {
       {"sketch_swap_buffers_only", [] { return Swap(true, false); }},
       {"sketch_swap_uncorrelated", [] { return Swap(false, true); }},
       {"sketch_nonfinite", NonFinite},
+      {"sketch_fresh_buffers", FreshBuffers},
       {"sketch_max_op", MaxOp},
       {"sketch_p2p_wrong_copy", P2pWrongCopy},
       {"sketch_scaled_reductions", [] { return ScaledReductions(false); }},

@@ -27,6 +27,7 @@ std::vector<float> Gradient(int tensor, int step, int rank, size_t n, double noi
 // tensor `tensor_at(p, i)` holding the data of tensor `data_at(p, i)` (default: the same).
 struct DataStep {
   std::vector<uint64_t> counts;  // per tensor (tensor ids are 1-based: counts[t - 1])
+  int positions = 0;             // calls per rank in the step; 0: one per tensor
   std::function<int(int p, int pos)> tensor_at;
   std::function<int(int p, int pos)> data_at;
   std::function<int32_t(int pos)> op;  // ncclRedOp_t per position (default sum; >= 5 PreMulSum)
