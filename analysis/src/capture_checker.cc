@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "call_sketches.h"
 #include "capture_findings.h"
 #include "checkers.h"
 #include "ncclrr/capture_side_file.h"
@@ -138,7 +139,7 @@ class CaptureChecker : public Checker {
       }
       ctx.MarkCaptureVerified(ci, seq);
       ++verified_;
-      Report(m, ci, seq, std::nullopt, ranks, VerifyCaptured(cc), sink);
+      Report(ctx, ci, seq, {-1, -1}, std::nullopt, ranks, VerifyCaptured(cc), sink);
     }
   }
 
@@ -187,19 +188,25 @@ class CaptureChecker : public Checker {
         ++verified_;
         std::vector<OutputCheck> checks = VerifyCaptured(cc);
         for (OutputCheck& o : checks) o.rank = s.peer;
-        Report(m, ci, s.pair_seq, s.peer, both, checks, sink);
+        Report(ctx, ci, s.pair_seq, {src.rank, s.peer}, s.peer, both, checks, sink);
       }
     }
   }
 
-  void Report(const TraceModel& m, size_t ci, uint64_t seq, std::optional<int> peer,
-              const std::vector<RankBuffers>& ranks, const std::vector<OutputCheck>& checks,
-              FindingSink& sink) {
+  // `pair`: (sender, receiver) of a Send/Recv pair, (-1, -1) for a collective.
+  static void Report(CheckContext& ctx, size_t ci, uint64_t seq, std::pair<int, int> pair,
+                     std::optional<int> peer, const std::vector<RankBuffers>& ranks,
+                     const std::vector<OutputCheck>& checks, FindingSink& sink) {
     std::vector<const OutputCheck*> wrong;
     for (const OutputCheck& o : checks)
       if (o.wrong > 0) wrong.push_back(&o);
     if (wrong.empty()) return;
-    sink.Add(CaptureWrongSum(m, ci, seq, peer, ranks, checks, wrong));
+    Finding f = CaptureWrongSum(ctx.model(), ci, seq, peer, ranks, checks, wrong);
+    if (TraceHasSketches(ctx.model())) {  // a race the sketches show explains it (data checks)
+      ctx.DeferCaptureWrongSum(ci, seq, pair.first, pair.second, std::move(f));
+    } else {
+      sink.Add(std::move(f));
+    }
   }
 
   void EmitNotes(FindingSink& sink) const {

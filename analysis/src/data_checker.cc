@@ -50,6 +50,8 @@ class DataChecker : public Checker {
       CheckCollectives(ctx, ci, ranks, tally, sink);
       CheckP2p(ctx, ci, ranks, tally, sink);
     }
+    // Captured wrong sums of calls no sketch check visited stand as they are.
+    for (Finding& f : ctx.TakeAllCaptureWrongSums()) sink.Add(std::move(f));
     tally.EmitNotes(sink);
   }
 
@@ -92,7 +94,9 @@ class DataChecker : public Checker {
       // Outputs verified exactly from captured buffers need no sketch identity.
       if (complete && agree && !ctx.Claimed(ci, seq) && !ctx.CaptureVerified(ci, seq))
         CheckIdentity(m, ci, sk, &o, tally);
-      for (Finding& f : DataFindings(m, o)) sink.Add(std::move(f));
+      const std::optional<Finding> captured = ctx.TakeCaptureWrongSum(ci, seq);
+      for (Finding& f : DataFindings(m, o, captured ? &*captured : nullptr))
+        sink.Add(std::move(f));
     }
   }
 
@@ -156,7 +160,10 @@ class DataChecker : public Checker {
         auto it = recvs.find({src, s.peer, s.pair_seq});
         if (it != recvs.end() && !ctx.CaptureVerified(ci, s.pair_seq, src, s.peer))
           CheckPair(m, ci, ss, *it->second, &o, tally);
-        for (Finding& f : DataFindings(m, o)) sink.Add(std::move(f));
+        const std::optional<Finding> captured =
+            ctx.TakeCaptureWrongSum(ci, s.pair_seq, src, s.peer);
+        for (Finding& f : DataFindings(m, o, captured ? &*captured : nullptr))
+          sink.Add(std::move(f));
       }
     }
   }

@@ -122,12 +122,13 @@ const char* kRaceAdvice =
 
 Finding RaceFinding(const TraceModel& m, const CallDataOutcome& o,
                     const std::vector<const RankDataOutcome*>& racing,
-                    const std::vector<const RankDataOutcome*>& wrong) {
+                    const std::vector<const RankDataOutcome*>& wrong,
+                    const Finding* captured_wrong) {
   Finding f = Base(m, o, FindingKind::kBufferRace);
   f.ranks = RanksOf(racing);
   const std::string call = ShortCall(m.call(racing[0]->call));
   const std::string who = RankList(f.ranks);
-  f.pattern = "race:" + call + (wrong.empty() ? "" : ":wrong");
+  f.pattern = "race:" + call + (wrong.empty() && !captured_wrong ? "" : ":wrong");
   f.short_text = Possessive(f.ranks, "send buffer") + " of " + call +
                  " changed while the collective was in flight";
   const sketch::RaceEvidence& ev = *racing[0]->race;
@@ -139,7 +140,11 @@ Finding RaceFinding(const TraceModel& m, const CallDataOutcome& o,
                                 : std::string()) +
               std::to_string(ev.samples_differing) + " of " + std::to_string(ev.samples_compared) +
               " sampled values differ.";
-  if (!wrong.empty()) {
+  if (captured_wrong) {
+    f.message += " This race explains the wrong result that the buffers captured by `record "
+                 "--capture` prove: " +
+                 captured_wrong->short_text + " (wrong_sum, not reported separately).";
+  } else if (!wrong.empty()) {
     f.message += " This race explains the wrong result: the output on " + RankList(RanksOf(wrong)) +
                  " is not what the sketched inputs combine to (wrong_sum, not reported "
                  "separately)." +
@@ -194,13 +199,15 @@ std::string Sci(double v) {
   return buf;
 }
 
-std::vector<Finding> DataFindings(const TraceModel& m, const CallDataOutcome& o) {
+std::vector<Finding> DataFindings(const TraceModel& m, const CallDataOutcome& o,
+                                  const Finding* captured_wrong) {
   std::vector<const RankDataOutcome*> racing, wrong;
   for (const RankDataOutcome& r : o.ranks) {
     if (r.race) racing.push_back(&r);
     if (Wrong(r)) wrong.push_back(&r);
   }
-  if (!racing.empty()) return {RaceFinding(m, o, racing, wrong)};
+  if (!racing.empty()) return {RaceFinding(m, o, racing, wrong, captured_wrong)};
+  if (captured_wrong) return {*captured_wrong};  // exact, so it stands for the sketches' verdict
   if (!wrong.empty()) return {WrongSumFinding(m, o, wrong)};
   return {};
 }

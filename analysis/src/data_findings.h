@@ -32,7 +32,10 @@ struct CallDataOutcome {
   std::optional<int> peer;  // p2p: the receiving rank
   std::vector<RankDataOutcome> ranks;
 };
-std::vector<Finding> DataFindings(const TraceModel& m, const CallDataOutcome& o);
+// `captured_wrong`: the wrong_sum `record --capture`'s buffers prove for this call, if any
+// (CheckContext::DeferCaptureWrongSum): a race in the call explains it and absorbs it.
+std::vector<Finding> DataFindings(const TraceModel& m, const CallDataOutcome& o,
+                                  const Finding* captured_wrong = nullptr);
 
 // "3.2e+01": numbers in data-check messages (error, tolerance, cosines use fixed 2 digits).
 std::string Sci(double v);

@@ -185,9 +185,10 @@ std::string SuspicionText(float meta_confidence, const std::string& who,
       return buffers + "The sketched data confirm it: " + data.sentence +
              " (cosines of the sampled values). ";
     case DataSwapVerdict::kUninformative:
-      return buffers + "The sketched data cannot tell: the ranks' buffers do not correlate (" +
+      return buffers +
+             "The sketched data cannot tell: the ranks' sampled values are not clearly alike (" +
              data.sentence +
-             "), as they would for data-parallel gradients; replay with "
+             "), as data-parallel gradients of one tensor would be; replay with "
              "`ncclrr replay --order canonical` to be sure. ";
     case DataSwapVerdict::kWeak:
       if (data.confidence >= 0.99)  // significant, but different tensors correlate too
@@ -203,23 +204,6 @@ std::string SuspicionText(float meta_confidence, const std::string& who,
              "sampled values compared across positions, or replay with `ncclrr replay --order "
              "canonical`. ";
   }
-}
-
-}  // namespace
-
-std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e) {
-  const TraceModel& m = sc.ctx.model();
-  const CommModel& c = m.comms()[sc.ci];
-  std::string p = std::to_string(static_cast<int>(e.op.type)) + ":";
-  auto side = [&](int r, const std::vector<uint32_t>& slots) {
-    for (uint32_t s : slots)
-      p += ShortCall(m.call(c.ranks[r].collectives[s].call)) + "#" +
-           std::to_string(sc.ctx.identity().Of(sc.ci, r, s)) + ";";
-  };
-  side(rank, e.slots);
-  p += "|";
-  side(sc.ref, e.ref_slots);
-  return p;
 }
 
 // The least logical-identity confidence of a same-shape mismatch at one position (no reordering)
@@ -249,6 +233,23 @@ bool WeighSuspicion(const SequenceContext& sc, const RawEvent& e, const std::vec
       break;
   }
   return *conf >= sc.ctx.options().swap_confidence_floor;
+}
+
+}  // namespace
+
+std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e) {
+  const TraceModel& m = sc.ctx.model();
+  const CommModel& c = m.comms()[sc.ci];
+  std::string p = std::to_string(static_cast<int>(e.op.type)) + ":";
+  auto side = [&](int r, const std::vector<uint32_t>& slots) {
+    for (uint32_t s : slots)
+      p += ShortCall(m.call(c.ranks[r].collectives[s].call)) + "#" +
+           std::to_string(sc.ctx.identity().Of(sc.ci, r, s)) + ";";
+  };
+  side(rank, e.slots);
+  p += "|";
+  side(sc.ref, e.ref_slots);
+  return p;
 }
 
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
@@ -355,7 +356,6 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       break;
     }
     case AlignOp::kMismatch: {
-      sc.ctx.Claim(sc.ci, e.seq);
       const CallRecord& a = v.Mine(0);
       const CallRecord& b = v.Ref(0);
       f.kind = MismatchKind(a, b);
@@ -369,10 +369,12 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           // not use here. Buffers allocated afresh each step (a compressing comm hook's) do
           // that all the time, and then even the data can look alike across steps by chance:
           // only a buffer that almost always sits beside one tensor makes this a suspicion.
+          // A dropped suspicion claims nothing: the data checks go on checking the position.
           if (v.Confidence() < kMismatchIdentityFloor) return;
           if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
           f.confidence = conf;
         }
+        sc.ctx.Claim(sc.ci, e.seq);
         f.short_text = who + " issued " + my_side + " where " + others + " issued " + ref_side;
         f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
                     others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
@@ -381,6 +383,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         f.message += "Make every rank issue the same tensor at this point.";
         break;
       }
+      sc.ctx.Claim(sc.ci, e.seq);
       switch (f.kind) {
         case FindingKind::kOpMismatch:
           f.short_text = who + " issued " + ApiStr(a) + " where " + others + " issued " + ApiStr(b);

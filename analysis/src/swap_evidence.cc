@@ -49,7 +49,8 @@ uint64_t NearestSeqOf(const SequenceContext& sc, uint32_t t, uint64_t shape, uin
   *found = false;
   for (int64_t d = 0; d <= kNearSlots; ++d)
     for (int64_t k : {mid - d, mid + d}) {
-      if (k < 0 || k >= int64_t(cols.size()) || cols[k].seq == seq) continue;
+      if (k < 0 || k >= int64_t(cols.size()) || cols[k].seq == seq || (d == 0 && k != mid))
+        continue;
       if (ci.ids[sc.ref][k] == t && ci.shapes[sc.ref][k] == shape) {
         *found = true;
         return cols[k].seq;
@@ -83,32 +84,53 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
   // Logical tensors of the reference side, by offset into the run.
   std::vector<uint32_t> ref_ids;
   for (uint32_t s : e.ref_slots) ref_ids.push_back(id.Of(sc.ci, sc.ref, s));
+  // Per moved position, what does not depend on the peer: the deviating rank's sketch and where
+  // the reference side issued the same tensor (agreeing peers issued it there too).
+  struct Moved {
+    size_t i = 0;
+    uint64_t seq = 0, other_seq = 0;
+    bool found = false;
+    const SketchData* mine = nullptr;
+  };
+  std::vector<Moved> moved;
+  for (size_t i = 0; i < mine.size() && i < ref_ids.size(); ++i) {
+    const uint32_t t = id.Of(sc.ci, me, mine[i]);
+    if (t == ref_ids[i]) continue;  // not moved
+    Moved mv;
+    mv.i = i;
+    mv.seq = e.seq + i;
+    mv.mine = SendSketch(m, c.ranks[me], mv.seq);
+    if (!mv.mine) continue;
+    const auto j = std::find(ref_ids.begin(), ref_ids.end(), t) - ref_ids.begin();
+    mv.found = size_t(j) < ref_ids.size();
+    mv.other_seq = mv.found
+                       ? e.ref_seq + size_t(j)
+                       : NearestSeqOf(sc, t, id.comm(sc.ci).shapes[me][mine[i]], mv.seq, &mv.found);
+    moved.push_back(mv);
+  }
   std::vector<Position> seen;
   std::vector<sketch::Similarity> same_only;  // positions whose tensor the peer never issued near
   int same_only_peer = -1;
   for (int peer : peers) {
-    for (size_t i = 0; i < mine.size() && i < ref_ids.size(); ++i) {
-      const uint32_t t = id.Of(sc.ci, me, mine[i]);
-      if (t == ref_ids[i]) continue;  // not moved
+    for (const Moved& mv : moved) {
+      const SketchData* same = SendSketch(m, c.ranks[peer], e.ref_seq + mv.i);
+      if (!same) continue;
+      if (!mv.found) {
+        const sketch::Similarity s = sketch::SampleCosine(*mv.mine, *same);
+        if (s.valid) {
+          same_only.push_back(s);
+          same_only_peer = peer;
+        }
+        continue;
+      }
+      const SketchData* other = SendSketch(m, c.ranks[peer], mv.other_seq);
+      if (!other) continue;  // the other position was not sketched: it says nothing
       Position p;
       p.rank = me;
       p.peer = peer;
-      p.seq = e.seq + i;
-      const auto j = std::find(ref_ids.begin(), ref_ids.end(), t) - ref_ids.begin();
-      bool found = size_t(j) < ref_ids.size();
-      p.other_seq = found ? e.ref_seq + size_t(j)
-                          : NearestSeqOf(sc, t, id.comm(sc.ci).shapes[me][mine[i]], p.seq, &found);
-      const SketchData* a = SendSketch(m, c.ranks[me], p.seq);
-      const SketchData* same = SendSketch(m, c.ranks[peer], e.ref_seq + i);
-      if (!a || !same) continue;
-      const SketchData* other = found ? SendSketch(m, c.ranks[peer], p.other_seq) : nullptr;
-      if (!other) {
-        const sketch::Similarity s = sketch::SampleCosine(*a, *same);
-        if (s.valid) same_only.push_back(s);
-        same_only_peer = peer;
-        continue;
-      }
-      p.ev = sketch::AssessSwap(*a, *same, *other);
+      p.seq = mv.seq;
+      p.other_seq = mv.other_seq;
+      p.ev = sketch::AssessSwap(*mv.mine, *same, *other);
       if (p.ev.same.valid && p.ev.other.valid) seen.push_back(p);
     }
     if (!seen.empty() || !same_only.empty()) break;  // one peer with sketches is enough

@@ -23,7 +23,7 @@ class Backend {
   // Waits for the stream; false (with `error` set) when NCCL reported an error on `comms`.
   virtual bool Sync(cudaStream_t s, const std::vector<ncclComm_t>& comms, std::string* error) = 0;
   // Copies `bytes` from one device buffer into another on a second stream, concurrently with
-  // the work of the rank's own stream; returns without waiting for the copy.
+  // the work of the rank's own stream.
   virtual void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) = 0;
   // True when RacyWrite can block until the rank's collective in flight completes: CUDA, where
   // a copy issued while an NCCL kernel waits for its peers spun until the kernel finished (2x

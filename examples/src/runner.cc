@@ -149,7 +149,8 @@ class Runner {
     Heartbeat();
   }
 
-  // One thread per rank; barriers keep steps aligned and order the injected race.
+  // One thread per rank; barriers keep steps aligned and, on the host NCCL, order the injected
+  // race (the write lands before the peers issue).
   void RunThreads() {
     std::barrier sync_point(opt_.ranks);
     std::atomic<long> step_wrong{0};

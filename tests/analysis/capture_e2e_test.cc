@@ -147,6 +147,16 @@ TEST_F(CaptureE2e, SendRaceIsAnExactWrongSum) {
   EXPECT_THAT(replay.out, HasSubstr("reproduced the recorded outputs: no"));
 }
 
+TEST_F(CaptureE2e, WithSketchesTheRaceExplainsTheCapturedWrongSumInOneFinding) {
+  RecordExample("t", "--sketch --capture 16M", "send-race");
+  const ShellResult r = Ncclrr("check --stable " + Trace("t"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("error[buffer_race]"));
+  EXPECT_THAT(r.out, HasSubstr("`record --capture` prove"));
+  EXPECT_THAT(r.out, Not(HasSubstr("error[wrong_sum]")));
+  EXPECT_THAT(r.out, HasSubstr("1 finding"));
+}
+
 TEST_F(CaptureE2e, ACorruptedOutputIsFoundAtItsElement) {
   ASSERT_EQ(RecordExample("t", "--capture 16M", "clean", 1).code, 0);
   const TraceFile t = Load("t");

@@ -193,6 +193,15 @@ SyntheticScript Swap(bool buffers_only, bool independent) {
   });
 }
 
+// Rank 1 reduces its second same-size tensor's buffer twice in step 3 (seq 14): the buffer it
+// always passes at seq 4k+1 stands at 4k+2 once, and its data are that tensor's.
+SyntheticScript DuplicateTensor() {
+  return Steps(2, 8, [](int step, DataStep& d) {
+    if (step != 3) return;
+    d.tensor_at = [](int p, int pos) { return p == 1 && pos == 2 ? 2 : pos + 1; };
+  });
+}
+
 // A buffer allocated afresh every step, as a compressing comm hook's (fp16_compress_hook): the
 // second call of each step takes one of five same-size buffers, chosen differently on each rank,
 // so a rank's buffer sits beside the other's buffers at random. The data do not correlate across
@@ -279,6 +288,7 @@ const std::vector<Scenario>& SketchScenarios() {
       {"sketch_swap_uncorrelated", [] { return Swap(false, true); }},
       {"sketch_nonfinite", NonFinite},
       {"sketch_fresh_buffers", FreshBuffers},
+      {"sketch_duplicate_tensor", DuplicateTensor},
       {"sketch_max_op", MaxOp},
       {"sketch_p2p_wrong_copy", P2pWrongCopy},
       {"sketch_scaled_reductions", [] { return ScaledReductions(false); }},

@@ -31,7 +31,7 @@ record() {  # record NAME SCENARIO: trace in $W/t-NAME
 # On CUDA the racing copy mostly lands after NCCL has read the buffer (the driver starts it once
 # the allreduce's kernel ends), so only some runs race: the rate is reported. Every run whose
 # results the program found wrong must be flagged.
-flagged=0 hung=0 runs=0 wrong=0 missed=0 t0=$SECONDS
+flagged=0 hung=0 runs=0 wrong=0 missed=0 broken=0 t0=$SECONDS
 for i in $(seq 1 "$RUNS"); do
   record "race$i" send-race
   runs=$i
@@ -39,16 +39,22 @@ for i in $(seq 1 "$RUNS"); do
   k=$(finding_kinds "$W/t-race$i")
   hit=0
   case " $k" in *buffer_race@*|*wrong_sum@*) flagged=$((flagged + 1)) hit=1 ;; esac
+  keep=0
   if grep -q "^total: #wrong [1-9]" "$W/race$i.log"; then
     wrong=$((wrong + 1))
-    [ "$hit" = 1 ] || missed=$((missed + 1))
+    [ "$hit" = 1 ] || { missed=$((missed + 1)) keep=1; }
+  elif ! grep -q "^total: #wrong 0" "$W/race$i.log" && ! grep -q "#hang" "$W/race$i.log"; then
+    broken=$((broken + 1)) keep=1  # neither a result nor a hang: the program died
   fi
-  [ "$i" -gt 3 ] && [ "$hit" = 0 ] && rm -rf "$W/t-race$i"
+  [ "$i" -gt 3 ] && [ "$keep" = 0 ] && rm -rf "$W/t-race$i"
   if [ "$hung" -ge 3 ]; then say "FAIL send-race: $hung of $i runs hung under --sketch; loop ended"; break; fi
 done
 say "send-race: flagged buffer_race or wrong_sum in $flagged of $runs runs; the program saw wrong" \
-  "results in $wrong, of which $missed unflagged ($BACKEND, $((SECONDS - t0)) s, $hung hung)"
-[ "$hung" -eq 0 ] && [ "$missed" -eq 0 ] || failures=$((failures + 1))
+  "results in $wrong, of which $missed unflagged ($BACKEND, $((SECONDS - t0)) s, $hung hung," \
+  "$broken died)"
+[ "$hung" -eq 0 ] && [ "$missed" -eq 0 ] && [ "$broken" -eq 0 ] || failures=$((failures + 1))
+[ "$wrong" -eq 0 ] && say "WARN send-race: no run computed wrong, so none tested the wrong_sum path"
+
 [ "$BACKEND" = host ] && [ "$flagged" -ne "$runs" ] && failures=$((failures + 1))  # deterministic
 
 record swap swap-same-size
@@ -109,9 +115,11 @@ capture_run() {  # capture_run NAME SCENARIO WANT(regex over kinds; empty: none)
     --backend "$BACKEND" --ranks 2 --steps 4 >"$W/cap-$1.log" 2>&1
   "$N" check "$W/t-cap-$1" >"$W/cap-$1.check.txt" 2>&1
   local want=$3
-  if [ -n "$want" ] && [ "$BACKEND" = nccl ] && ! grep -q "^total: #wrong [1-9]" "$W/cap-$1.log"
-  then
+  if [ -n "$want" ] && [ "$BACKEND" = nccl ] && grep -q "^total: #wrong 0" "$W/cap-$1.log"; then
     want=""  # the write landed after NCCL read the buffer: right results, nothing to flag
+  fi
+  if ! grep -q "^total: #wrong" "$W/cap-$1.log"; then
+    want="NO RESULT"  # the program died or hung: fail
   fi
   set -- "$1" "$2" "$want"
   local k

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -64,6 +65,27 @@ class CheckContext {
   bool CaptureVerified(size_t comm_index, uint64_t seq, int sender = -1, int receiver = -1) const {
     return capture_verified_.count({comm_index, seq, sender, receiver}) != 0;
   }
+  // A wrong_sum the captured buffers prove, held back (when the trace also has sketches) until
+  // the data checks know whether a buffer race explains it: then it becomes part of that
+  // buffer_race finding; otherwise the data checks emit it as it is. Keys as above.
+  void DeferCaptureWrongSum(size_t comm_index, uint64_t seq, int sender, int receiver,
+                            Finding f) {
+    capture_wrong_.emplace(std::make_tuple(comm_index, seq, sender, receiver), std::move(f));
+  }
+  std::optional<Finding> TakeCaptureWrongSum(size_t comm_index, uint64_t seq, int sender = -1,
+                                             int receiver = -1) {
+    auto it = capture_wrong_.find({comm_index, seq, sender, receiver});
+    if (it == capture_wrong_.end()) return std::nullopt;
+    Finding f = std::move(it->second);
+    capture_wrong_.erase(it);
+    return f;
+  }
+  std::vector<Finding> TakeAllCaptureWrongSums() {
+    std::vector<Finding> out;
+    for (auto& [key, f] : capture_wrong_) out.push_back(std::move(f));
+    capture_wrong_.clear();
+    return out;
+  }
   // Ranks whose tail cannot be trusted on a comm (missing or torn file): no hang reported.
   void MarkUntrustedTail(size_t comm_index, int rank) { untrusted_.insert({comm_index, rank}); }
   bool UntrustedTail(size_t comm_index, int rank) const {
@@ -78,6 +100,7 @@ class CheckContext {
   std::set<std::pair<size_t, int>> untrusted_;
   std::map<std::pair<size_t, int>, int64_t> explained_;
   std::set<std::tuple<size_t, uint64_t, int, int>> capture_verified_;
+  std::map<std::tuple<size_t, uint64_t, int, int>, Finding> capture_wrong_;
 };
 
 // Where checkers put what they found. Repeats are grouped after all checkers ran.
