@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "rank_threads.h"
+
 namespace ncclrr::example {
 namespace {
 
@@ -152,24 +154,21 @@ class Runner {
   // One thread per rank; barriers keep steps aligned and, on the host NCCL, order the injected
   // race (the write lands before the peers issue).
   void RunThreads() {
-    std::barrier sync_point(opt_.ranks);
-    std::atomic<long> step_wrong{0};
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < opt_.ranks; ++rank) {
-      threads.emplace_back([&, rank] {
-        Rank& r = ranks_[rank];
-        Init(r, rank);
-        for (int step = 0; step < opt_.steps; ++step) {
+    const int racer = opt_.scenario->race_rank;
+    const bool race = racer >= 0 && racer < opt_.ranks;
+    RunRankThreads(
+        opt_.ranks, opt_.steps, [&](int rank) { Init(ranks_[rank], rank); },
+        [&](int rank, int step, std::barrier<>& sync_point) -> long {
+          Rank& r = ranks_[rank];
           Fill(r, step);
           sync_point.arrive_and_wait();
-          const int racer = opt_.scenario->race_rank;
-          if (racer >= 0 && racer < opt_.ranks && be_.RacyWriteMayWait()) {
+          if (race && be_.RacyWriteMayWait()) {
             // Real NCCL: the write can wait for the allreduce, which waits for every peer, so
             // the peers issue meanwhile and the write lands whenever the GPU lets it: a real
             // race, caught in some runs.
             Issue(r, step);
             if (rank == racer) Race(r);
-          } else if (racer >= 0 && racer < opt_.ranks) {
+          } else if (race) {
             if (rank == racer) {
               Issue(r, step);
               Race(r);
@@ -180,15 +179,10 @@ class Runner {
             Issue(r, step);
           }
           Sync(r, step);
-          step_wrong += Wrong(r, step);
-          sync_point.arrive_and_wait();
-          if (rank == 0) Report(step, step_wrong.exchange(0));
-          sync_point.arrive_and_wait();
-        }
-        Finish(r);
-      });
-    }
-    for (auto& t : threads) t.join();
+          return Wrong(r, step);
+        },
+        [&](int step, long wrong) { Report(step, wrong); },
+        [&](int rank) { Finish(ranks_[rank]); });
   }
 
   // One thread drives every rank with group calls (TensorFlow's NcclManager, nccl-tests -g).

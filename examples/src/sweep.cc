@@ -5,9 +5,9 @@
 #include <barrier>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 #include <vector>
 
+#include "rank_threads.h"
 #include "sweep_data.h"
 
 namespace ncclrr::example {
@@ -313,33 +313,28 @@ class Sweep {
   }
 
   void RunThreads() {
-    std::barrier sync_point(opt_.ranks);
-    std::atomic<long> step_wrong{0};
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < opt_.ranks; ++rank) {
-      threads.emplace_back([&, rank] {
-        SweepRank& r = ranks_[size_t(rank)];
-        Init(r, rank);
-        for (int step = 0; step < opt_.steps; ++step) {
+    RunRankThreads(
+        opt_.ranks, opt_.steps, [&](int rank) { Init(ranks_[size_t(rank)], rank); },
+        [&](int rank, int step, std::barrier<>&) -> long {
+          SweepRank& r = ranks_[size_t(rank)];
           const size_t count = CountOf(step);
-          const std::vector<Case> cases = Cases(step, opt_.ranks, count);
           Alloc(r, count);
-          for (const Case& c : cases) {
+          long wrong = 0;
+          for (const Case& c : Cases(step, opt_.ranks, count)) {
             Fill(r, c, count);
             Issue(r, c, count);
             Sync(r);
-            step_wrong += Verify(r, c, count, step);
+            wrong += Verify(r, c, count, step);
             Heartbeat();
           }
           FreeBuffers(r);
-          sync_point.arrive_and_wait();
-          if (rank == 0) Report(step, count, cases.size(), step_wrong.exchange(0));
-          sync_point.arrive_and_wait();
-        }
-        Finish(r);
-      });
-    }
-    for (auto& t : threads) t.join();
+          return wrong;
+        },
+        [&](int step, long wrong) {
+          const size_t count = CountOf(step);
+          Report(step, count, Cases(step, opt_.ranks, count).size(), wrong);
+        },
+        [&](int rank) { Finish(ranks_[size_t(rank)]); });
   }
 
   void RunGroup() {
