@@ -20,9 +20,9 @@ class DumpCommand : public Command {
   const char* synopsis() const override { return "DIR [--comm ID] [--rank R] [--stable]"; }
   const char* help() const override {
     return "Prints every recorded call (with its data sketches, record --sketch, and captured\n"
-           "buffers, record --capture, indented below it). --comm ID (hex commHash, as printed) and --rank R\n"
-           "filter; --stable leaves out addresses, pids, thread ids and times and orders calls\n"
-           "by (communicator, rank, sequence) so output can be compared across runs.";
+           "buffers, record --capture, indented below it). --comm ID (hex commHash, as printed)\n"
+           "and --rank R filter; --stable leaves out addresses, pids, thread ids and times and\n"
+           "orders calls by (communicator, rank, sequence) so output can be compared across runs.";
   }
   int Run(const std::vector<std::string>& raw) override {
     Args args("dump", raw);

@@ -139,7 +139,7 @@ class CaptureChecker : public Checker {
       }
       ctx.MarkCaptureVerified(ci, seq);
       ++verified_;
-      Report(ctx, ci, seq, {-1, -1}, std::nullopt, ranks, VerifyCaptured(cc), sink);
+      Report(ctx, ci, seq, {-1, -1}, ranks, VerifyCaptured(cc), sink);
     }
   }
 
@@ -188,19 +188,21 @@ class CaptureChecker : public Checker {
         ++verified_;
         std::vector<OutputCheck> checks = VerifyCaptured(cc);
         for (OutputCheck& o : checks) o.rank = s.peer;
-        Report(ctx, ci, s.pair_seq, {src.rank, s.peer}, s.peer, both, checks, sink);
+        Report(ctx, ci, s.pair_seq, {src.rank, s.peer}, both, checks, sink);
       }
     }
   }
 
   // `pair`: (sender, receiver) of a Send/Recv pair, (-1, -1) for a collective.
   static void Report(CheckContext& ctx, size_t ci, uint64_t seq, std::pair<int, int> pair,
-                     std::optional<int> peer, const std::vector<RankBuffers>& ranks,
-                     const std::vector<OutputCheck>& checks, FindingSink& sink) {
+                     const std::vector<RankBuffers>& ranks, const std::vector<OutputCheck>& checks,
+                     FindingSink& sink) {
     std::vector<const OutputCheck*> wrong;
     for (const OutputCheck& o : checks)
       if (o.wrong > 0) wrong.push_back(&o);
     if (wrong.empty()) return;
+    const std::optional<int> peer =
+        pair.second >= 0 ? std::optional<int>(pair.second) : std::nullopt;
     Finding f = CaptureWrongSum(ctx.model(), ci, seq, peer, ranks, checks, wrong);
     if (TraceHasSketches(ctx.model())) {  // a race the sketches show explains it (data checks)
       ctx.DeferCaptureWrongSum(ci, seq, pair.first, pair.second, std::move(f));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "call_sketches.h"
 #include "ncclrr/sketch/race.h"
@@ -34,29 +35,28 @@ struct Position {
 };
 
 // The seq nearest to `seq` (within kNearSlots slots of the reference rank's calls) at which the
-// reference issued tensor `t` with the shape `shape`; 0 with found = false when it did not.
-// A moved tensor of a reordering lies inside the event's window; a buffer seen at one position
-// only (a mismatch) is looked for around it, where the step that issued it most likely is.
-uint64_t NearestSeqOf(const SequenceContext& sc, uint32_t t, uint64_t shape, uint64_t seq,
-                      bool* found) {
+// reference issued tensor `t` with the shape `shape`, if it did. A moved tensor of a reordering
+// lies inside the event's window; a buffer seen at one position only (a mismatch) is looked for
+// around it, where the step that issued it most likely is.
+std::optional<uint64_t> NearestSeqOf(const SequenceContext& sc, uint32_t t, uint64_t shape,
+                                     uint64_t seq) {
   constexpr int64_t kNearSlots = 1024;
   const CommIdentity& ci = sc.ctx.identity().comm(sc.ci);
   const RankView& ref = sc.ctx.model().comms()[sc.ci].ranks[sc.ref];
   const auto& cols = ref.collectives;
-  const auto mid = std::lower_bound(cols.begin(), cols.end(), seq,
-                                    [](const CollectiveSlot& c, uint64_t s) { return c.seq < s; }) -
-                   cols.begin();
-  *found = false;
-  for (int64_t d = 0; d <= kNearSlots; ++d)
-    for (int64_t k : {mid - d, mid + d}) {
-      if (k < 0 || k >= int64_t(cols.size()) || cols[k].seq == seq || (d == 0 && k != mid))
-        continue;
-      if (ci.ids[sc.ref][k] == t && ci.shapes[sc.ref][k] == shape) {
-        *found = true;
-        return cols[k].seq;
-      }
-    }
-  return 0;
+  const int64_t mid =
+      std::lower_bound(cols.begin(), cols.end(), seq,
+                       [](const CollectiveSlot& c, uint64_t s) { return c.seq < s; }) -
+      cols.begin();
+  auto holds = [&](int64_t k) {
+    return k >= 0 && k < int64_t(cols.size()) && cols[k].seq != seq && ci.ids[sc.ref][k] == t &&
+           ci.shapes[sc.ref][k] == shape;
+  };
+  for (int64_t d = 0; d <= kNearSlots; ++d) {
+    if (holds(mid - d)) return cols[mid - d].seq;
+    if (d > 0 && holds(mid + d)) return cols[mid + d].seq;
+  }
+  return std::nullopt;
 }
 
 std::string Sentence(const Position& p) {
@@ -88,8 +88,8 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
   // the reference side issued the same tensor (agreeing peers issued it there too).
   struct Moved {
     size_t i = 0;
-    uint64_t seq = 0, other_seq = 0;
-    bool found = false;
+    uint64_t seq = 0;
+    std::optional<uint64_t> other_seq;  // none: the peer side never issued the tensor near
     const SketchData* mine = nullptr;
   };
   std::vector<Moved> moved;
@@ -102,10 +102,9 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
     mv.mine = SendSketch(m, c.ranks[me], mv.seq);
     if (!mv.mine) continue;
     const auto j = std::find(ref_ids.begin(), ref_ids.end(), t) - ref_ids.begin();
-    mv.found = size_t(j) < ref_ids.size();
-    mv.other_seq = mv.found
+    mv.other_seq = size_t(j) < ref_ids.size()
                        ? e.ref_seq + size_t(j)
-                       : NearestSeqOf(sc, t, id.comm(sc.ci).shapes[me][mine[i]], mv.seq, &mv.found);
+                       : NearestSeqOf(sc, t, id.comm(sc.ci).shapes[me][mine[i]], mv.seq);
     moved.push_back(mv);
   }
   std::vector<Position> seen;
@@ -115,7 +114,7 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
     for (const Moved& mv : moved) {
       const SketchData* same = SendSketch(m, c.ranks[peer], e.ref_seq + mv.i);
       if (!same) continue;
-      if (!mv.found) {
+      if (!mv.other_seq) {
         const sketch::Similarity s = sketch::SampleCosine(*mv.mine, *same);
         if (s.valid) {
           same_only.push_back(s);
@@ -123,13 +122,13 @@ DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent
         }
         continue;
       }
-      const SketchData* other = SendSketch(m, c.ranks[peer], mv.other_seq);
+      const SketchData* other = SendSketch(m, c.ranks[peer], *mv.other_seq);
       if (!other) continue;  // the other position was not sketched: it says nothing
       Position p;
       p.rank = me;
       p.peer = peer;
       p.seq = mv.seq;
-      p.other_seq = mv.other_seq;
+      p.other_seq = *mv.other_seq;
       p.ev = sketch::AssessSwap(*mv.mine, *same, *other);
       if (p.ev.same.valid && p.ev.other.valid) seen.push_back(p);
     }

@@ -45,7 +45,8 @@ constexpr const char* kReasonText[kReasons] = {
     "calls of a forked child were not captured",
 };
 
-// Steps per communicator rank (ranks of one comm may share a process): a new one begins when the rank issues its first collective again.
+// Steps per communicator rank (ranks of one comm may share a process): a new one begins when the
+// rank issues its first collective again.
 struct StepState {
   bool have_first = false;
   uint16_t api = 0;

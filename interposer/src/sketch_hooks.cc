@@ -253,7 +253,6 @@ void SketchAsyncError(ncclComm_t comm, ncclResult_t value) {
 }
 
 void PrepareDataPathsBeforeCommInit() {
-  if (!g_sketch_on) return;
   if (GetConfig().sketch != 0 && g_backend == Backend::kDevice) PrepareDeviceSketches();
   if (CapturesOn()) PrepareCapturesBeforeCommInit();
 }

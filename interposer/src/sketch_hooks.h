@@ -35,10 +35,10 @@ void SketchGroupEndBefore();
 void SketchGroupEndAfter(ncclResult_t result);
 // ncclCommGetAsyncError saw `value` for `comm`: after-halves parked on it go (or are dropped).
 void SketchAsyncError(ncclComm_t comm, ncclResult_t value);
-// Before a communicator is created on this thread's device: the GPU sketch context and capture
-// staging are allocated now. Allocating pinned or device memory at the first call instead can
-// wait for another GPU's NCCL kernel, which waits for this thread: a hang (2×H200, one thread
-// per GPU, send-race under --sketch hung at the first allreduce every time).
+// Before a communicator is created on this thread's device (record --sketch or --capture): the
+// GPU sketch context and capture staging are allocated now. Allocating pinned or device memory
+// at the first call instead can wait for the GPU's work to finish, and with one thread per GPU
+// that work can be another GPU's NCCL kernel waiting for this thread.
 void PrepareDataPathsBeforeCommInit();
 
 }  // namespace ncclrr::interpose

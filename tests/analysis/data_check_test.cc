@@ -115,7 +115,8 @@ TEST(DataChecks, BuffersAllocatedAfreshEachStepAreNoSwap) {
 TEST(DataChecks, ATensorPassedTwiceAtOnePositionIsASuspectedSwapTheDataConfirm) {
   const Checked c = CheckScenario("sketch_duplicate_tensor");
   ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
-  const analysis::Finding& f = Expect(c, 0, FindingKind::kSuspectedSwap, 14, {0, 1});  // a tie: both
+  const analysis::Finding& f =
+      Expect(c, 0, FindingKind::kSuspectedSwap, 14, {0, 1});  // a tie: both
   ASSERT_TRUE(f.confidence);
   EXPECT_GT(*f.confidence, 0.99);
   EXPECT_TRUE(Has(f.message, "rank 1's seq 14 looks like rank 0's seq 13 (")) << f.message;
