@@ -22,13 +22,17 @@ class Backend {
   virtual void FreeStream(cudaStream_t s) = 0;
   // Waits for the stream; false (with `error` set) when NCCL reported an error on `comms`.
   virtual bool Sync(cudaStream_t s, const std::vector<ncclComm_t>& comms, std::string* error) = 0;
-  // Copies `bytes` from one device buffer into another on a second stream, concurrently with
-  // the work of the rank's own stream.
-  virtual void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) = 0;
-  // True when RacyWrite can block until the rank's collective in flight completes: CUDA, where
-  // a copy issued while an NCCL kernel waits for its peers spun until the kernel finished (2x
-  // H200, CUDA 13, NCCL 2.28), so the peers must not wait for the write before issuing.
-  virtual bool RacyWriteMayWait() const = 0;
+  // send-race: copies `bytes` from `src` over `dst`, the send buffer of the rank's collective on
+  // `stream`, from a second stream `side`, so that the write races the collective. Called right
+  // after issuing the collective, or right before it when RaceQueuedBeforeIssue().
+  virtual void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t stream,
+                         cudaStream_t side) = 0;
+  // CUDA: true. A copy issued while an NCCL kernel waits for its peers spun on the host until the
+  // kernel finished (2x H200, CUDA 13, NCCL 2.28), so it always landed after NCCL had read the
+  // buffer; queued before the call, behind a random delay, it lands before, during or after
+  // NCCL's reads, run by run, and the peers must not wait for it before issuing.
+  // The host NCCL: false; the write lands before the peers issue, deterministically.
+  virtual bool RaceQueuedBeforeIssue() const = 0;
 };
 
 // The host NCCL's backend, or null with `error` set when the loaded libnccl.so.2 is another one.

@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <random>
+
 #include "backend.h"
 
 namespace ncclrr::example {
@@ -18,10 +21,24 @@ struct CudaRt {
   int (*StreamCreate)(cudaStream_t*);
   int (*StreamDestroy)(cudaStream_t);
   int (*StreamQuery)(cudaStream_t);
+  int (*EventCreateWithFlags)(void**, unsigned);
+  int (*EventRecord)(void*, cudaStream_t);
+  int (*EventDestroy)(void*);
+  int (*StreamWaitEvent)(cudaStream_t, void*, unsigned);
+  int (*LaunchHostFunc)(cudaStream_t, void (*)(void*), void*);
   const char* (*GetErrorString)(int);
 };
 
 constexpr int kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3, kNotReady = 600;
+constexpr unsigned kEventDisableTiming = 2;
+
+// send-race's delay before the racing copy, in microseconds, drawn per write: long enough that
+// the copy starts after the sketch ncclrr queues before the call (a 16 MB read takes ~10 us), short
+// enough to fall inside a 16 MB allreduce over NVLink (~100 us) often.
+constexpr int kRaceDelayMinUs = 40, kRaceDelayMaxUs = 240;
+
+// Runs on CUDA's host-callback thread: holds the side stream for the delay it was given.
+void SleepOnStream(void* us) { usleep(useconds_t(reinterpret_cast<uintptr_t>(us))); }
 
 template <typename F>
 bool Load(void* h, const char* name, F* f) {
@@ -71,14 +88,26 @@ class CudaBackend : public Backend {
       usleep(50);
     }
   }
-  void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t side) override {
+  // Queued before the call: after the rank's earlier work on `stream` (the buffer's fill) and a
+  // random delay, the copy runs on `side` while the collective is in flight.
+  void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t stream,
+                 cudaStream_t side) override {
+    void* filled = nullptr;
+    if (rt_.EventCreateWithFlags(&filled, kEventDisableTiming) == 0) {
+      rt_.EventRecord(filled, stream);
+      rt_.StreamWaitEvent(side, filled, 0);
+      rt_.EventDestroy(filled);  // released once the wait is satisfied
+    }
+    const auto us = uintptr_t(kRaceDelayMinUs + random_() % (kRaceDelayMaxUs - kRaceDelayMinUs));
+    rt_.LaunchHostFunc(side, SleepOnStream, reinterpret_cast<void*>(us));
     rt_.MemcpyAsync(dst, src, bytes, kDeviceToDevice, side);
   }
-  bool RacyWriteMayWait() const override { return true; }
+  bool RaceQueuedBeforeIssue() const override { return true; }
 
  private:
   CudaRt rt_;
   int devices_;
+  std::minstd_rand random_{std::random_device{}()};  // one racing rank uses it
 };
 
 }  // namespace
@@ -105,6 +134,11 @@ std::unique_ptr<Backend> MakeCudaBackend(std::string* error) {
       !Load(h, "cudaStreamCreate", &rt.StreamCreate) ||
       !Load(h, "cudaStreamDestroy", &rt.StreamDestroy) ||
       !Load(h, "cudaStreamQuery", &rt.StreamQuery) ||
+      !Load(h, "cudaEventCreateWithFlags", &rt.EventCreateWithFlags) ||
+      !Load(h, "cudaEventRecord", &rt.EventRecord) ||
+      !Load(h, "cudaEventDestroy", &rt.EventDestroy) ||
+      !Load(h, "cudaStreamWaitEvent", &rt.StreamWaitEvent) ||
+      !Load(h, "cudaLaunchHostFunc", &rt.LaunchHostFunc) ||
       !Load(h, "cudaGetErrorString", &rt.GetErrorString)) {
     *error = "libcudart lacks a needed symbol";
     return nullptr;

@@ -31,10 +31,10 @@ class HostBackend : public Backend {
   }
   // The host NCCL reads a send buffer only once every rank has issued the call, so a write made
   // now (before the peers issue theirs) always lands first: the race, made deterministic.
-  void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t) override {
+  void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t, cudaStream_t) override {
     std::memcpy(dst, src, bytes);
   }
-  bool RacyWriteMayWait() const override { return false; }
+  bool RaceQueuedBeforeIssue() const override { return false; }
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
 // ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] [--group]
+//                        [--race-elems N]
 //
 // Small NCCL programs with the bug classes ncclrr explains. Exit 0: every result right; 1: #wrong
 // > 0; 2: usage or setup error; 3: hang (an NCCL error, or the 20 s watchdog).
@@ -26,7 +27,7 @@ namespace {
 int Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] "
-               "[--group]\nscenarios: %s\n",
+               "[--group] [--race-elems N]\nscenarios: %s\n",
                msg, (ScenarioNames() + ", sweep").c_str());
   return 2;
 }
@@ -86,11 +87,13 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--group") {
       opt.group = true;
-    } else if (a == "--ranks" || a == "--steps" || a == "--backend") {
+    } else if (a == "--ranks" || a == "--steps" || a == "--backend" || a == "--race-elems") {
       const char* v = value();
       if (v == nullptr) return Usage(("missing value for " + a).c_str());
       if (a == "--backend")
         backend = v;
+      else if (a == "--race-elems")
+        opt.race_elems = size_t(std::strtoull(v, nullptr, 10));
       else
         (a == "--ranks" ? opt.ranks : opt.steps) = std::atoi(v);
     } else {
@@ -98,6 +101,8 @@ int main(int argc, char** argv) {
     }
   }
   if (opt.ranks < 1 || opt.steps < 1) return Usage("--ranks must be >= 1 and --steps >= 1");
+  if (opt.race_elems > 0 && opt.scenario->race_rank < 0)
+    return Usage("--race-elems applies to send-race only");
   if (backend != "host" && backend != "nccl") return Usage("--backend must be host or nccl");
   if (backend == "nccl" && LoadedHostNccl()) return ReexecWithRealNccl(argv);
 

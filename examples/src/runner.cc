@@ -41,7 +41,9 @@ struct Rank {
 
 class Runner {
  public:
-  Runner(const Options& opt, Backend& be) : opt_(opt), be_(be), ranks_(opt.ranks) {
+  Runner(const Options& opt, Backend& be)
+      : opt_(opt), be_(be), ranks_(opt.ranks), tensors_(opt.scenario->tensors) {
+    if (opt.race_elems > 0) tensors_[0].count = opt.race_elems;
     ids_.resize(opt.scenario->comms);
     for (auto& id : ids_) ncclGetUniqueId(&id);
   }
@@ -55,14 +57,14 @@ class Runner {
     }
     r.stream = be_.NewStream();
     r.side = be_.NewStream();
-    for (const TensorSpec& t : opt_.scenario->tensors) {
+    for (const TensorSpec& t : tensors_) {
       r.send.push_back(be_.Alloc(t.count * sizeof(float)));
       r.recv.push_back(be_.Alloc(t.count * sizeof(float)));
     }
     if (rank == opt_.scenario->race_rank) {
       // Filled now, while nothing is in flight: the race is a device-to-device copy (no
       // staging of pageable host memory).
-      const size_t n = opt_.scenario->tensors[0].count;
+      const size_t n = tensors_[0].count;
       r.race_src = be_.Alloc(n * sizeof(float));
       r.host.assign(n, 1000.0f);
       be_.ToDevice(r.race_src, r.host.data(), n * sizeof(float));
@@ -70,7 +72,7 @@ class Runner {
   }
 
   void Fill(Rank& r, int step) {
-    const auto& ts = opt_.scenario->tensors;
+    const auto& ts = tensors_;
     for (size_t t = 0; t < ts.size(); ++t) {
       r.host.resize(ts[t].count);
       for (size_t i = 0; i < ts[t].count; ++i) r.host[i] = InputValue(int(t), step, r.rank, i);
@@ -85,7 +87,8 @@ class Runner {
     bool p2p = false;
     for (const Call& c : calls) p2p |= c.op == Call::kSend || c.op == Call::kRecv;
     if (p2p) ncclGroupStart();  // sends and receives of one step must be grouped
-    for (const Call& c : calls) {
+    for (Call c : calls) {
+      if (c.tensor == 0 && opt_.race_elems > 0) c.count = opt_.race_elems;
       ncclComm_t comm = r.comms[c.comm];
       ncclResult_t res = ncclSuccess;
       switch (c.op) {
@@ -109,10 +112,16 @@ class Runner {
     if (p2p) Check(ncclGroupEnd(), "ncclGroupEnd", r.rank);
   }
 
-  // send-race: the racing rank overwrites tensor 0's send buffer right after issuing.
+  // send-race: the racing rank overwrites tensor 0's send buffer while its allreduce runs.
   void Race(Rank& r) {
-    const size_t n = opt_.scenario->tensors[0].count;
-    be_.RacyWrite(r.send[0], r.race_src, n * sizeof(float), r.side);
+    be_.RacyWrite(r.send[0], r.race_src, tensors_[0].count * sizeof(float), r.stream, r.side);
+  }
+  // Issues the step's calls, with the racing write queued before or after them as the backend
+  // needs (backend.h).
+  void IssueRacing(Rank& r, int step) {
+    if (be_.RaceQueuedBeforeIssue()) Race(r);
+    Issue(r, step);
+    if (!be_.RaceQueuedBeforeIssue()) Race(r);
   }
 
   void Sync(Rank& r, int step) {
@@ -124,7 +133,7 @@ class Runner {
 
   long Wrong(Rank& r, int step) {
     long wrong = 0;
-    const auto& ts = opt_.scenario->tensors;
+    const auto& ts = tensors_;
     for (size_t t = 0; t < ts.size(); ++t) {
       r.host.resize(ts[t].count);
       be_.ToHost(r.host.data(), r.recv[t], ts[t].count * sizeof(float));
@@ -162,19 +171,14 @@ class Runner {
           Rank& r = ranks_[rank];
           Fill(r, step);
           sync_point.arrive_and_wait();
-          if (race && be_.RacyWriteMayWait()) {
-            // Real NCCL: the write can wait for the allreduce, which waits for every peer, so
-            // the peers issue meanwhile and the write lands whenever the GPU lets it: a real
-            // race, caught in some runs.
-            Issue(r, step);
-            if (rank == racer) Race(r);
-          } else if (race) {
-            if (rank == racer) {
-              Issue(r, step);
-              Race(r);
-            }
+          if (race && !be_.RaceQueuedBeforeIssue()) {
+            if (rank == racer) IssueRacing(r, step);
             sync_point.arrive_and_wait();  // peers issue only after the write
             if (rank != racer) Issue(r, step);
+          } else if (rank == racer) {
+            // Real NCCL: the write is queued behind a delay and every rank issues at once; it
+            // lands whenever the GPU runs it: a real race, caught in some runs.
+            IssueRacing(r, step);
           } else {
             Issue(r, step);
           }
@@ -195,8 +199,10 @@ class Runner {
       ncclGroupStart();
       for (Rank& r : ranks_) {
         be_.SetDevice(r.rank);
-        Issue(r, step);
-        if (r.rank == opt_.scenario->race_rank) Race(r);
+        if (r.rank == opt_.scenario->race_rank)
+          IssueRacing(r, step);
+        else
+          Issue(r, step);
       }
       Check(ncclGroupEnd(), "ncclGroupEnd", 0);
       long wrong = 0;
@@ -213,6 +219,7 @@ class Runner {
   const Options& opt_;
   Backend& be_;
   std::vector<Rank> ranks_;
+  std::vector<TensorSpec> tensors_;  // the scenario's, with --race-elems applied
   std::vector<ncclUniqueId> ids_;
   long total_ = 0;
 };

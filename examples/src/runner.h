@@ -12,6 +12,9 @@ struct Options {
   int ranks = 2;
   int steps = 4;
   bool group = false;
+  // send-race: elements of the raced tensor (0: the scenario's 1024). On a GPU a larger tensor
+  // keeps NCCL reading long enough for the racing write to land mid-call.
+  size_t race_elems = 0;
 };
 
 // Returns the exit code: 0 all right, 1 wrong results. A hang (NCCL error or the watchdog) ends

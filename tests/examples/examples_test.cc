@@ -73,9 +73,18 @@ TEST(ExampleRuns, ManyRanks) {
   EXPECT_EQ(RunExample("send-race --ranks 4 --group").code, 1);
 }
 
+// --race-elems resizes the raced tensor: its every element is overwritten on the racing rank, so
+// every rank's sum of it is wrong (2 ranks x 5000 per step); the other tensors stay right.
+TEST(ExampleRuns, RaceElemsResizesTheRacedTensor) {
+  const Result r = RunExample("send-race --race-elems 5000 --steps 2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, ::testing::HasSubstr("step 0: #wrong 10000\nstep 1: #wrong 10000\n"));
+}
+
 TEST(ExampleRuns, UsageErrors) {
   EXPECT_EQ(RunExample("no-such-scenario").code, 2);
   EXPECT_EQ(RunExample("clean --ranks 0").code, 2);
+  EXPECT_EQ(RunExample("clean --race-elems 5000").code, 2);
 }
 
 }  // namespace

@@ -21,19 +21,24 @@ EX=$BUILD/bin/ncclrr-example
 RUNS=${RUNS:-50}
 failures=0
 say() { echo "$*" | tee -a "$W/summary.log"; }
-record() {  # record NAME SCENARIO: trace in $W/t-NAME
-  timeout -k 5 120 "$N" record --sketch -o "$W/t-$1" -- "$EX" "$2" --backend "$BACKEND" --ranks 2 \
-    --steps 4 >"$W/$1.log" 2>&1
+record() {  # record NAME SCENARIO [EXAMPLE ARGS...]: trace in $W/t-NAME
+  local name=$1 scenario=$2
+  shift 2
+  timeout -k 5 120 "$N" record --sketch -o "$W/t-$name" -- "$EX" "$scenario" --backend "$BACKEND" \
+    --ranks 2 --steps 4 "$@" >"$W/$name.log" 2>&1
 }
 
 # The example's watchdog prints #hang when a run stops making progress: send-race never should.
 # Three hung runs end the loop (each costs the watchdog's 20 s), so the later steps still run.
-# On CUDA the racing copy mostly lands after NCCL has read the buffer (the driver starts it once
-# the allreduce's kernel ends), so only some runs race: the rate is reported. Every run whose
-# results the program found wrong must be flagged.
+# On CUDA the racing copy is queued before the call behind a random 40-240 us delay and the raced
+# tensor is 16 MB (NCCL reads it for ~100 us), so the write lands before, during or after NCCL's
+# reads, run by run: the rate is reported. Every run whose results the program found wrong must
+# be flagged.
+RACE_ARGS=()
+[ "$BACKEND" = nccl ] && RACE_ARGS=(--race-elems $((4 << 20)))
 flagged=0 hung=0 runs=0 wrong=0 missed=0 broken=0 t0=$SECONDS
 for i in $(seq 1 "$RUNS"); do
-  record "race$i" send-race
+  record "race$i" send-race "${RACE_ARGS[@]}"
   runs=$i
   grep -q "#hang" "$W/race$i.log" && hung=$((hung + 1))
   k=$(finding_kinds "$W/t-race$i")

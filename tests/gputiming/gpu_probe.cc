@@ -4,7 +4,7 @@
 //
 //   ncclrr-gputiming-probe [--timing none|auto|cupti|events] [--mode group|threads|graph|
 //       nonblocking] [--iters N] [--warmup N] [--count FLOATS] [--foreign-cupti AT]
-//       [--trace DIR] [--job-subscribes]
+//       [--trace DIR] [--job-subscribes] [--all-api]
 //
 // Prints one line of key=value results. Exit 0 when every call that should have a GPU time got
 // exactly the right number of plausible ones (start <= end, not before the call was issued, not
@@ -37,6 +37,7 @@ struct Options {
   std::string timing = "auto", mode = "group", trace;
   int iters = 2000, warmup = 200, foreign_at = -1;
   bool job_subscribes = false;  // the job holds CUPTI's subscriber slot before ncclrr starts
+  bool all_api = false;  // CUPTI records every API call, as for a job with a context at start
   size_t count = 2;
 };
 
@@ -161,6 +162,8 @@ Options Parse(int argc, char** argv) {
       o.trace = next();
     else if (a == "--job-subscribes")
       o.job_subscribes = true;
+    else if (a == "--all-api")
+      o.all_api = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       std::exit(2);
@@ -199,6 +202,7 @@ int main(int argc, char** argv) {
   if (opt.timing != "none") {
     GpuTimerOptions to;
     to.choice = SourceChoiceFromString(opt.timing);
+    to.all_api_records = opt.all_api;
     to.sink = [](const GpuTimeRecord& r) {
       {
         std::lock_guard<std::mutex> lock(g_mu);
