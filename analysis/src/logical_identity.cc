@@ -1,6 +1,7 @@
 #include "ncclrr/analysis/logical_identity.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -100,6 +101,7 @@ void FromCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
       auto [it, added] = ids.try_emplace(site, static_cast<uint32_t>(ids.size()));
       out->ids[r.rank][k] = it->second;
       out->confidence[r.rank][k] = 1.0f;
+      out->support[r.rank][k] = kCertainSupport;
     }
   out->tensors = static_cast<uint32_t>(ids.size());
 }
@@ -180,6 +182,7 @@ void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const Ra
     }
     out->ids[r.rank][k] = id;
     out->confidence[r.rank][k] = conf;
+    out->support[r.rank][k] = occurrences[key];
   }
 }
 
@@ -194,6 +197,7 @@ void FromBuffers(const std::vector<std::vector<uint64_t>>& keys, const CommModel
     ref_tensor[k] = tensor_of_key.FindOrInsert(keys[ref.rank][k], fresh);
     out->ids[ref.rank][k] = ref_tensor[k];
     out->confidence[ref.rank][k] = 1.0f;
+    out->support[ref.rank][k] = kCertainSupport;
   }
   out->tensors = static_cast<uint32_t>(tensor_of_key.size());
   ParallelFor(c.ranks.size(), threads, [&](size_t i) {
@@ -213,9 +217,11 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
     CommIdentity& out = li.comms_[ci];
     out.ids.resize(c.ranks.size());
     out.confidence.resize(c.ranks.size());
+    out.support.resize(c.ranks.size());
     for (const RankView& r : c.ranks) {
       out.ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
       out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
+      out.support[r.rank].assign(r.collectives.size(), 0);
     }
     if (c.ranks.empty()) continue;
     // Threads pay off only for big communicators.
@@ -261,6 +267,21 @@ float LogicalIdentity::Confidence(size_t comm_index, int rank, size_t slot) cons
   const auto& c = comms_[comm_index].confidence;
   if (rank < 0 || static_cast<size_t>(rank) >= c.size() || slot >= c[rank].size()) return 0;
   return c[rank][slot];
+}
+
+float LogicalIdentity::ConfidenceLowerBound(size_t comm_index, int rank, size_t slot) const {
+  const float p = Confidence(comm_index, rank, slot);
+  const auto& support = comms_[comm_index].support;
+  if (rank < 0 || static_cast<size_t>(rank) >= support.size() || slot >= support[rank].size())
+    return 0;
+  const uint32_t n = support[rank][slot];
+  if (n == kCertainSupport) return p;
+  if (n == 0) return 0;
+  constexpr double kZ = 1.645;  // one-sided 95%
+  const double z2n = kZ * kZ / n;
+  const double center = p + z2n / 2;
+  const double margin = kZ * std::sqrt(p * (1 - p) / n + z2n / (4 * n));
+  return static_cast<float>(std::max(0.0, (center - margin) / (1 + z2n)));
 }
 
 }  // namespace ncclrr::analysis

@@ -71,6 +71,16 @@ class EventView {
     return conf;
   }
 
+  // The same over ConfidenceLowerBound: what the confidence is worth given how often the
+  // buffers were seen.
+  float ConfidenceLowerBound() const {
+    float conf = 1.0f;
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        conf = std::min(conf, sc_.ctx.identity().ConfidenceLowerBound(sc_.ci, e_.ranks[i], s));
+    return conf;
+  }
+
   int64_t FirstTime() const {
     int64_t t = INT64_MAX;
     for (size_t i = 0; i < e_.ranks.size(); ++i)
@@ -372,6 +382,13 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           // A dropped suspicion claims nothing: the data checks go on checking the position.
           if (v.Confidence() < kMismatchIdentityFloor) return;
           if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
+          // Unless the data confirm it, the buffers must have been seen often enough for the
+          // floor to hold at 95%: a fresh buffer seen 4 times, 3 of them at one position, is
+          // an allocator's choice, not a tensor's place (a 1000-step AMP job with a compressing
+          // hook gave two such errors).
+          if (data.kind != DataSwapVerdict::kConfirmed &&
+              v.ConfidenceLowerBound() < kMismatchIdentityFloor)
+            return;
           f.confidence = conf;
         }
         sc.ctx.Claim(sc.ci, e.seq);

@@ -112,6 +112,20 @@ TEST(DataChecks, BuffersAllocatedAfreshEachStepAreNoSwap) {
   EXPECT_TRUE(c.report.findings.empty()) << c.text;
 }
 
+TEST(DataChecks, ABufferSeenAFewTimesIsNoSwapWhenTheDataCannotTell) {
+  const Checked c = CheckScenario("sketch_reused_buffers");
+  EXPECT_TRUE(c.report.findings.empty()) << c.text;
+}
+
+TEST(DataChecks, ABufferSeenOftenStaysASuspicionWhenTheDataCannotTell) {
+  const Checked c = CheckScenario("sketch_duplicate_uncorrelated");
+  ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
+  const analysis::Finding& f = Expect(c, 0, FindingKind::kSuspectedSwap, 82, {0, 1});  // a tie: both
+  ASSERT_TRUE(f.confidence);
+  EXPECT_NEAR(*f.confidence, 40.0 / 41.0, 1e-6);
+  EXPECT_TRUE(Has(f.message, "The sketched data cannot tell")) << f.message;
+}
+
 TEST(DataChecks, ATensorPassedTwiceAtOnePositionIsASuspectedSwapTheDataConfirm) {
   const Checked c = CheckScenario("sketch_duplicate_tensor");
   ASSERT_EQ(c.report.findings.size(), 1u) << c.text;

@@ -219,6 +219,35 @@ SyntheticScript FreshBuffers() {
   });
 }
 
+// A caching allocator handing out six same-size buffers in turn, the way a compressing comm
+// hook's fresh buffers come back: each buffer sits at position 1 every sixth step, on both ranks
+// alike, except that rank 1 takes step 8's buffer early, in step 7. That buffer is then seen 5
+// times, 4 of them beside one tensor of rank 0 (0.8): too few sightings to call step 7 a swap
+// when the data (unrelated across ranks) cannot tell.
+SyntheticScript ReusedBuffers() {
+  return Steps(2, 24, [](int step, DataStep& d) {
+    d.counts = {3000, 2000, 2000, 2000, 2000, 2000, 2000};
+    d.positions = 2;
+    d.independent = true;
+    d.tensor_at = [step](int p, int pos) {
+      if (pos == 0) return 1;
+      return 2 + (p == 1 && step == 7 ? 8 : step) % 6;
+    };
+    d.data_at = [](int, int pos) { return pos + 1; };
+  });
+}
+
+// Persistent buffers over 40 steps with data unrelated across ranks; in step 20 rank 1 passes
+// its position-1 buffer again at position 2. That buffer sat at position 1 in 40 of its 41
+// sightings: the buffers alone make the suspicion, which the data cannot settle.
+SyntheticScript DuplicateTensorUncorrelated() {
+  return Steps(2, 40, [](int step, DataStep& d) {
+    d.independent = true;
+    if (step != 20) return;
+    d.tensor_at = [](int p, int pos) { return p == 1 && pos == 2 ? 2 : pos + 1; };
+  });
+}
+
 // AMP-style overflow: an Inf gradient on rank 0 and a NaN on rank 1 in step 1.
 SyntheticScript NonFinite() {
   return Steps(2, 3, [](int step, DataStep& d) {
@@ -289,6 +318,8 @@ const std::vector<Scenario>& SketchScenarios() {
       {"sketch_nonfinite", NonFinite},
       {"sketch_fresh_buffers", FreshBuffers},
       {"sketch_duplicate_tensor", DuplicateTensor},
+      {"sketch_reused_buffers", ReusedBuffers},
+      {"sketch_duplicate_uncorrelated", DuplicateTensorUncorrelated},
       {"sketch_max_op", MaxOp},
       {"sketch_p2p_wrong_copy", P2pWrongCopy},
       {"sketch_scaled_reductions", [] { return ScaledReductions(false); }},
