@@ -10,6 +10,10 @@
 //    written with `launch` = the replay's number. Once nothing can launch the graph any more
 //    (DeviceSketchGraphGone, from cuda_graphs.cc) its slots are read one last time and given
 //    back after the launches seen have published.
+//  * Beside the call: an out-of-place call's large send side (SketchJob::beside_call) is sketched
+//    on a side stream that starts where the call's stream is, so the kernel reads the buffer
+//    while NCCL does; once the call is forwarded, its stream waits for that kernel
+//    (JoinDeviceSketchesBesideCall), so nothing after the call can overwrite the buffer under it.
 //  * fork: the child gets a fresh poller state; a child of a process that had created the
 //    sketcher has no usable CUDA context (CUDA does not survive fork), so its calls are skipped.
 #include <pthread.h>
@@ -124,9 +128,13 @@ void Poller() {
   }
 }
 
+// Sketches of this thread that run beside the call being made, until it is forwarded.
+thread_local std::vector<SketchDevice::Fork> t_forks;
+
 // Enqueues the parts of `jobs` (all on one stream) in launches of up to 16 parts; the parts of
-// one job are never split across launches. Slots go to the poller.
-void EnqueueOnStream(const std::vector<const SketchJob*>& jobs) {
+// one job are never split across launches; `beside`: on a side stream (t_forks). Slots go to
+// the poller.
+void EnqueueOnStream(const std::vector<const SketchJob*>& jobs, bool beside = false) {
   constexpr size_t kMaxParts = 16;  // SketchDevice::Enqueue's limit
   uint64_t graph = 0;
   if (jobs.front()->captured && GraphsActive()) graph = QueryCapture(jobs.front()->stream).graph;
@@ -139,7 +147,10 @@ void EnqueueOnStream(const std::vector<const SketchJob*>& jobs) {
       parts += size_t(jobs[last]->n);
       ++last;
     }
-    auto slots = g_device->Enqueue(jobs.front()->stream, requests);
+    SketchDevice::Fork fork;
+    auto slots = beside ? g_device->EnqueueForked(jobs.front()->stream, requests, &fork)
+                        : g_device->Enqueue(jobs.front()->stream, requests);
+    if (!fork.empty()) t_forks.push_back(fork);
     if (!slots.ok()) {
       const std::string& why = slots.status().message();
       for (size_t j = first; j < last; ++j)
@@ -190,7 +201,13 @@ void PrepareDeviceSketches() {
 void DeviceSketch(const SketchJob& job) {
   if (job.empty()) return;
   if (t_batch != nullptr) return t_batch->push_back(job);
-  EnqueueOnStream({&job});
+  EnqueueOnStream({&job}, job.beside_call);
+}
+
+void JoinDeviceSketchesBesideCall() {
+  if (t_forks.empty()) return;
+  for (const SketchDevice::Fork& f : t_forks) g_device->JoinFork(f);
+  t_forks.clear();
 }
 
 DeviceSketchBatch::DeviceSketchBatch() {

@@ -49,6 +49,23 @@ SketchPart Part(const void* data, const sketch::BlockLayout& layout, SketchMode 
   return p;
 }
 
+// Below this many bytes the two events of a side stream cost more host time than running the
+// send sketch beside the call saves.
+constexpr uint64_t kBesideCallMinBytes = 1 << 20;
+
+// True when the call only reads its send buffer (out of place, the ranges apart) and that is
+// large enough to be worth sketching beside the call.
+bool SendOnlyRead(const CallRecord& rec, const sketch::BlockLayout& send_layout,
+                  const std::optional<sketch::BlockLayout>& recv_layout) {
+  if (rec.capture == 1 || (rec.flags & call_flags::kInPlace) != 0) return false;
+  const uint64_t size = DtypeSize(rec.dtype);
+  const uint64_t send = rec.sendbuff, send_end = send + send_layout.total() * size;
+  if (send_end - send < kBesideCallMinBytes) return false;
+  if (!recv_layout || recv_layout->total() == 0) return true;
+  const uint64_t recv = rec.recvbuff, recv_end = recv + recv_layout->total() * size;
+  return send_end <= recv || recv_end <= send;
+}
+
 // Plans both sketch halves of a call from its record; false (counted) when it cannot be planned.
 bool PlanSketchHalves(const CallRecord& rec, const CommState& cs, Halves* h) {
   const Api api = static_cast<Api>(rec.api);
@@ -72,10 +89,12 @@ bool PlanSketchHalves(const CallRecord& rec, const CommState& cs, Halves* h) {
     job->device = cs.device.load();
     job->captured = rec.capture == 1;
   }
-  if (plan->send && plan->send->total() > 0)
+  if (plan->send && plan->send->total() > 0) {
     h->before.Add(Part(send, *plan->send,
                        plan->send_race ? SketchMode::kFullAndRace : SketchMode::kFull,
                        SketchWhich::kSendBefore, SketchWhich::kSendBeforeSample));
+    h->before.beside_call = SendOnlyRead(rec, *plan->send, plan->recv);
+  }
   if ((rec.flags & call_flags::kScalarOnDevice) != 0) {
     const PreMulOp* op = cs.FindPreMul(rec.op);
     if (op != nullptr && op->device_scalar != nullptr) {
@@ -202,6 +221,7 @@ void SketchBeforeCall(CallBuilder& call) {
 }
 
 void SketchAfterCall(const CallRecord& rec, ncclResult_t result) {
+  if (g_backend == Backend::kDevice) JoinDeviceSketchesBesideCall();
   ThreadSketches& t = t_sketches;
   if (t.armed_uid == 0 || t.armed_uid != rec.uid) return;
   t.armed_uid = 0;

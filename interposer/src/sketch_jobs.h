@@ -27,6 +27,9 @@ struct SketchJob {
   void* stream = nullptr;  // the call's cudaStream_t
   int device = -1;         // the communicator's device (the host NCCL's null stream needs it)
   bool captured = false;   // the call is being captured into a CUDA graph
+  // The call only reads these buffers (an out-of-place call's large send side): on a GPU the
+  // sketches run on a side stream beside the call, joined once it is enqueued.
+  bool beside_call = false;
   int n = 0;
   SketchPart parts[kMaxParts];
   bool empty() const { return n == 0; }
@@ -54,6 +57,9 @@ bool DeviceSketchesAvailable();  // SketchDevice::Create succeeded (tried once, 
 void PrepareDeviceSketches();
 void DeviceSketch(const SketchJob& job);
 void DeviceSketchAtExit();  // a last poll of the slots in flight, within a short wait
+// After the call is forwarded: the call's stream waits for this thread's sketches that ran
+// beside it (SketchJob::beside_call), if any.
+void JoinDeviceSketchesBesideCall();
 // While one is alive on a thread, that thread's DeviceSketch calls are held and enqueued when
 // it ends, fused: up to 16 parts per launch per stream (the halves of one NCCL group). Nested
 // batches join the outermost one.

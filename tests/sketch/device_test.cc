@@ -127,6 +127,71 @@ TEST_F(FakeDriver, ResultsEqualTheHostAndFusedDtypesLaunchOncePerDtype) {
   EXPECT_FALSE(dev_->Poll((*slots)[0]).ok());  // released after its result was read
 }
 
+std::string TakeOps() {
+  char buf[4096];
+  Control<void (*)(char*, int)>("fake_cuda_take_ops")(buf, sizeof(buf));
+  return buf;
+}
+
+std::string Hex(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+// EnqueueForked: an event marks where the caller's stream is, a side stream waits for it and
+// takes the launch, the same event then marks the launch's end, and JoinFork makes the caller's
+// stream wait for it. A second fork from the same stream reuses the side stream and the event.
+TEST_F(FakeDriver, AForkRunsOnASideStreamBetweenTwoMarksOfOneEvent) {
+  const auto a = Floats(70000, 3);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 70000, 1, 0, 0};
+  r.mode = SketchMode::kFullAndRace;
+  void* const user = reinterpret_cast<void*>(0x7000);
+  ASSERT_TRUE(dev_->Prepare(user).ok());
+  TakeOps();
+  std::string side_seen;
+  for (int round = 0; round < 2; ++round) {
+    SketchDevice::Fork fork;
+    auto slots = dev_->EnqueueForked(user, {{a.data(), r}}, &fork);
+    ASSERT_TRUE(slots.ok()) << slots.status().message();
+    ASSERT_FALSE(fork.empty());
+    EXPECT_EQ(fork.stream, user);
+    dev_->JoinFork(fork);
+    const std::string ops = TakeOps(), e = Hex(fork.done), u = Hex(user);
+    // "record E U;wait S E;launch S;record E S;wait U E" for some side stream S.
+    const std::string head = "record " + e + " " + u + ";wait ";
+    ASSERT_EQ(ops.compare(0, head.size(), head), 0) << ops;
+    const std::string side = ops.substr(head.size(), ops.find(' ', head.size()) - head.size());
+    EXPECT_NE(side, u);
+    EXPECT_EQ(ops, head + side + " " + e + ";launch " + side + ";record " + e + " " + side +
+                       ";wait " + u + " " + e);
+    if (round == 1) {
+      EXPECT_EQ(side, side_seen);  // one side stream per caller stream
+    }
+    side_seen = side;
+    auto got = dev_->Poll((*slots)[0]);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);
+  }
+}
+
+// A capturing stream keeps its sketches (they become part of the graph): no fork.
+TEST_F(FakeDriver, ACapturingStreamIsNotForked) {
+  const auto a = Floats(1000, 4);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), 1000, 1, 0, 0};
+  SketchDevice::Fork fork;
+  TakeOps();
+  auto slots = dev_->EnqueueForked(kCapturingStream, {{a.data(), r}}, &fork);
+  ASSERT_TRUE(slots.ok()) << slots.status().message();
+  EXPECT_TRUE(fork.empty());
+  EXPECT_EQ(TakeOps(), "launch " + Hex(kCapturingStream));
+  dev_->JoinFork(fork);
+  EXPECT_EQ(TakeOps(), "");
+  dev_->Release((*slots)[0], 0);
+}
+
 // The interposer prepares a device's context before NCCL creates a communicator: the first
 // Enqueue then loads and allocates nothing (those calls can wait for other GPUs' kernels).
 TEST(SketchDevicePrepare, PreparedContextIsNotSetUpAgainAtTheFirstEnqueue) {

@@ -8,8 +8,11 @@
 //   set-up waiting for the GPU would) until fake_cuda_set_gate(0), and fake_cuda_gate_waiters()
 //   says how many are held. The stream kOtherContextStream belongs to a second context.
 //   fake_cuda_fail_pushes(n): the next n cuCtxPushCurrent calls fail.
+//   fake_cuda_take_ops(buf, size): the stream operations since the last take, "launch S",
+//   "record E S" and "wait S E" joined by ';' (streams and events as hex handles).
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -39,6 +42,8 @@ struct State {
   int gate = 0;          // under mu
   int gate_waiters = 0;  // under mu
   int fail_pushes = 0;   // under mu
+  std::string ops;       // under mu
+  uintptr_t next_stream = 0x3000, next_event = 0x4000;  // under mu
 };
 State& S() {
   static State s;
@@ -52,6 +57,16 @@ void PassGate(int which) {
   ++s.gate_waiters;
   s.gate_cv.wait(lock, [&] { return s.gate != which; });
   --s.gate_waiters;
+}
+
+// Under mu.
+void Op(const std::string& what, const void* a, const void* b = nullptr) {
+  char text[96];
+  if (b)
+    std::snprintf(text, sizeof(text), "%s %p %p", what.c_str(), a, b);
+  else
+    std::snprintf(text, sizeof(text), "%s %p", what.c_str(), a);
+  S().ops += (S().ops.empty() ? "" : ";") + std::string(text);
 }
 
 }  // namespace
@@ -111,6 +126,7 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   ++s.launches;
+  Op("launch", stream);
   if (uintptr_t(stream) == kCapturingStream)
     s.graph.push_back(launch);
   else if (s.deferred)
@@ -128,9 +144,28 @@ CUresult cuMemsetD8Async(unsigned long long p, unsigned char v, size_t n, void*)
   std::memset(reinterpret_cast<void*>(p), v, n);
   return 0;
 }
-CUresult cuStreamCreate(void** s, unsigned) { return *s = reinterpret_cast<void*>(0x3000), 0; }
+CUresult cuStreamCreate(void** s, unsigned) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  *s = reinterpret_cast<void*>(S().next_stream++);
+  return 0;
+}
 CUresult cuStreamSynchronize(void*) { return 0; }
 CUresult cuStreamDestroy_v2(void*) { return 0; }
+CUresult cuEventCreate(void** e, unsigned) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  *e = reinterpret_cast<void*>(S().next_event++);
+  return 0;
+}
+CUresult cuEventRecord(void* e, void* stream) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  Op("record", e, stream);
+  return 0;
+}
+CUresult cuStreamWaitEvent(void* stream, void* e, unsigned) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  Op("wait", stream, e);
+  return 0;
+}
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
   *p = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
   return 0;
@@ -174,6 +209,11 @@ int fake_cuda_gate_waiters() {
 void fake_cuda_fail_pushes(int n) {
   std::lock_guard<std::mutex> lock(S().mu);
   S().fail_pushes = n;
+}
+void fake_cuda_take_ops(char* buf, int size) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  std::snprintf(buf, size_t(size), "%s", S().ops.c_str());
+  S().ops.clear();
 }
 int fake_cuda_launches() { return S().launches; }
 int fake_cuda_module_loads() { return S().module_loads; }

@@ -49,6 +49,9 @@ StatusOr<Driver> LoadDriver(const std::string& path) {
       Resolve(d.handle, "cuStreamCreate", d.StreamCreate) &&
       Resolve(d.handle, "cuStreamSynchronize", d.StreamSynchronize) &&
       Resolve(d.handle, "cuStreamDestroy_v2", d.StreamDestroy) &&
+      Resolve(d.handle, "cuEventCreate", d.EventCreate) &&
+      Resolve(d.handle, "cuEventRecord", d.EventRecord) &&
+      Resolve(d.handle, "cuStreamWaitEvent", d.StreamWaitEvent) &&
       Resolve(d.handle, "cuMemHostAlloc", d.MemHostAlloc) &&
       Resolve(d.handle, "cuMemFreeHost", d.MemFreeHost) &&
       Resolve(d.handle, "cuMemHostGetDevicePointer_v2", d.MemHostGetDevicePointer) &&

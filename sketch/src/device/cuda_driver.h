@@ -17,6 +17,7 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 
 inline constexpr CUresult kSuccess = 0;
 inline constexpr CUresult kErrorNoDevice = 100;
@@ -24,6 +25,7 @@ inline constexpr CUresult kErrorNoBinaryForGpu = 209;
 inline constexpr unsigned kHostAllocPortable = 0x01;
 inline constexpr unsigned kHostAllocDeviceMap = 0x02;
 inline constexpr unsigned kStreamNonBlocking = 0x1;
+inline constexpr unsigned kEventDisableTiming = 0x2;
 inline constexpr int kCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 inline constexpr int kCaptureStatusNone = 0;   // CU_STREAM_CAPTURE_STATUS_*
 inline constexpr int kCaptureStatusActive = 1;
@@ -52,6 +54,9 @@ struct Driver {
   CUresult (*StreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*StreamSynchronize)(CUstream) = nullptr;
   CUresult (*StreamDestroy)(CUstream) = nullptr;
+  CUresult (*EventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
   CUresult (*MemHostAlloc)(void**, size_t, unsigned) = nullptr;
   CUresult (*MemFreeHost)(void*) = nullptr;
   CUresult (*MemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;

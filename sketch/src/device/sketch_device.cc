@@ -28,6 +28,12 @@ struct Slot {
   kabi::Job host_view{};  // the job with host pointers, for reading results
 };
 
+// A caller stream's side stream, for EnqueueForked.
+struct SideStream {
+  cu::CUstream user = nullptr, side = nullptr;
+};
+inline constexpr size_t kMaxSideStreams = 32;  // per context; more streams are not forked
+
 struct Context {
   cu::CUcontext ctx = nullptr;
   cu::CUmodule module = nullptr;
@@ -36,6 +42,8 @@ struct Context {
   uint8_t* pinned = nullptr;
   int device = -1, cc_major = 0, cc_minor = 0;
   std::vector<Slot> slots;
+  std::vector<SideStream> sides;         // under fork_mu
+  std::vector<cu::CUevent> free_events;  // under fork_mu
 };
 
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -51,6 +59,7 @@ struct SketchDevice::Impl {
   // kernel waiting for another thread's call, would stop that thread's sketches (and the poller,
   // and the exit's last poll) at this lock: a deadlock. `init_mu` serializes set-ups.
   std::mutex mu, init_mu;
+  std::mutex fork_mu;  // side streams and events; held only across calls that do not wait
   std::vector<std::unique_ptr<Context>> contexts;  // grows under init_mu and mu; never shrinks
   size_t off_main = 0, off_race = 0, off_samples = 0, slot_bytes = 0, scratch_bytes = 0;
 
@@ -63,6 +72,9 @@ struct SketchDevice::Impl {
   }
   void FillJob(Context& c, uint32_t s, const void* data, kabi::Job& dev, kabi::Job& host);
   int AcquireSlot(Context& c);
+  // EnqueueForked's side stream for `user` and an event, or false when out of either.
+  bool ForkResources(Context& c, cu::CUstream user, cu::CUstream* side, cu::CUevent* event);
+  void GiveEvent(Context& c, cu::CUevent e);
   Status CheckRequest(const DeviceSketchRequest& r, kabi::Job& job) const;
 };
 
@@ -192,6 +204,91 @@ Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, kabi::Job&
   if (!r.data && r.request.layout.total() > 0)
     return InvalidArgument("sketch: null data pointer for a non-empty buffer");
   return Status::Ok();
+}
+
+bool SketchDevice::Impl::ForkResources(Context& c, cu::CUstream user, cu::CUstream* side,
+                                       cu::CUevent* event) {
+  std::lock_guard<std::mutex> lock(fork_mu);
+  *side = nullptr;
+  for (const SideStream& s : c.sides)
+    if (s.user == user) *side = s.side;
+  cu::CUcontext popped;
+  if (d.CtxPushCurrent(c.ctx) != cu::kSuccess) return false;
+  if (*side == nullptr && c.sides.size() < kMaxSideStreams &&
+      d.StreamCreate(side, cu::kStreamNonBlocking) == cu::kSuccess)
+    c.sides.push_back({user, *side});
+  *event = nullptr;
+  if (*side != nullptr) {
+    if (!c.free_events.empty()) {
+      *event = c.free_events.back();
+      c.free_events.pop_back();
+    } else if (d.EventCreate(event, cu::kEventDisableTiming) != cu::kSuccess) {
+      *event = nullptr;
+    }
+  }
+  d.CtxPopCurrent(&popped);
+  return *side != nullptr && *event != nullptr;
+}
+
+void SketchDevice::Impl::GiveEvent(Context& c, cu::CUevent e) {
+  std::lock_guard<std::mutex> lock(fork_mu);
+  c.free_events.push_back(e);  // reusable at once: a wait takes the event's state when enqueued
+}
+
+StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::EnqueueForked(
+    void* stream_ptr, const std::vector<DeviceSketchRequest>& requests, Fork* fork) {
+  Impl& m = *impl_;
+  *fork = Fork{};
+  auto stream = static_cast<cu::CUstream>(stream_ptr);
+  int capture = cu::kCaptureStatusNone;
+  if (m.d.StreamIsCapturing(stream, &capture) != cu::kSuccess ||
+      capture != cu::kCaptureStatusNone)
+    return Enqueue(stream_ptr, requests);  // Enqueue says what is wrong, or joins the graph
+  Context* c = nullptr;
+  uint32_t ci = 0;
+  {
+    std::unique_lock<std::mutex> lock(m.mu);
+    auto found = m.ContextFor(stream, lock);
+    if (!found.ok()) return found.status();
+    ci = *found;
+    c = m.contexts[ci].get();
+  }
+  cu::CUstream side = nullptr;
+  cu::CUevent event = nullptr;
+  if (!m.ForkResources(*c, stream, &side, &event)) {
+    if (event != nullptr) m.GiveEvent(*c, event);
+    return Enqueue(stream_ptr, requests);
+  }
+  // The side stream starts where `stream` is now; the same event then marks the sketches' end.
+  if (m.d.EventRecord(event, stream) != cu::kSuccess ||
+      m.d.StreamWaitEvent(side, event, 0) != cu::kSuccess) {
+    m.GiveEvent(*c, event);
+    return Enqueue(stream_ptr, requests);
+  }
+  auto ids = Enqueue(side, requests);
+  // Recording on a stream that just took a launch does not fail short of a broken context,
+  // where nothing more runs anyway: then the fork is left unjoined.
+  if (!ids.ok() || m.d.EventRecord(event, side) != cu::kSuccess) {
+    m.GiveEvent(*c, event);
+    return ids;
+  }
+  fork->stream = stream_ptr;
+  fork->done = event;
+  fork->context = ci;
+  return ids;
+}
+
+void SketchDevice::JoinFork(const Fork& fork) {
+  if (fork.empty()) return;
+  Impl& m = *impl_;
+  auto event = static_cast<cu::CUevent>(fork.done);
+  m.d.StreamWaitEvent(static_cast<cu::CUstream>(fork.stream), event, 0);
+  Context* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    c = m.contexts[fork.context].get();
+  }
+  m.GiveEvent(*c, event);
 }
 
 Status SketchDevice::Prepare(void* stream) {

@@ -1,7 +1,8 @@
 // GPU acceptance of the sketch kernels (run by tests/gpu/sketch_gpu.sh on a GPU machine):
 //  1. SketchDevice equals SketchHost bit for bit: every datatype, 1 / 7 / 4096 / 4097 / 1 M /
 //     64 M elements, full+race and race-only modes, misaligned and multi-block buffers.
-//  2. Stream order: a sketch enqueued between two memsets sees the first one only.
+//  2. Stream order: a sketch enqueued between two memsets sees the first one only; so does a
+//     forked one (EnqueueForked/JoinFork), with other work between it and the second memset.
 //  3. Graph capture: sketches captured into a graph (first use of the context inside the
 //     capture; a plain and a fused launch; a slot reused after plain launches) report every
 //     replay with the data of that replay, numbered from 1; a released captured slot is reused.
@@ -229,6 +230,43 @@ void StreamOrder(SketchDevice& dev, cudaStream_t stream) {
   CUDA_OK(cudaFree(buf));
 }
 
+// A forked sketch starts where the stream is (after the 0x11 fill), runs beside the stream's
+// next work (a copy of another 64 MB buffer) and is joined before the 0x3c fill: it must equal
+// the host sketch of the 0x11 bytes, and the fork must have used a side stream.
+void ForkedStreamOrder(SketchDevice& dev, cudaStream_t stream) {
+  const uint64_t n = 1 << 24;
+  uint8_t *buf = nullptr, *a = nullptr, *b = nullptr;
+  CUDA_OK(cudaMalloc(&buf, n * 4));
+  CUDA_OK(cudaMalloc(&a, n * 4));
+  CUDA_OK(cudaMalloc(&b, n * 4));
+  CUDA_OK(cudaMemsetAsync(buf, 0, n * 4, stream));
+  CUDA_OK(cudaMemsetAsync(buf, 0x11, n * 4, stream));
+  SketchRequest req;
+  req.layout.dtype = uint8_t(Dtype::kFloat32);
+  req.layout.block_count = n;
+  req.mode = SketchMode::kFullAndRace;
+  SketchDevice::Fork fork;
+  auto slots = dev.EnqueueForked(stream, {{buf, req}}, &fork);
+  CUDA_OK(cudaMemcpyAsync(b, a, n * 4, cudaMemcpyDeviceToDevice, stream));  // beside the sketch
+  dev.JoinFork(fork);
+  CUDA_OK(cudaMemsetAsync(buf, 0x3c, n * 4, stream));  // after the join: must not be seen
+  auto got = slots.ok() ? Wait(dev, (*slots)[0]) : std::nullopt;
+  const std::vector<uint8_t> bytes(n * 4, 0x11);
+  const auto host = SketchHost(bytes.data(), req);
+  std::string why = slots.ok() ? "no result" : slots.status().message();
+  const bool same = got.has_value() && SameResult(host.value(), got->result, &why);
+  const bool ok = same && !fork.empty();
+  Log("%s forked stream order: %s\n", ok ? "PASS" : "FAIL",
+      ok     ? "the side-stream sketch saw the data of its point in the stream"
+      : same ? "right result, but the fork fell back to the stream itself"
+             : why.c_str());
+  g_failures += !ok;
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaFree(buf));
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(b));
+}
+
 // Checks one replay's result of a captured slot against the host sketch of `data`; `stale`
 // (may be null) is the previous replay's data, named when the device saw it instead.
 bool CheckReplay(SketchDevice& dev, SketchDevice::SlotId slot, const SketchRequest& req,
@@ -448,6 +486,7 @@ int main(int argc, char** argv) {
       prop.multiProcessorCount);
   BitExactness(**dev, stream, quick);
   StreamOrder(**dev, stream);
+  ForkedStreamOrder(**dev, stream);
   GraphCapture(**dev, stream);
   FusedLaunch(**dev, stream);
   Log("%s (%d failures); %s\n", g_failures ? "FAILED" : "ALL BIT-EXACT CHECKS PASSED", g_failures,

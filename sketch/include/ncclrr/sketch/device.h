@@ -9,6 +9,9 @@
 //    order is the only synchronization (no event, no cudaStreamSynchronize, no host callback).
 //    The kernel reads the buffer when the stream reaches it, so a sketch enqueued before a
 //    collective on the collective's stream sees the data the collective reads.
+//  * EnqueueForked is the one exception: the kernels run on a side stream that waits for the
+//    caller's stream (an event), beside what the caller enqueues next, until JoinFork makes the
+//    caller's stream wait for them (another event). Never a host wait either.
 //  * Results land in pinned, host-mapped slots written by the kernel's last CTA, with a
 //    completion flag the host polls (Poll never blocks).
 //  * First use of a CUDA context loads the module and allocates the slots under relaxed
@@ -64,6 +67,25 @@ class SketchDevice {
   // the options, when no slot is free, or when the stream's capture was invalidated.
   StatusOr<std::vector<SlotId>> Enqueue(void* stream,
                                         const std::vector<DeviceSketchRequest>& requests);
+
+  // What JoinFork needs; empty (nothing to join) when the sketches went on the stream itself.
+  struct Fork {
+    void* stream = nullptr;  // the caller's
+    void* done = nullptr;    // CUevent recorded on the side stream after the sketches
+    uint32_t context = 0;
+    bool empty() const { return done == nullptr; }
+  };
+  // Like Enqueue, but the kernels run on a side stream of this context (one per caller stream)
+  // that first waits for `stream`'s work so far: they read the buffers at this point of
+  // `stream`, concurrently with what the caller enqueues on it next, which must only read them
+  // (an out-of-place collective's send buffer). Call JoinFork once that work is enqueued and
+  // before anything that may write the buffers. A capturing stream, or a context out of side
+  // streams (32) or events, gets the sketches on `stream` itself and an empty `fork`.
+  StatusOr<std::vector<SlotId>> EnqueueForked(void* stream,
+                                              const std::vector<DeviceSketchRequest>& requests,
+                                              Fork* fork);
+  // Makes the fork's stream wait for its sketches (no-op for an empty fork).
+  void JoinFork(const Fork& fork);
 
   // Sets up `stream`'s context now (0: the thread's current one): loads the kernels, allocates
   // device scratch and pinned slots. Those calls can wait for every GPU's work to finish, which
