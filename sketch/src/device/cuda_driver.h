@@ -31,6 +31,7 @@ inline constexpr int kCaptureStatusNone = 0;   // CU_STREAM_CAPTURE_STATUS_*
 inline constexpr int kCaptureStatusActive = 1;
 inline constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_*
 inline constexpr int kAttrComputeCapabilityMinor = 76;
+inline constexpr int kAttrMultiprocessorCount = 16;
 
 struct Driver {
   void* handle = nullptr;

@@ -4,6 +4,7 @@
 // Poll reads what the last CTA published (kernel_body.h, FinishJob).
 #include "ncclrr/sketch/device.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -40,7 +41,7 @@ struct Context {
   cu::CUfunction fn[kNumDtypes] = {};
   cu::CUdeviceptr scratch = 0, control = 0, pinned_dev = 0;
   uint8_t* pinned = nullptr;
-  int device = -1, cc_major = 0, cc_minor = 0;
+  int device = -1, cc_major = 0, cc_minor = 0, sms = 0;
   std::vector<Slot> slots;
   std::vector<SideStream> sides;         // under fork_mu
   std::vector<cu::CUevent> free_events;  // under fork_mu
@@ -72,10 +73,14 @@ struct SketchDevice::Impl {
   }
   void FillJob(Context& c, uint32_t s, const void* data, kabi::Job& dev, kabi::Job& host);
   int AcquireSlot(Context& c);
+  // SketchDevice::Enqueue with at most `max_tiles` CTAs per sketch.
+  StatusOr<std::vector<SlotId>> EnqueueOn(void* stream,
+                                          const std::vector<DeviceSketchRequest>& requests,
+                                          uint32_t max_tiles);
   // EnqueueForked's side stream for `user` and an event, or false when out of either.
   bool ForkResources(Context& c, cu::CUstream user, cu::CUstream* side, cu::CUevent* event);
   void GiveEvent(Context& c, cu::CUevent e);
-  Status CheckRequest(const DeviceSketchRequest& r, kabi::Job& job) const;
+  Status CheckRequest(const DeviceSketchRequest& r, uint32_t max_tiles, kabi::Job& job) const;
 };
 
 Status SketchDevice::Impl::InitContext(Context& c) {
@@ -91,6 +96,7 @@ Status SketchDevice::Impl::InitContext(Context& c) {
   d.CtxGetDevice(&c.device);
   d.DeviceGetAttribute(&c.cc_major, cu::kAttrComputeCapabilityMajor, c.device);
   d.DeviceGetAttribute(&c.cc_minor, cu::kAttrComputeCapabilityMinor, c.device);
+  d.DeviceGetAttribute(&c.sms, cu::kAttrMultiprocessorCount, c.device);
   size_t image_size = 0;
   const unsigned char* image = SketchFatbin(&image_size);
   r = d.ModuleLoadData(&c.module, image);
@@ -191,12 +197,13 @@ void SketchDevice::Impl::FillJob(Context& c, uint32_t s, const void* data, kabi:
   host.out_samples = reinterpret_cast<double*>(c.pinned + base + off_samples);
 }
 
-Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, kabi::Job& job) const {
+Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, uint32_t max_tiles,
+                                        kabi::Job& job) const {
   if (r.request.layout.nblocks > opt.max_blocks)
     return InvalidArgument("sketch: " + std::to_string(r.request.layout.nblocks) +
                            " blocks exceed the " + std::to_string(opt.max_blocks) +
                            " of SketchDeviceOptions::max_blocks; split the request");
-  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, opt.max_tiles, job));
+  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, max_tiles, job));
   if (JobSampleSlots(job) > opt.max_samples)
     return InvalidArgument("sketch: " + std::to_string(JobSampleSlots(job)) +
                            " samples exceed SketchDeviceOptions::max_samples (" +
@@ -265,7 +272,12 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::EnqueueForked(
     m.GiveEvent(*c, event);
     return Enqueue(stream_ptr, requests);
   }
-  auto ids = Enqueue(side, requests);
+  // At most half the GPU's SMs (one CTA each), so that the collective's CTAs find SMs free
+  // while the sketch runs: a grid of many waves would hold every SM until it is done, and the
+  // collective would run after it instead of beside it. Tiles only regroup chunks: the result
+  // is the same.
+  const uint32_t cap = std::max<uint32_t>(m.opt.max_blocks, uint32_t(c->sms) / 2);
+  auto ids = m.EnqueueOn(side, requests, std::min(m.opt.max_tiles, cap));
   // Recording on a stream that just took a launch does not fail short of a broken context,
   // where nothing more runs anyway: then the fork is left unjoined.
   if (!ids.ok() || m.d.EventRecord(event, side) != cu::kSuccess) {
@@ -299,13 +311,18 @@ Status SketchDevice::Prepare(void* stream) {
 
 StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
     void* stream_ptr, const std::vector<DeviceSketchRequest>& requests) {
-  Impl& m = *impl_;
+  return impl_->EnqueueOn(stream_ptr, requests, impl_->opt.max_tiles);
+}
+
+StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Impl::EnqueueOn(
+    void* stream_ptr, const std::vector<DeviceSketchRequest>& requests, uint32_t max_tiles) {
+  Impl& m = *this;
   if (requests.empty() || requests.size() > size_t(kabi::kMaxJobs))
     return InvalidArgument("sketch: 1 to " + std::to_string(kabi::kMaxJobs) +
                            " sketches per Enqueue, got " + std::to_string(requests.size()));
   std::vector<kabi::Job> jobs(requests.size());
   for (size_t i = 0; i < requests.size(); ++i)
-    NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], jobs[i]));
+    NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], max_tiles, jobs[i]));
   auto stream = static_cast<cu::CUstream>(stream_ptr);
   int capture = cu::kCaptureStatusNone;
   cu::CUresult r = m.d.StreamIsCapturing(stream, &capture);

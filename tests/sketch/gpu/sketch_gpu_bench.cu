@@ -94,6 +94,32 @@ void Bandwidth(SketchDevice& dev, cudaStream_t stream, double mb, const cudaDevi
   }
   Log("float32 full sketch: %.0f%% of the read kernel's bandwidth (target >= 70%%): %s\n",
       100 * f32_share, f32_share >= 0.70 ? "met" : "NOT met");
+  // By size: where a sketch's fixed cost ends and bandwidth begins; `forked` is EnqueueForked
+  // (at most half the SMs, on a side stream joined at once), as record --sketch runs an
+  // out-of-place call's send side.
+  Log("float32 full sketch by size (us per sketch, back to back; read kernel on the same bytes):\n");
+  for (size_t mb : {1, 8, 32, 128, 512}) {
+    const size_t n = mb << 20;
+    if (n > bytes) break;
+    SketchRequest req;
+    req.layout.dtype = uint8_t(Dtype::kFloat32);
+    req.layout.block_count = n / 4;
+    const double t_sk = TimeSketches(dev, stream, buf, req, 10);
+    const double t_rd = Time(stream, 10, [&] {
+      ReadKernel<<<grid, 256, 0, stream>>>(reinterpret_cast<const uint4*>(buf), n / 16, sink);
+    });
+    std::vector<SketchDevice::SlotId> slots;
+    const double t_fk = Time(stream, 10, [&] {
+      SketchDevice::Fork fork;
+      auto sl = dev.EnqueueForked(stream, {{buf, req}}, &fork);
+      dev.JoinFork(fork);
+      if (sl.ok()) slots.push_back((*sl)[0]);
+    });
+    for (auto sl : slots) Wait(dev, sl);
+    Log("  %4zu MB: sketch %8.1f us (%5.0f GB/s), forked %8.1f us (%5.0f GB/s), read %8.1f us "
+        "(%5.0f GB/s)\n",
+        mb, t_sk * 1e6, n / t_sk / 1e9, t_fk * 1e6, n / t_fk / 1e9, t_rd * 1e6, n / t_rd / 1e9);
+  }
   // Small calls: GPU time per sketch against an empty kernel on the same stream, and the host
   // time of one Enqueue.
   const double t_empty = Time(stream, 100, [&] { EmptyKernel<<<1, 32, 0, stream>>>(); });
