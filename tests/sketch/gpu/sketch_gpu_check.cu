@@ -12,7 +12,9 @@
 // Inputs are uploaded with cudaMemcpyAsync on the sketch's own stream: a plain cudaMemcpy from
 // pageable memory may return before its DMA lands, and the legacy stream does not order the
 // non-blocking one (that is what made replay 2 of the graph check differ from the host).
-// Usage: sketch_gpu_check [--out DIR] [--quick] [--bench-mb N]. Exit 0 when 1-3 pass.
+// Usage: sketch_gpu_check [--out DIR] [--quick] [--bench-mb N] [--profile-mb N]. Exit 0 when
+// 1-3 pass. --profile-mb N only enqueues three float32 sketches of N MB, one after another, for
+// a profiler (e.g. ncu --launch-skip 2 --launch-count 1).
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -459,7 +461,7 @@ using namespace ncclrr::sketch::gpucheck;
 int main(int argc, char** argv) {
   std::string out;
   bool quick = false;
-  double bench_mb = 1024;
+  double bench_mb = 1024, profile_mb = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--out" && i + 1 < argc)
@@ -468,8 +470,12 @@ int main(int argc, char** argv) {
       quick = true;
     else if (a == "--bench-mb" && i + 1 < argc)
       bench_mb = std::atof(argv[++i]);
+    else if (a == "--profile-mb" && i + 1 < argc)
+      profile_mb = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: sketch_gpu_check [--out DIR] [--quick] [--bench-mb N]\n");
+      std::fprintf(stderr,
+                   "usage: sketch_gpu_check [--out DIR] [--quick] [--bench-mb N] "
+                   "[--profile-mb N]\n");
       return 2;
     }
   }
@@ -484,6 +490,21 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   Log("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor,
       prop.multiProcessorCount);
+  if (profile_mb > 0) {
+    const size_t n = size_t(profile_mb * (1 << 20)) / 4;
+    float* buf = nullptr;
+    CUDA_OK(cudaMalloc(&buf, n * 4));
+    CUDA_OK(cudaMemsetAsync(buf, 0x11, n * 4, stream));
+    SketchRequest req;
+    req.layout.dtype = uint8_t(Dtype::kFloat32);
+    req.layout.block_count = n;
+    for (int i = 0; i < 3; ++i) {
+      auto slots = (*dev)->Enqueue(stream, {{buf, req}});
+      if (!slots.ok() || !Wait(**dev, (*slots)[0])) return 1;
+    }
+    Log("profiled: 3 sketches of %zu floats\n", n);
+    return 0;
+  }
   BitExactness(**dev, stream, quick);
   StreamOrder(**dev, stream);
   ForkedStreamOrder(**dev, stream);
