@@ -20,10 +20,14 @@
 
 #if defined(__CUDACC__)
 #define NCCLRR_KD __device__ __forceinline__
+#define NCCLRR_KD_COLD __device__ __noinline__
 #define NCCLRR_UNROLL _Pragma("unroll")
+#define NCCLRR_NO_UNROLL _Pragma("unroll 1")
 #else
 #define NCCLRR_KD inline
+#define NCCLRR_KD_COLD inline
 #define NCCLRR_UNROLL
+#define NCCLRR_NO_UNROLL
 #endif
 
 namespace ncclrr::sketch::kbody {
@@ -102,6 +106,8 @@ NCCLRR_KD void PrefetchL2(const void* p) {
 template <class D>
 NCCLRR_KD typename D::Raw ExtractRaw(const uint32_t* w, int v) {
   using Raw = typename D::Raw;
+  static_assert((D::V & (D::V - 1)) == 0, "V is a power of two");
+  v &= D::V - 1;  // v < V already; says so to compilers that cannot see it (no code when v is known)
   if constexpr (sizeof(Raw) == 1) return Raw(w[v >> 2] >> ((v & 3) * 8));
   if constexpr (sizeof(Raw) == 2) return Raw(w[v >> 1] >> ((v & 1) * 16));
   if constexpr (sizeof(Raw) == 4) return Raw(w[v]);
@@ -139,6 +145,14 @@ NCCLRR_KD bool RowFinite(const uint32_t* w) {
   return (all & top) == top;
 }
 
+// A row that is short or holds NaN/Inf: core::LaneRow element by element. Rare, so kept out of
+// line: inlined into every row of the chunk loop it made the kernel's code several times larger
+// than the instruction cache, and every chunk then waited on instruction fetches.
+template <class D>
+NCCLRR_KD_COLD void AddRowSlow(core::LaneState<D>& s, const uint32_t* w, int nv, uint32_t neg) {
+  core::LaneRow(s, nv, neg, [w](int v) { return ExtractRaw<D>(w, v); });
+}
+
 // Adds one row of a lane (its V elements packed in w, eps bits in neg) to the lane state:
 // exactly core::LaneRow, with the all-finite test done on the packed words.
 template <class D>
@@ -152,8 +166,10 @@ NCCLRR_KD void AddRow(core::LaneState<D>& s, const uint32_t* w, int nv, uint32_t
       }
       return;
     }
+    AddRowSlow<D>(s, w, nv, neg);
+  } else {
+    core::LaneRow(s, nv, neg, [w](int v) { return ExtractRaw<D>(w, v); });
   }
-  core::LaneRow(s, nv, neg, [w](int v) { return ExtractRaw<D>(w, v); });
 }
 
 // Rows a lane keeps in flight ahead of the one it adds: about 4 KB per warp, so that a warp's
@@ -164,49 +180,72 @@ template <class D>
 inline constexpr uint32_t kAheadRows =
     kAheadWanted<D> < core::kRows<D> ? kAheadWanted<D> : core::kRows<D>;
 
-// A lane's rows of one chunk (n elements at p, full or not), in increasing order, with loads
-// issued kAheadRows ahead (a register ring: the loop is unrolled, so every row has its own
-// registers and only kAheadRows + 1 of them are live at once). Eps bits: rows are a multiple of
-// 64 elements apart, so a lane's bit offset within a hash word is the same in every row and its
-// word index advances by kRow / 64 per row; the bits equal EpsBitsAt's.
-template <class D, bool kFull>
-NCCLRR_KD void LaneChunk(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n, int lane,
-                         uint64_t g, const uint64_t* eps_words) {
+// The eps bits of a lane's row r: rows are a multiple of 64 elements apart, so a lane's bit
+// offset within a hash word is the same in every row and its word index advances by kRow / 64
+// per row; the bits equal EpsBitsAt's.
+template <class D>
+NCCLRR_KD uint32_t RowNeg(const uint64_t* eps_words, uint32_t word0, uint32_t off, bool straddle,
+                          uint32_t r) {
+  constexpr uint32_t kRow = core::kRowElems<D>;
+  static_assert(kRow % 64 == 0, "rows must start at the same bit of a hash word");
+  const uint64_t* hw = eps_words + word0 + r * (kRow / 64);
+  uint32_t neg = uint32_t(hw[0] >> off);
+  if (straddle) neg |= uint32_t(hw[1]) << (64 - off);
+  return neg & ((1u << D::V) - 1);
+}
+
+// A lane's rows of a full chunk (p: the chunk), in increasing order, with loads issued kAhead
+// rows ahead in a ring of kAhead registers rows: groups of kAhead rows, each group unrolled (so
+// every ring slot has fixed registers) and the groups looped (so the code stays small).
+template <class D>
+NCCLRR_KD void LaneChunkFull(core::LaneState<D>& s, const typename D::Raw* p, int lane, uint64_t g,
+                             const uint64_t* eps_words) {
   constexpr uint32_t kRow = core::kRowElems<D>;
   constexpr uint32_t kRows = core::kRows<D>;
   constexpr uint32_t kAhead = kAheadRows<D>;
-  static_assert(kRow % 64 == 0, "rows must start at the same bit of a hash word");
+  static_assert(kRows % kAhead == 0, "the ring must wrap at a group boundary");
   const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
   const uint32_t lane_first = uint32_t(lane) * D::V;
   const uint32_t bit0 = uint32_t(g & 63) + lane_first;
   const uint32_t word0 = bit0 >> 6, off = bit0 & 63;
   const bool straddle = off + uint32_t(D::V) > 64;
-  // Elements of row r this lane has (full chunk: all V).
-  auto count = [&](uint32_t r) -> int {
-    if constexpr (kFull) return D::V;
-    const uint64_t pos = uint64_t(r) * kRow + lane_first;
-    return pos >= n ? 0 : (n - pos < uint64_t(D::V) ? int(n - pos) : D::V);
-  };
-  uint32_t words[kRows][kRowWords<D>];
-  auto load = [&](uint32_t r) {
-    const typename D::Raw* row = p + r * kRow + lane_first;
-    if constexpr (kFull)
-      LoadRowWords<D>(row, vector_ok, words[r]);
-    else
-      LoadRowPartial<D>(row, count(r), vector_ok, words[r]);
-  };
+  const typename D::Raw* base = p + lane_first;
+  uint32_t ring[kAhead][kRowWords<D>];
   NCCLRR_UNROLL
-  for (uint32_t r = 0; r < kAhead; ++r) load(r);
-  NCCLRR_UNROLL
+  for (uint32_t j = 0; j < kAhead; ++j) LoadRowWords<D>(base + j * kRow, vector_ok, ring[j]);
+  NCCLRR_NO_UNROLL
+  for (uint32_t r0 = 0; r0 < kRows; r0 += kAhead) {
+    NCCLRR_UNROLL
+    for (uint32_t j = 0; j < kAhead; ++j) {
+      const uint32_t r = r0 + j;
+      uint32_t row[kRowWords<D>];
+      NCCLRR_UNROLL
+      for (int i = 0; i < kRowWords<D>; ++i) row[i] = ring[j][i];
+      if (r + kAhead < kRows) LoadRowWords<D>(base + (r + kAhead) * kRow, vector_ok, ring[j]);
+      AddRow<D>(s, row, D::V, RowNeg<D>(eps_words, word0, off, straddle, r));
+    }
+  }
+}
+
+// The same for a block's last, short chunk of n elements: row by row (it is one per block).
+template <class D>
+NCCLRR_KD_COLD void LaneChunkTail(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n,
+                                  int lane, uint64_t g, const uint64_t* eps_words) {
+  constexpr uint32_t kRow = core::kRowElems<D>;
+  constexpr uint32_t kRows = core::kRows<D>;
+  const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+  const uint32_t lane_first = uint32_t(lane) * D::V;
+  const uint32_t bit0 = uint32_t(g & 63) + lane_first;
+  const uint32_t word0 = bit0 >> 6, off = bit0 & 63;
+  const bool straddle = off + uint32_t(D::V) > 64;
+  NCCLRR_NO_UNROLL
   for (uint32_t r = 0; r < kRows; ++r) {
-    if (r + kAhead < kRows) load(r + kAhead);
-    const int nv = count(r);
-    if (!kFull && nv == 0) break;  // and every later row of this lane
-    const uint64_t* hw = eps_words + word0 + r * (kRow / 64);
-    uint32_t neg = uint32_t(hw[0] >> off);
-    if (straddle) neg |= uint32_t(hw[1]) << (64 - off);
-    neg &= (1u << D::V) - 1;
-    AddRow<D>(s, words[r], nv, neg);
+    const uint64_t pos = uint64_t(r) * kRow + lane_first;
+    if (pos >= n) break;  // and every later row of this lane
+    const int nv = n - pos < uint64_t(D::V) ? int(n - pos) : D::V;
+    uint32_t row[kRowWords<D>];
+    LoadRowPartial<D>(p + r * kRow + lane_first, nv, vector_ok, row);
+    AddRow<D>(s, row, nv, RowNeg<D>(eps_words, word0, off, straddle, r));
   }
 }
 
@@ -239,9 +278,9 @@ NCCLRR_KD void ChunkWarp(X& x, const typename D::Raw* block, uint64_t block_coun
   core::LaneState<D> s;
   core::LaneInit(s);
   if (n == core::kChunk)
-    LaneChunk<D, true>(s, p, n, lane, g, eps_words);
+    LaneChunkFull<D>(s, p, lane, g, eps_words);
   else
-    LaneChunk<D, false>(s, p, n, lane, g, eps_words);
+    LaneChunkTail<D>(s, p, n, lane, g, eps_words);
   core::DotType<D> dots[core::kDots];
   core::LaneDots(s, eta, dots);
   auto ss = core::LaneSumSq(s);
