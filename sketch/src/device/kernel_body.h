@@ -20,12 +20,10 @@
 
 #if defined(__CUDACC__)
 #define NCCLRR_KD __device__ __forceinline__
-#define NCCLRR_KD_COLD __device__ __noinline__
 #define NCCLRR_UNROLL _Pragma("unroll")
 #define NCCLRR_NO_UNROLL _Pragma("unroll 1")
 #else
 #define NCCLRR_KD inline
-#define NCCLRR_KD_COLD inline
 #define NCCLRR_UNROLL
 #define NCCLRR_NO_UNROLL
 #endif
@@ -145,11 +143,11 @@ NCCLRR_KD bool RowFinite(const uint32_t* w) {
   return (all & top) == top;
 }
 
-// A row that is short or holds NaN/Inf: core::LaneRow element by element. Rare, so kept out of
-// line: inlined into every row of the chunk loop it made the kernel's code several times larger
-// than the instruction cache, and every chunk then waited on instruction fetches.
+// A row that is short or holds NaN/Inf: core::LaneRow element by element. Inlined (a call would
+// put the lane state in local memory for the whole loop: float32 fell to a third of its
+// bandwidth), but only once per row of a prefetch group, not once per row of a chunk.
 template <class D>
-NCCLRR_KD_COLD void AddRowSlow(core::LaneState<D>& s, const uint32_t* w, int nv, uint32_t neg) {
+NCCLRR_KD void AddRowSlow(core::LaneState<D>& s, const uint32_t* w, int nv, uint32_t neg) {
   core::LaneRow(s, nv, neg, [w](int v) { return ExtractRaw<D>(w, v); });
 }
 
@@ -227,9 +225,9 @@ NCCLRR_KD void LaneChunkFull(core::LaneState<D>& s, const typename D::Raw* p, in
   }
 }
 
-// The same for a block's last, short chunk of n elements: row by row (it is one per block).
+// The same for a block's last, short chunk of n elements: row by row, looped (one per block).
 template <class D>
-NCCLRR_KD_COLD void LaneChunkTail(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n,
+NCCLRR_KD void LaneChunkTail(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n,
                                   int lane, uint64_t g, const uint64_t* eps_words) {
   constexpr uint32_t kRow = core::kRowElems<D>;
   constexpr uint32_t kRows = core::kRows<D>;
