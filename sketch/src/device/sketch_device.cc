@@ -219,6 +219,7 @@ bool SketchDevice::Impl::ForkResources(Context& c, cu::CUstream user, cu::CUstre
   *side = nullptr;
   for (const SideStream& s : c.sides)
     if (s.user == user) *side = s.side;
+  cu::RelaxedCaptureScope relaxed(d);  // another thread's stream may be capturing right now
   cu::CUcontext popped;
   if (d.CtxPushCurrent(c.ctx) != cu::kSuccess) return false;
   if (*side == nullptr && c.sides.size() < kMaxSideStreams &&
