@@ -120,7 +120,8 @@ TEST(DataChecks, ABufferSeenAFewTimesIsNoSwapWhenTheDataCannotTell) {
 TEST(DataChecks, ABufferSeenOftenStaysASuspicionWhenTheDataCannotTell) {
   const Checked c = CheckScenario("sketch_duplicate_uncorrelated");
   ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
-  const analysis::Finding& f = Expect(c, 0, FindingKind::kSuspectedSwap, 82, {0, 1});  // a tie: both
+  const analysis::Finding& f =
+      Expect(c, 0, FindingKind::kSuspectedSwap, 82, {0, 1});  // a tie: both
   ASSERT_TRUE(f.confidence);
   EXPECT_NEAR(*f.confidence, 40.0 / 41.0, 1e-6);
   EXPECT_TRUE(Has(f.message, "The sketched data cannot tell")) << f.message;

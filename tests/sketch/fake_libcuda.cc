@@ -43,7 +43,8 @@ struct State {
   int gate_waiters = 0;  // under mu
   int fail_pushes = 0;   // under mu
   std::string ops;       // under mu
-  uintptr_t next_stream = 0x3000, next_event = 0x4000;  // under mu
+  // Handles of the next stream and event made (under mu).
+  uintptr_t next_stream = 0x3000, next_event = 0x4000;
 };
 State& S() {
   static State s;

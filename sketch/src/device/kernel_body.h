@@ -105,7 +105,8 @@ template <class D>
 NCCLRR_KD typename D::Raw ExtractRaw(const uint32_t* w, int v) {
   using Raw = typename D::Raw;
   static_assert((D::V & (D::V - 1)) == 0, "V is a power of two");
-  v &= D::V - 1;  // v < V already; says so to compilers that cannot see it (no code when v is known)
+  // v < V already; this says so to compilers that cannot see it (no code when v is known).
+  v &= D::V - 1;
   if constexpr (sizeof(Raw) == 1) return Raw(w[v >> 2] >> ((v & 3) * 8));
   if constexpr (sizeof(Raw) == 2) return Raw(w[v >> 1] >> ((v & 1) * 16));
   if constexpr (sizeof(Raw) == 4) return Raw(w[v]);
@@ -227,8 +228,8 @@ NCCLRR_KD void LaneChunkFull(core::LaneState<D>& s, const typename D::Raw* p, in
 
 // The same for a block's last, short chunk of n elements: row by row, looped (one per block).
 template <class D>
-NCCLRR_KD void LaneChunkTail(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n,
-                                  int lane, uint64_t g, const uint64_t* eps_words) {
+NCCLRR_KD void LaneChunkTail(core::LaneState<D>& s, const typename D::Raw* p, uint64_t n, int lane,
+                             uint64_t g, const uint64_t* eps_words) {
   constexpr uint32_t kRow = core::kRowElems<D>;
   constexpr uint32_t kRows = core::kRows<D>;
   const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;

@@ -249,8 +249,7 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::EnqueueForked(
   *fork = Fork{};
   auto stream = static_cast<cu::CUstream>(stream_ptr);
   int capture = cu::kCaptureStatusNone;
-  if (m.d.StreamIsCapturing(stream, &capture) != cu::kSuccess ||
-      capture != cu::kCaptureStatusNone)
+  if (m.d.StreamIsCapturing(stream, &capture) != cu::kSuccess || capture != cu::kCaptureStatusNone)
     return Enqueue(stream_ptr, requests);  // Enqueue says what is wrong, or joins the graph
   Context* c = nullptr;
   uint32_t ci = 0;

@@ -97,7 +97,8 @@ void Bandwidth(SketchDevice& dev, cudaStream_t stream, double mb, const cudaDevi
   // By size: where a sketch's fixed cost ends and bandwidth begins; `forked` is EnqueueForked
   // (at most half the SMs, on a side stream joined at once), as record --sketch runs an
   // out-of-place call's send side.
-  Log("float32 full sketch by size (us per sketch, back to back; read kernel on the same bytes):\n");
+  Log("float32 full sketch by size (us per sketch, back to back; read kernel on the same "
+      "bytes):\n");
   for (size_t mb : {1, 8, 32, 128, 512}) {
     const size_t n = mb << 20;
     if (n > bytes) break;
