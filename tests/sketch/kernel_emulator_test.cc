@@ -134,6 +134,24 @@ TEST(KernelEmulator, ManyRoundsPerTileAndMultiBlockLayouts) {
   }
 }
 
+// The last CTA reduces each level of the tile trees in batches of 8 items per thread: 64 blocks
+// of 2 tiles in both regions (full and race) are 2,560 items at the first level, more than one
+// batch of the CTA's 256 threads.
+TEST(KernelEmulator, TheLastCtasTreeLevelsSpanSeveralBatches) {
+  const uint64_t c = 8 * 4096 + 3;  // 9 chunks: tiles of 8 and 1
+  const auto bytes = RandomBytes(uint8_t(Dtype::kFloat32), 64 * c, 7);
+  SketchRequest req;
+  req.layout.dtype = uint8_t(Dtype::kFloat32);
+  req.layout.block_count = c;
+  req.layout.nblocks = 64;
+  req.layout.gstride = c;
+  req.mode = SketchMode::kFullAndRace;
+  const auto host = SketchHost(bytes.data(), req);
+  const auto dev = EmulateSketch(bytes.data(), req, 1024);
+  ASSERT_TRUE(host.ok() && dev.ok());
+  ExpectSameResult(host.value(), dev.value(), "64 blocks of 2 tiles");
+}
+
 TEST(KernelEmulator, OneTileOfManyRoundsInEveryMode) {
   // 129 chunks in one tile (max_tiles = 1 gives T = 256): 17 rounds of chunks and 3 rounds of
   // race leaves, so the per-word stacks merge several levels deep and fold a partial last node.
