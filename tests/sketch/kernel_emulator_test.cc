@@ -134,10 +134,9 @@ TEST(KernelEmulator, ManyRoundsPerTileAndMultiBlockLayouts) {
   }
 }
 
-// The last CTA reduces each level of the tile trees in batches of 8 items per thread: 64 blocks
-// of 2 tiles in both regions (full and race) are 2,560 items at the first level, more than one
-// batch of the CTA's 256 threads.
-TEST(KernelEmulator, TheLastCtasTreeLevelsSpanSeveralBatches) {
+// The last CTA's tree over many trees at once: 64 blocks of 2 tiles in both regions (full and
+// race) are 2,560 items at the first level, 10 per thread of the CTA.
+TEST(KernelEmulator, TheLastCtaReducesManyTreesOfTiles) {
   const uint64_t c = 8 * 4096 + 3;  // 9 chunks: tiles of 8 and 1
   const auto bytes = RandomBytes(uint8_t(Dtype::kFloat32), 64 * c, 7);
   SketchRequest req;
