@@ -33,9 +33,10 @@ constexpr int kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3, kNotRea
 constexpr unsigned kEventDisableTiming = 2;
 
 // send-race's delay before the racing copy, in microseconds, drawn per write: long enough that
-// the copy starts after the sketch ncclrr queues before the call (a 16 MB read takes ~10 us), short
-// enough to fall inside a 16 MB allreduce over NVLink (~100 us) often.
-constexpr int kRaceDelayMinUs = 40, kRaceDelayMaxUs = 240;
+// the copy usually starts after `record --sketch` has read the send buffer (16 MB: ~10 us on the
+// call's stream, ~30 us beside the call on half the SMs), short enough to fall inside a 16 MB
+// allreduce over NVLink (~100 us) often.
+constexpr int kRaceDelayMinUs = 60, kRaceDelayMaxUs = 240;
 
 // Runs on CUDA's host-callback thread: holds the side stream for the delay it was given.
 void SleepOnStream(void* us) { usleep(useconds_t(reinterpret_cast<uintptr_t>(us))); }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,17 @@ int Usage(const char* msg) {
                "[--group] [--race-elems N]\nscenarios: %s\n",
                msg, (ScenarioNames() + ", sweep").c_str());
   return 2;
+}
+
+// A positive decimal count, nothing else.
+bool ParseCount(const char* s, size_t* out) {
+  if (*s < '1' || *s > '9') return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = size_t(v);
+  return true;
 }
 
 bool Exists(const std::string& path) {
@@ -90,12 +102,16 @@ int main(int argc, char** argv) {
     } else if (a == "--ranks" || a == "--steps" || a == "--backend" || a == "--race-elems") {
       const char* v = value();
       if (v == nullptr) return Usage(("missing value for " + a).c_str());
-      if (a == "--backend")
+      if (a == "--backend") {
         backend = v;
-      else if (a == "--race-elems")
-        opt.race_elems = size_t(std::strtoull(v, nullptr, 10));
-      else
+      } else if (a == "--race-elems") {
+        if (!ParseCount(v, &opt.race_elems)) {
+          const std::string why = "--race-elems expects a positive number of elements, got ";
+          return Usage((why + v).c_str());
+        }
+      } else {
         (a == "--ranks" ? opt.ranks : opt.steps) = std::atoi(v);
+      }
     } else {
       return Usage(("unknown option " + a).c_str());
     }

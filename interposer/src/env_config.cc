@@ -48,6 +48,7 @@ Config Load() {
   c.ring_calls = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING", 0, 1u << 24));
   c.stacks = ReadBool("NCCLRR_STACKS", false);
   c.sketch = static_cast<int>(ReadUnsigned("NCCLRR_SKETCH", 0, 2));
+  c.sketch_beside = ReadUnsigned("NCCLRR_SKETCH_BESIDE", 1, 1) != 0;
   c.capture_bytes = ReadUnsigned("NCCLRR_CAPTURE_BYTES", 0, 1ull << 50);
   c.capture_filter = ReadString("NCCLRR_CAPTURE_FILTER", "");
   c.capture_file = ReadString("NCCLRR_CAPTURE_FILE", "");

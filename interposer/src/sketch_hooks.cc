@@ -57,7 +57,8 @@ constexpr uint64_t kBesideCallMinBytes = 1 << 20;
 // large enough to be worth sketching beside the call.
 bool SendOnlyRead(const CallRecord& rec, const sketch::BlockLayout& send_layout,
                   const std::optional<sketch::BlockLayout>& recv_layout) {
-  if (rec.capture == 1 || (rec.flags & call_flags::kInPlace) != 0) return false;
+  if (!GetConfig().sketch_beside || rec.capture == 1 || (rec.flags & call_flags::kInPlace) != 0)
+    return false;
   const uint64_t size = DtypeSize(rec.dtype);
   const uint64_t send = rec.sendbuff, send_end = send + send_layout.total() * size;
   if (send_end - send < kBesideCallMinBytes) return false;

@@ -127,6 +127,21 @@ TEST(DataChecks, ABufferSeenOftenStaysASuspicionWhenTheDataCannotTell) {
   EXPECT_TRUE(Has(f.message, "The sketched data cannot tell")) << f.message;
 }
 
+// Without sketches the buffers alone decide, and the same sightings rule applies: 41 sightings
+// make the suspicion, 9 do not (the cost of the rule, docs/check.md).
+TEST(DataChecks, WithoutSketchesABufferSeenOftenIsASuspicion) {
+  const Checked c = CheckScenario("unsketched_duplicate_long");
+  ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
+  const analysis::Finding& f =
+      Expect(c, 0, FindingKind::kSuspectedSwap, 82, {0, 1});  // a tie: both
+  EXPECT_TRUE(Has(f.message, "Without data this is a suspicion")) << f.message;
+}
+
+TEST(DataChecks, WithoutSketchesABufferSeenNineTimesIsNoFinding) {
+  const Checked c = CheckScenario("unsketched_duplicate_short");
+  EXPECT_TRUE(c.report.findings.empty()) << c.text;
+}
+
 TEST(DataChecks, ATensorPassedTwiceAtOnePositionIsASuspectedSwapTheDataConfirm) {
   const Checked c = CheckScenario("sketch_duplicate_tensor");
   ASSERT_EQ(c.report.findings.size(), 1u) << c.text;

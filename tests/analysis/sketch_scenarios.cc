@@ -117,7 +117,8 @@ void AddDataStep(ScriptBuilder& b, int comm, int step, const DataStep& d) {
       c.op = op;
       c.scalar = d.recorded_scalar ? d.recorded_scalar(members[r]) : scalars[r];
       c.out_of_place = true;
-      c.sketches = SketchCallBuffers(Api::kAllReduce, n, r, false, send[r], after[r], recv);
+      if (d.sketched)
+        c.sketches = SketchCallBuffers(Api::kAllReduce, n, r, false, send[r], after[r], recv);
       b.On(members[r], c);
     }
   }
@@ -248,6 +249,17 @@ SyntheticScript DuplicateTensorUncorrelated() {
   });
 }
 
+// Recorded without --sketch: rank 1 passes its position-1 buffer again at position 2 in step
+// `at` of `steps`. Over 40 steps that buffer sat at position 1 in 40 of 41 sightings, enough for
+// the buffers alone; over 8 steps, 8 of 9 are too few (the bound is 0.62).
+SyntheticScript UnsketchedDuplicate(int steps, int at) {
+  return Steps(2, steps, [at](int step, DataStep& d) {
+    d.sketched = false;
+    if (step != at) return;
+    d.tensor_at = [](int p, int pos) { return p == 1 && pos == 2 ? 2 : pos + 1; };
+  });
+}
+
 // AMP-style overflow: an Inf gradient on rank 0 and a NaN on rank 1 in step 1.
 SyntheticScript NonFinite() {
   return Steps(2, 3, [](int step, DataStep& d) {
@@ -320,6 +332,8 @@ const std::vector<Scenario>& SketchScenarios() {
       {"sketch_duplicate_tensor", DuplicateTensor},
       {"sketch_reused_buffers", ReusedBuffers},
       {"sketch_duplicate_uncorrelated", DuplicateTensorUncorrelated},
+      {"unsketched_duplicate_long", [] { return UnsketchedDuplicate(40, 20); }},
+      {"unsketched_duplicate_short", [] { return UnsketchedDuplicate(8, 3); }},
       {"sketch_max_op", MaxOp},
       {"sketch_p2p_wrong_copy", P2pWrongCopy},
       {"sketch_scaled_reductions", [] { return ScaledReductions(false); }},

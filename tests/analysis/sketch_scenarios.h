@@ -43,6 +43,7 @@ struct DataStep {
   std::function<void(int p, int pos, std::vector<float>& recv)> corrupt;
   double noise = 0.5;
   bool independent = false;  // every rank's data unrelated to the others' (no correlation)
+  bool sketched = true;      // false: the calls carry no sketches (plain `record`)
 };
 void AddDataStep(ScriptBuilder& b, int comm, int step, const DataStep& d);
 

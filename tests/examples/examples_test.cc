@@ -85,6 +85,8 @@ TEST(ExampleRuns, UsageErrors) {
   EXPECT_EQ(RunExample("no-such-scenario").code, 2);
   EXPECT_EQ(RunExample("clean --ranks 0").code, 2);
   EXPECT_EQ(RunExample("clean --race-elems 5000").code, 2);
+  EXPECT_EQ(RunExample("send-race --race-elems -5").code, 2);
+  EXPECT_EQ(RunExample("send-race --race-elems 12x").code, 2);
 }
 
 }  // namespace

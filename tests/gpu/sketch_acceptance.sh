@@ -30,7 +30,7 @@ record() {  # record NAME SCENARIO [EXAMPLE ARGS...]: trace in $W/t-NAME
 
 # The example's watchdog prints #hang when a run stops making progress: send-race never should.
 # Three hung runs end the loop (each costs the watchdog's 20 s), so the later steps still run.
-# On CUDA the racing copy is queued before the call behind a random 40-240 us delay and the raced
+# On CUDA the racing copy is queued before the call behind a random 60-240 us delay and the raced
 # tensor is 16 MB (NCCL reads it for ~100 us), so the write lands before, during or after NCCL's
 # reads, run by run: the rate is reported. Every run whose results the program found wrong must
 # be flagged.

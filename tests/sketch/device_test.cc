@@ -176,20 +176,29 @@ TEST_F(FakeDriver, AForkRunsOnASideStreamBetweenTwoMarksOfOneEvent) {
   }
 }
 
-// A capturing stream keeps its sketches (they become part of the graph): no fork.
-TEST_F(FakeDriver, ACapturingStreamIsNotForked) {
+// A capturing stream keeps its sketches (they become part of the graph), and the handles that
+// name another stream on each thread (legacy 0, per-thread 2) would tie threads together through
+// one side stream: no fork, the sketch goes on the stream itself.
+TEST_F(FakeDriver, CapturingAndPerThreadStreamsAreNotForked) {
   const auto a = Floats(1000, 4);
   SketchRequest r;
   r.layout = {uint8_t(Dtype::kFloat32), 1000, 1, 0, 0};
-  SketchDevice::Fork fork;
-  TakeOps();
-  auto slots = dev_->EnqueueForked(kCapturingStream, {{a.data(), r}}, &fork);
-  ASSERT_TRUE(slots.ok()) << slots.status().message();
-  EXPECT_TRUE(fork.empty());
-  EXPECT_EQ(TakeOps(), "launch " + Hex(kCapturingStream));
-  dev_->JoinFork(fork);
-  EXPECT_EQ(TakeOps(), "");
-  dev_->Release((*slots)[0], 0);
+  for (void* stream : {kCapturingStream, static_cast<void*>(nullptr), reinterpret_cast<void*>(2)}) {
+    SketchDevice::Fork fork;
+    TakeOps();
+    auto slots = dev_->EnqueueForked(stream, {{a.data(), r}}, &fork);
+    ASSERT_TRUE(slots.ok()) << slots.status().message();
+    EXPECT_TRUE(fork.empty());
+    EXPECT_EQ(TakeOps(), "launch " + Hex(stream));
+    dev_->JoinFork(fork);
+    EXPECT_EQ(TakeOps(), "");
+    if (stream == kCapturingStream) {
+      dev_->Release((*slots)[0], 0);
+    } else {
+      auto got = dev_->Poll((*slots)[0]);
+      ASSERT_TRUE(got.ok() && got->has_value());
+    }
+  }
 }
 
 // The interposer prepares a device's context before NCCL creates a communicator: the first

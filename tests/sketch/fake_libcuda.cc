@@ -162,6 +162,7 @@ CUresult cuEventRecord(void* e, void* stream) {
   Op("record", e, stream);
   return 0;
 }
+CUresult cuEventDestroy_v2(void*) { return 0; }
 CUresult cuStreamWaitEvent(void* stream, void* e, unsigned) {
   std::lock_guard<std::mutex> lock(S().mu);
   Op("wait", stream, e);

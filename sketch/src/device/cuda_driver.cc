@@ -52,6 +52,7 @@ StatusOr<Driver> LoadDriver(const std::string& path) {
       Resolve(d.handle, "cuEventCreate", d.EventCreate) &&
       Resolve(d.handle, "cuEventRecord", d.EventRecord) &&
       Resolve(d.handle, "cuStreamWaitEvent", d.StreamWaitEvent) &&
+      Resolve(d.handle, "cuEventDestroy_v2", d.EventDestroy) &&
       Resolve(d.handle, "cuMemHostAlloc", d.MemHostAlloc) &&
       Resolve(d.handle, "cuMemFreeHost", d.MemFreeHost) &&
       Resolve(d.handle, "cuMemHostGetDevicePointer_v2", d.MemHostGetDevicePointer) &&

@@ -58,6 +58,7 @@ struct Driver {
   CUresult (*EventCreate)(CUevent*, unsigned) = nullptr;
   CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
   CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*EventDestroy)(CUevent) = nullptr;
   CUresult (*MemHostAlloc)(void**, size_t, unsigned) = nullptr;
   CUresult (*MemFreeHost)(void*) = nullptr;
   CUresult (*MemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;

@@ -35,6 +35,11 @@ struct SideStream {
 };
 inline constexpr size_t kMaxSideStreams = 32;  // per context; more streams are not forked
 
+// Handles that name a different stream on each thread (the legacy default stream, and the
+// per-thread default stream): one side stream for all of them would make one thread's stream
+// wait for another thread's work. Not forked.
+bool SharedStreamHandle(cu::CUstream s) { return uintptr_t(s) <= 2; }
+
 struct Context {
   cu::CUcontext ctx = nullptr;
   cu::CUmodule module = nullptr;
@@ -80,6 +85,8 @@ struct SketchDevice::Impl {
   // EnqueueForked's side stream for `user` and an event, or false when out of either.
   bool ForkResources(Context& c, cu::CUstream user, cu::CUstream* side, cu::CUevent* event);
   void GiveEvent(Context& c, cu::CUevent e);
+  // `max_tiles` is raised to the request's block count (one tile per block at least), within
+  // opt.max_tiles.
   Status CheckRequest(const DeviceSketchRequest& r, uint32_t max_tiles, kabi::Job& job) const;
 };
 
@@ -203,7 +210,9 @@ Status SketchDevice::Impl::CheckRequest(const DeviceSketchRequest& r, uint32_t m
     return InvalidArgument("sketch: " + std::to_string(r.request.layout.nblocks) +
                            " blocks exceed the " + std::to_string(opt.max_blocks) +
                            " of SketchDeviceOptions::max_blocks; split the request");
-  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, max_tiles, job));
+  // Never above the scratch's opt.max_tiles: PlanJob then refuses what does not fit.
+  const uint32_t tiles = std::min(opt.max_tiles, std::max(max_tiles, r.request.layout.nblocks));
+  NCCLRR_RETURN_IF_ERROR(PlanJob(r.request, tiles, job));
   if (JobSampleSlots(job) > opt.max_samples)
     return InvalidArgument("sketch: " + std::to_string(JobSampleSlots(job)) +
                            " samples exceed SketchDeviceOptions::max_samples (" +
@@ -249,7 +258,8 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::EnqueueForked(
   *fork = Fork{};
   auto stream = static_cast<cu::CUstream>(stream_ptr);
   int capture = cu::kCaptureStatusNone;
-  if (m.d.StreamIsCapturing(stream, &capture) != cu::kSuccess || capture != cu::kCaptureStatusNone)
+  if (SharedStreamHandle(stream) || m.d.StreamIsCapturing(stream, &capture) != cu::kSuccess ||
+      capture != cu::kCaptureStatusNone)
     return Enqueue(stream_ptr, requests);  // Enqueue says what is wrong, or joins the graph
   Context* c = nullptr;
   uint32_t ci = 0;
@@ -272,11 +282,11 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::EnqueueForked(
     m.GiveEvent(*c, event);
     return Enqueue(stream_ptr, requests);
   }
-  // At most half the GPU's SMs (one CTA each), so that the collective's CTAs find SMs free
-  // while the sketch runs: a grid of many waves would hold every SM until it is done, and the
+  // At most half the GPU's SMs (one CTA each) per sketch, so that the collective's CTAs find
+  // SMs free while it runs: a grid of many waves would hold every SM until it is done, and the
   // collective would run after it instead of beside it. Tiles only regroup chunks: the result
-  // is the same.
-  const uint32_t cap = std::max<uint32_t>(m.opt.max_blocks, uint32_t(c->sms) / 2);
+  // is the same. (A sketch of more blocks than that still gets one CTA per block.)
+  const uint32_t cap = std::max<uint32_t>(1, uint32_t(c->sms) / 2);
   auto ids = m.EnqueueOn(side, requests, std::min(m.opt.max_tiles, cap));
   // Recording on a stream that just took a launch does not fail short of a broken context,
   // where nothing more runs anyway: then the fork is left unjoined.
@@ -469,6 +479,8 @@ SketchDevice::~SketchDevice() {
     if (c->scratch) impl_->d.MemFree(c->scratch);
     if (c->control) impl_->d.MemFree(c->control);
     if (c->pinned) impl_->d.MemFreeHost(c->pinned);
+    for (const SideStream& s : c->sides) impl_->d.StreamDestroy(s.side);
+    for (cu::CUevent e : c->free_events) impl_->d.EventDestroy(e);
     impl_->d.CtxPopCurrent(&popped);
   }
 }
