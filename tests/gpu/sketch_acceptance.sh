@@ -36,12 +36,27 @@ record() {  # record NAME SCENARIO [EXAMPLE ARGS...]: trace in $W/t-NAME
 # be flagged.
 RACE_ARGS=()
 [ "$BACKEND" = nccl ] && RACE_ARGS=(--race-elems $((4 << 20)))
+# Per call too: the steps the program saw wrong, and the calls flagged (a finding and its repeats).
+flagged_calls() {
+  "$N" check "$1" --json 2>/dev/null | "$PY" -c '
+import json, sys
+try:
+    r = json.load(sys.stdin)
+except Exception:
+    print(0); sys.exit()
+print(sum(1 + (f.get("repeats") or 0) for f in r["findings"]
+          if f["kind"] in ("buffer_race", "wrong_sum")))'
+}
 flagged=0 hung=0 runs=0 wrong=0 missed=0 broken=0 t0=$SECONDS
+steps=0 wrong_steps=0 calls_flagged=0
 for i in $(seq 1 "$RUNS"); do
   record "race$i" send-race "${RACE_ARGS[@]}"
   runs=$i
   grep -q "#hang" "$W/race$i.log" && hung=$((hung + 1))
   k=$(finding_kinds "$W/t-race$i")
+  steps=$((steps + $(grep -c "^step [0-9]*: #wrong" "$W/race$i.log")))
+  wrong_steps=$((wrong_steps + $(grep -c "^step [0-9]*: #wrong [1-9]" "$W/race$i.log")))
+  calls_flagged=$((calls_flagged + $(flagged_calls "$W/t-race$i")))
   hit=0
   case " $k" in *buffer_race@*|*wrong_sum@*) flagged=$((flagged + 1)) hit=1 ;; esac
   keep=0
@@ -56,7 +71,7 @@ for i in $(seq 1 "$RUNS"); do
 done
 say "send-race: flagged buffer_race or wrong_sum in $flagged of $runs runs; the program saw wrong" \
   "results in $wrong, of which $missed unflagged ($BACKEND, $((SECONDS - t0)) s, $hung hung," \
-  "$broken died)"
+  "$broken died); per call: $wrong_steps of $steps steps computed wrong, $calls_flagged calls flagged"
 [ "$hung" -eq 0 ] && [ "$missed" -eq 0 ] && [ "$broken" -eq 0 ] || failures=$((failures + 1))
 [ "$wrong" -eq 0 ] && say "WARN send-race: no run computed wrong, so none tested the wrong_sum path"
 
