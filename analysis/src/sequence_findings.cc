@@ -63,22 +63,12 @@ class EventView {
     return out;
   }
 
-  float Confidence() const {
-    float conf = 1.0f;
-    for (size_t i = 0; i < e_.ranks.size(); ++i)
-      for (uint32_t s : e_.rank_slots[i])
-        conf = std::min(conf, sc_.ctx.identity().Confidence(sc_.ci, e_.ranks[i], s));
-    return conf;
-  }
-
+  // The least identity confidence of the deviating ranks' calls.
+  float Confidence() const { return LeastOverSlots(&LogicalIdentity::Confidence); }
   // The same over ConfidenceLowerBound: what the confidence is worth given how often the
   // buffers were seen.
   float ConfidenceLowerBound() const {
-    float conf = 1.0f;
-    for (size_t i = 0; i < e_.ranks.size(); ++i)
-      for (uint32_t s : e_.rank_slots[i])
-        conf = std::min(conf, sc_.ctx.identity().ConfidenceLowerBound(sc_.ci, e_.ranks[i], s));
-    return conf;
+    return LeastOverSlots(&LogicalIdentity::ConfidenceLowerBound);
   }
 
   int64_t FirstTime() const {
@@ -105,6 +95,14 @@ class EventView {
   const CommModel& comm() const { return c_; }
 
  private:
+  float LeastOverSlots(float (LogicalIdentity::*of)(size_t, int, size_t) const) const {
+    float least = 1.0f;
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        least = std::min(least, (sc_.ctx.identity().*of)(sc_.ci, e_.ranks[i], s));
+    return least;
+  }
+
   const SequenceContext& sc_;
   const RawEvent& e_;
   const TraceModel& m_;
