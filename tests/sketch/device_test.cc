@@ -99,6 +99,7 @@ class FakeDriver : public ::testing::Test {
     if (auto set_deferred = Control<void (*)(int)>("fake_cuda_set_deferred")) set_deferred(0);
     if (auto set_gate = Control<void (*)(int)>("fake_cuda_set_gate")) set_gate(0);
     if (auto fail_pushes = Control<void (*)(int)>("fake_cuda_fail_pushes")) fail_pushes(0);
+    if (auto set_sms = Control<void (*)(int)>("fake_cuda_set_sms")) set_sms(0);
   }
   std::unique_ptr<SketchDevice> dev_;
 };
@@ -174,6 +175,38 @@ TEST_F(FakeDriver, AForkRunsOnASideStreamBetweenTwoMarksOfOneEvent) {
     ASSERT_TRUE(got.ok() && got->has_value());
     ExpectSame(SketchHost(a.data(), r).value(), (*got)->result);
   }
+}
+
+// A plain sketch takes one wave of the GPU (two CTAs per SM), a forked one half the SMs (one CTA
+// each), and a GPU whose SM count is unknown the options' max_tiles: larger tiles of the same
+// chunks, the same results.
+TEST_F(FakeDriver, APlainSketchTakesOneWaveAndAForkedOneHalfTheSms) {
+  const uint64_t n = 40 * 4096;  // 40 chunks: 5 tiles of 8 chunks, 2 of 32, or 1 of 64
+  const auto a = Floats(n, 5);
+  SketchRequest r;
+  r.layout = {uint8_t(Dtype::kFloat32), n, 1, 0, 0};
+  r.mode = SketchMode::kFullAndRace;
+  const SketchResult want = SketchHost(a.data(), r).value();
+  auto grid = Control<unsigned (*)()>("fake_cuda_last_grid");
+  void* const user = reinterpret_cast<void*>(0x7100);
+  auto expect_grid = [&](bool forked, unsigned ctas) {
+    SketchDevice::Fork fork;
+    auto slots = forked ? dev_->EnqueueForked(user, {{a.data(), r}}, &fork)
+                        : dev_->Enqueue(user, {{a.data(), r}});
+    ASSERT_TRUE(slots.ok()) << slots.status().message();
+    dev_->JoinFork(fork);
+    EXPECT_EQ(grid(), ctas) << (forked ? "forked" : "plain");
+    auto got = dev_->Poll((*slots)[0]);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    ExpectSame(want, (*got)->result);
+  };
+  expect_grid(false, 5);  // unknown SM count: up to max_tiles (16) CTAs
+  Control<void (*)(int)>("fake_cuda_set_sms")(1);
+  auto one_sm = FakeSketchDevice();  // its context sees 1 SM
+  ASSERT_TRUE(one_sm.ok());
+  dev_ = std::move(*one_sm);
+  expect_grid(false, 2);  // one wave: 2 CTAs
+  expect_grid(true, 1);   // half of one SM, at least one CTA
 }
 
 // A capturing stream keeps its sketches (they become part of the graph), and the handles that

@@ -10,6 +10,8 @@
 //   fake_cuda_fail_pushes(n): the next n cuCtxPushCurrent calls fail.
 //   fake_cuda_take_ops(buf, size): the stream operations since the last take, "launch S",
 //   "record E S" and "wait S E" joined by ';' (streams and events as hex handles).
+//   fake_cuda_set_sms(n): the SM count that contexts set up from now on see (0: unknown);
+//   fake_cuda_last_grid() is the CTA count of the last launch.
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +45,8 @@ struct State {
   int gate_waiters = 0;  // under mu
   int fail_pushes = 0;   // under mu
   std::string ops;       // under mu
+  int sms = 0;           // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  unsigned last_grid = 0;  // under mu
   // Handles of the next stream and event made (under mu).
   uintptr_t next_stream = 0x3000, next_event = 0x4000;
 };
@@ -77,7 +81,10 @@ extern "C" {
 CUresult cuInit(unsigned) { return 0; }
 CUresult cuDriverGetVersion(int* v) { return *v = 13000, 0; }
 CUresult cuDeviceGetCount(int* n) { return *n = 1, 0; }
-CUresult cuDeviceGetAttribute(int* v, int attr, int) { return *v = attr == 75 ? 9 : 0, 0; }
+CUresult cuDeviceGetAttribute(int* v, int attr, int) {
+  *v = attr == 75 ? 9 : attr == 16 ? S().sms : 0;  // compute capability major, SM count
+  return 0;
+}
 CUresult cuStreamGetCtx(void* stream, void** ctx) {
   if (uintptr_t(stream) == kBrokenStream) return 400;  // CUDA_ERROR_INVALID_HANDLE
   *ctx = reinterpret_cast<void*>(uintptr_t(stream) == kOtherContextStream ? kContext + 1
@@ -127,6 +134,7 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   ++s.launches;
+  s.last_grid = gx;
   Op("launch", stream);
   if (uintptr_t(stream) == kCapturingStream)
     s.graph.push_back(launch);
@@ -218,6 +226,11 @@ void fake_cuda_take_ops(char* buf, int size) {
   S().ops.clear();
 }
 int fake_cuda_launches() { return S().launches; }
+void fake_cuda_set_sms(int n) { S().sms = n; }
+unsigned fake_cuda_last_grid() {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().last_grid;
+}
 int fake_cuda_module_loads() { return S().module_loads; }
 int fake_cuda_capture_mode() { return S().capture_mode; }
 

@@ -373,15 +373,32 @@ NCCLRR_KD void FinishJob(X& x, const Job& job, CtaShared& sh) {
     const uint32_t bb0 = (job.mode & kabi::kModeFull) ? 0 : job.nblocks;
     const uint32_t bb1 = (job.mode & kabi::kModeRace) ? 2 * job.nblocks : job.nblocks;
     const uint32_t work = (bb1 - bb0) * pairs * kPartialWords;
-    for (uint32_t i = uint32_t(tid); i < work; i += kabi::kThreadsPerCta) {
-      const uint32_t w = i % kPartialWords, rest = i / kPartialWords;
-      const uint32_t pair = rest % pairs, bb = bb0 + rest / pairs;
-      const uint32_t left = pair * 2 * s;
-      if (left + s >= tpb) continue;
-      const uint64_t base = (bb >= job.nblocks ? ntiles + (bb - job.nblocks) * tpb : bb * tpb);
-      uint64_t* a = words + (base + left) * kPartialWords + w;
-      const uint64_t* c = words + (base + left + s) * kPartialWords + w;
-      *a = core::WordAdd(x.load_cg(a), x.load_cg(c), int(w), int_dots);
+    // A thread's items of a level are independent: it loads kBatch of them before storing any,
+    // so that their L2 round trips overlap (one at a time, a 1024-tile sketch's first level
+    // alone was 80 round trips per thread). The sums are the same.
+    constexpr uint32_t kBatch = 8;
+    for (uint32_t i0 = uint32_t(tid); i0 < work; i0 += kBatch * kabi::kThreadsPerCta) {
+      uint64_t* dst[kBatch];
+      uint64_t lhs[kBatch], rhs[kBatch];
+      int word[kBatch];
+      NCCLRR_UNROLL
+      for (uint32_t u = 0; u < kBatch; ++u) {
+        dst[u] = nullptr;
+        const uint32_t i = i0 + u * kabi::kThreadsPerCta;
+        if (i >= work) continue;
+        const uint32_t w = i % kPartialWords, rest = i / kPartialWords;
+        const uint32_t pair = rest % pairs, bb = bb0 + rest / pairs;
+        const uint32_t left = pair * 2 * s;
+        if (left + s >= tpb) continue;
+        const uint64_t base = (bb >= job.nblocks ? ntiles + (bb - job.nblocks) * tpb : bb * tpb);
+        dst[u] = words + (base + left) * kPartialWords + w;
+        word[u] = int(w);
+        lhs[u] = x.load_cg(dst[u]);
+        rhs[u] = x.load_cg(words + (base + left + s) * kPartialWords + w);
+      }
+      NCCLRR_UNROLL
+      for (uint32_t u = 0; u < kBatch; ++u)
+        if (dst[u] != nullptr) *dst[u] = core::WordAdd(lhs[u], rhs[u], word[u], int_dots);
     }
     x.sync();
   }

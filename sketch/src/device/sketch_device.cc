@@ -78,10 +78,16 @@ struct SketchDevice::Impl {
   }
   void FillJob(Context& c, uint32_t s, const void* data, kabi::Job& dev, kabi::Job& host);
   int AcquireSlot(Context& c);
-  // SketchDevice::Enqueue with at most `max_tiles` CTAs per sketch.
+  // How many of the GPU's SMs a sketch may hold (TileCap).
+  enum class Grid {
+    kOneWave,  // all of them, each with as many CTAs as fit at once: no CTA waits for another
+    kHalfSms,  // half of them, one CTA each: a forked sketch leaves the rest to the collective
+  };
+  uint32_t TileCap(const Context& c, Grid grid) const;
+  // SketchDevice::Enqueue with at most TileCap(grid) CTAs per sketch.
   StatusOr<std::vector<SlotId>> EnqueueOn(void* stream,
                                           const std::vector<DeviceSketchRequest>& requests,
-                                          uint32_t max_tiles);
+                                          Grid grid);
   // EnqueueForked's side stream for `user` and an event, or false when out of either.
   bool ForkResources(Context& c, cu::CUstream user, cu::CUstream* side, cu::CUevent* event);
   void GiveEvent(Context& c, cu::CUevent e);
@@ -282,12 +288,7 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::EnqueueForked(
     m.GiveEvent(*c, event);
     return Enqueue(stream_ptr, requests);
   }
-  // At most half the GPU's SMs (one CTA each) per sketch, so that the collective's CTAs find
-  // SMs free while it runs: a grid of many waves would hold every SM until it is done, and the
-  // collective would run after it instead of beside it. Tiles only regroup chunks: the result
-  // is the same. (A sketch of more blocks than that still gets one CTA per block.)
-  const uint32_t cap = std::max<uint32_t>(1, uint32_t(c->sms) / 2);
-  auto ids = m.EnqueueOn(side, requests, std::min(m.opt.max_tiles, cap));
+  auto ids = m.EnqueueOn(side, requests, Impl::Grid::kHalfSms);
   // Recording on a stream that just took a launch does not fail short of a broken context,
   // where nothing more runs anyway: then the fork is left unjoined.
   if (!ids.ok() || m.d.EventRecord(event, side) != cu::kSuccess) {
@@ -321,18 +322,32 @@ Status SketchDevice::Prepare(void* stream) {
 
 StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
     void* stream_ptr, const std::vector<DeviceSketchRequest>& requests) {
-  return impl_->EnqueueOn(stream_ptr, requests, impl_->opt.max_tiles);
+  return impl_->EnqueueOn(stream_ptr, requests, Impl::Grid::kOneWave);
+}
+
+// Tiles only regroup chunks: the result is the same whatever the cap. (A sketch of more blocks
+// than the cap still gets one CTA per block, within opt.max_tiles.)
+uint32_t SketchDevice::Impl::TileCap(const Context& c, Grid grid) const {
+  if (c.sms <= 0) return opt.max_tiles;  // unknown GPU
+  // One wave: more CTAs than fit at once made the last wave's stragglers and every CTA's
+  // start-up cost more than they spread (float32 at 1 GB: 68% of read bandwidth with 1,024
+  // tiles on an H200, 73% with 256, 57% with 4,096).
+  if (grid == Grid::kOneWave) return std::min(opt.max_tiles, uint32_t(c.sms) * kabi::kCtasPerSm);
+  // Half the SMs, so that the collective's CTAs find SMs free while the sketch runs: a grid of
+  // many waves would hold every SM until it is done, and the collective would run after it
+  // instead of beside it.
+  return std::min(opt.max_tiles, std::max<uint32_t>(1, uint32_t(c.sms) / 2));
 }
 
 StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Impl::EnqueueOn(
-    void* stream_ptr, const std::vector<DeviceSketchRequest>& requests, uint32_t max_tiles) {
+    void* stream_ptr, const std::vector<DeviceSketchRequest>& requests, Grid grid) {
   Impl& m = *this;
   if (requests.empty() || requests.size() > size_t(kabi::kMaxJobs))
     return InvalidArgument("sketch: 1 to " + std::to_string(kabi::kMaxJobs) +
                            " sketches per Enqueue, got " + std::to_string(requests.size()));
   std::vector<kabi::Job> jobs(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i)
-    NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], max_tiles, jobs[i]));
+  for (size_t i = 0; i < requests.size(); ++i)  // refused before any context is set up
+    NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], m.opt.max_tiles, jobs[i]));
   auto stream = static_cast<cu::CUstream>(stream_ptr);
   int capture = cu::kCaptureStatusNone;
   cu::CUresult r = m.d.StreamIsCapturing(stream, &capture);
@@ -343,6 +358,9 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Impl::EnqueueOn(
   auto ci = m.ContextFor(stream, lock);
   if (!ci.ok()) return ci.status();
   Context& c = *m.contexts[*ci];  // stable: contexts are never removed
+  const uint32_t cap = m.TileCap(c, grid);
+  for (size_t i = 0; i < requests.size() && cap < m.opt.max_tiles; ++i)
+    NCCLRR_RETURN_IF_ERROR(m.CheckRequest(requests[i], cap, jobs[i]));  // fewer, larger tiles
   std::vector<int> slots;
   for (size_t i = 0; i < requests.size(); ++i) {
     const int s = m.AcquireSlot(c);

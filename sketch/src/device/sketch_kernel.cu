@@ -26,12 +26,13 @@ struct DeviceExec {
 }  // namespace
 
 // One entry point per datatype: ncclrr_sketch_<code>, code = ncclDataType_t.
-#define NCCLRR_SKETCH_KERNEL(code, Traits)                                              \
-  extern "C" __global__ void __launch_bounds__(ncclrr::sketch::kabi::kThreadsPerCta, 2) \
-      ncclrr_sketch_##code(const ncclrr::sketch::kabi::Launch launch) {                 \
-    __shared__ ncclrr::sketch::kbody::CtaShared shared;                                 \
-    DeviceExec x;                                                                       \
-    ncclrr::sketch::kbody::CtaMain<ncclrr::sketch::core::Traits>(x, launch, shared);    \
+#define NCCLRR_SKETCH_KERNEL(code, Traits)                                           \
+  extern "C" __global__ void __launch_bounds__(ncclrr::sketch::kabi::kThreadsPerCta, \
+                                               ncclrr::sketch::kabi::kCtasPerSm)     \
+      ncclrr_sketch_##code(const ncclrr::sketch::kabi::Launch launch) {              \
+    __shared__ ncclrr::sketch::kbody::CtaShared shared;                              \
+    DeviceExec x;                                                                    \
+    ncclrr::sketch::kbody::CtaMain<ncclrr::sketch::core::Traits>(x, launch, shared); \
   }
 NCCLRR_SKETCH_KERNEL(0, TraitsI8)
 NCCLRR_SKETCH_KERNEL(1, TraitsU8)

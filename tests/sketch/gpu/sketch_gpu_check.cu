@@ -462,6 +462,7 @@ int main(int argc, char** argv) {
   std::string out;
   bool quick = false;
   double bench_mb = 1024, profile_mb = 0;
+  SketchDeviceOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--out" && i + 1 < argc)
@@ -472,14 +473,16 @@ int main(int argc, char** argv) {
       bench_mb = std::atof(argv[++i]);
     else if (a == "--profile-mb" && i + 1 < argc)
       profile_mb = std::atof(argv[++i]);
+    else if (a == "--max-tiles" && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+      options.max_tiles = uint32_t(std::atoi(argv[++i]));  // CTAs per sketch, at most
     else {
       std::fprintf(stderr,
                    "usage: sketch_gpu_check [--out DIR] [--quick] [--bench-mb N] "
-                   "[--profile-mb N]\n");
+                   "[--profile-mb N] [--max-tiles N]\n");
       return 2;
     }
   }
-  auto dev = SketchDevice::Create();
+  auto dev = SketchDevice::Create(options);
   if (!dev.ok()) {
     std::fprintf(stderr, "%s\n", dev.status().message().c_str());
     return 2;
@@ -488,8 +491,8 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  Log("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor,
-      prop.multiProcessorCount);
+  Log("device: %s (sm_%d%d, %d SMs); at most %u CTAs per sketch\n", prop.name, prop.major,
+      prop.minor, prop.multiProcessorCount, options.max_tiles);
   if (profile_mb > 0) {
     const size_t n = size_t(profile_mb * (1 << 20)) / 4;
     float* buf = nullptr;
