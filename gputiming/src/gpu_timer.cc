@@ -122,7 +122,8 @@ StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Start(GpuTimerOptions options) {
     // CUPTI's per-API settings did not reach contexts that existed before (PyTorch on 2×H200:
     // not one launch record): there, every driver and runtime API record.
     const bool all_api =
-        o.all_api_records || cuda::AnyPrimaryContextActive(o.cuda_driver_library);
+        o.api_records == ApiRecords::kAll ||
+        (o.api_records == ApiRecords::kAuto && cuda::AnyPrimaryContextActive(o.cuda_driver_library));
     auto cupti = CuptiSource::Start(o.cupti_library, all_api);
     if (cupti.ok()) {
       impl->description = (*cupti)->Describe();

@@ -74,7 +74,14 @@ Config Load() {
   c.gpu_timing_source = ReadString("NCCLRR_GPU_TIMING_SOURCE", "auto");
   c.gpu_timing_cupti = ReadString("NCCLRR_GPU_TIMING_CUPTI", "");
   c.gpu_timing_cuda = ReadString("NCCLRR_GPU_TIMING_CUDA", "");
-  c.gpu_timing_all_api = ReadUnsigned("NCCLRR_GPU_TIMING_ALL_API", 0, 1) != 0;
+  if (const char* v = std::getenv("NCCLRR_GPU_TIMING_ALL_API"); v != nullptr && *v != '\0') {
+    if (!std::strcmp(v, "0") || !std::strcmp(v, "1"))
+      c.gpu_timing_all_api = v[0] - '0';
+    else
+      std::fprintf(stderr,
+                   "ncclrr: NCCLRR_GPU_TIMING_ALL_API=\"%s\" is not 0 or 1; choosing by itself\n",
+                   v);
+  }
   if (const char* v = std::getenv("NCCL_COMM_BLOCKING"); v != nullptr && *v != '\0')
     c.nccl_comm_blocking = std::atoi(v) != 0 ? 1 : 0;
   return c;

@@ -39,7 +39,8 @@ struct Config {
   std::string gpu_timing_source;  // NCCLRR_GPU_TIMING_SOURCE: auto (default), cupti, events
   std::string gpu_timing_cupti;   // NCCLRR_GPU_TIMING_CUPTI: libcupti to use (tests: a stand-in)
   std::string gpu_timing_cuda;    // NCCLRR_GPU_TIMING_CUDA: libcuda to use (tests: a stand-in)
-  bool gpu_timing_all_api = false;  // NCCLRR_GPU_TIMING_ALL_API=1: every CUPTI API record (diagnosis)
+  // NCCLRR_GPU_TIMING_ALL_API: unset: auto; 1: every CUPTI API record; 0: launch records only.
+  int gpu_timing_all_api = -1;
 };
 
 // The process's configuration. Thread-safe; reads the environment on the first call only.

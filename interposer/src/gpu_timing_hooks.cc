@@ -36,7 +36,9 @@ gputiming::GpuTimerOptions Options() {
   o.choice = gputiming::SourceChoiceFromString(cfg.gpu_timing_source);
   o.cupti_library = cfg.gpu_timing_cupti;
   o.cuda_driver_library = cfg.gpu_timing_cuda;
-  o.all_api_records = cfg.gpu_timing_all_api;
+  o.api_records = cfg.gpu_timing_all_api < 0    ? gputiming::ApiRecords::kAuto
+                  : cfg.gpu_timing_all_api == 1 ? gputiming::ApiRecords::kAll
+                                                : gputiming::ApiRecords::kLaunchesOnly;
   o.sink = [](const GpuTimeRecord& r) {  // the timer's collector thread, or Stop's caller
     Record rec{};
     rec.kind = RecordKind::kGpuTime;

@@ -4,7 +4,7 @@
 # NCCLRR_DEADLINE_S budget (default 560 s, under the device tool's 600 s per call), and packs
 # every log into $OUT/logs.tar.gz (the device tool returns only a few files).
 # Usage: tests/gpu/run_all.sh [analysis replayer interposer profiler gputiming bench sketch
-#   sketchrec sketchbench replbench colllog]
+#   sketchrec sketchbench replbench colllog torchtiming]
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -25,6 +25,7 @@ for s in $stages; do
     sketch) script=tests/gpu/sketch_gpu.sh ;;
     sketchrec) script=tests/gpu/sketch_acceptance.sh ;;
     sketchbench) script=tests/gpu/sketch_bench.sh ;;
+    torchtiming) script=tests/gpu/gputiming_torch_bench.sh ;;
     replbench) script=tests/gpu/replayer_acceptance.sh; export NCCLRR_REPLAYER_ONLY_BENCH=1 ;;
     *) script=tests/gpu/${s}_acceptance.sh ;;
   esac

@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   if (opt.timing != "none") {
     GpuTimerOptions to;
     to.choice = SourceChoiceFromString(opt.timing);
-    to.all_api_records = opt.all_api;
+    to.api_records = opt.all_api ? ApiRecords::kAll : ApiRecords::kAuto;
     to.sink = [](const GpuTimeRecord& r) {
       {
         std::lock_guard<std::mutex> lock(g_mu);

@@ -45,12 +45,20 @@ struct TimedCall {
 
 enum class SourceChoice : uint8_t { kAuto = 0, kCupti, kEventPair };
 
+// Which CUPTI API records carry ncclrr's correlation ids to the kernels.
+enum class ApiRecords : uint8_t {
+  kAuto = 0,      // launches only, unless a CUDA context exists as timing starts: then all
+  kLaunchesOnly,  // the launch entry points (CUPTI 12.6+); still widened to all when NCCL
+                  // kernels come without a launch record for two rounds
+  kAll,           // every driver and runtime API record (what the PyTorch profiler enables)
+};
+
 struct GpuTimerOptions {
   SourceChoice choice = SourceChoice::kAuto;
   std::string cupti_library;           // a path; empty: the loaded one, then the usual places
   std::string cuda_driver_library;     // a path; empty: the libcuda.so.1 the process loaded
   uint32_t collect_interval_ms = 200;  // 0: no collector thread, the caller calls Collect()
-  bool all_api_records = false;        // CUPTI: every API record, not only launches (diagnosis)
+  ApiRecords api_records = ApiRecords::kAuto;
   std::function<void(const GpuTimeRecord&)> sink;           // required
   std::function<void(NoteLevel, const std::string&)> note;  // optional: what the trace says
 };
