@@ -10,9 +10,11 @@
 #    client receives kernel records, and later calls are timed with events;
 #  * a job whose CUPTI is already taken at start (ncclrr falls back to events).
 # Then `ncclrr record --gpu-timing` on PyTorch jobs: every collective and p2p call has a GPU
-# start/end from CUPTI, `ncclrr check` reports stragglers; and a job running the PyTorch profiler
-# (its own CUPTI client) while recorded: the profiler still sees NCCL kernels, ncclrr says it
-# handed CUPTI over and times the later calls with CUDA events.
+# start/end, from CUDA event pairs by default (the context exists before timing starts) and from
+# CUPTI when NCCLRR_GPU_TIMING_SOURCE=cupti asks for it; `ncclrr check` reports stragglers; and a
+# job running the PyTorch profiler (its own CUPTI client) while recorded with CUPTI: the profiler
+# still sees NCCL kernels, ncclrr says it handed CUPTI over and times the later calls with CUDA
+# events.
 #
 # Every step runs under `timeout` (STEP_TIMEOUT seconds, default 90; PyTorch steps 240), so one
 # hang costs one step, not the run.
@@ -116,29 +118,26 @@ record_torch() {
 }
 
 say "== ncclrr record --gpu-timing on PyTorch"
+# PyTorch makes its CUDA context before the first NCCL call: the automatic choice times with
+# CUDA event pairs (CUPTI would have to record every API call there); the trace says why.
 record_torch torch-gpu profiler_torch_job.py
 T=$WORK/torch-gpu
 gpu_check "$T" "torch --gpu-timing"
-expect "torch --gpu-timing used CUPTI" '"cupti": [1-9]' "$(cat "$T.stats")"
+expect "torch --gpu-timing used event pairs" '"events": [1-9]' "$(cat "$T.stats")"
+timeout -k 5 60 "$BUILD/bin/ncclrr" dump "$T" >"$T.dump" 2>&1
+expect "the trace says why not CUPTI" "a CUDA context existed before timing started" "$(cat "$T.dump")"
 timeout -k 5 60 "$BUILD/bin/ncclrr" check "$T" >"$T.check" 2>&1
 grep -A3 "stragglers" "$T.check" | head -n 8 >>"$LOG"
 expect "check reports stragglers from GPU times" "note\[stragglers\]" "$(cat "$T.check")"
 
-# Diagnosis, only when CUPTI timed nothing in PyTorch: the probe with PyTorch's own libcupti, and
-# the job again with every CUPTI API record enabled (NCCLRR_GPU_TIMING_ALL_API=1).
-if ! grep -q '"cupti": [1-9]' "$T.stats"; then
-  TORCH_CUPTI=$(dirname "$PY")/../lib/python3.12/site-packages/nvidia/cu13/lib
-  LD_LIBRARY_PATH=$TORCH_CUPTI:$LD_LIBRARY_PATH timeout -k 5 60 "$PROBE" --timing cupti \
-    --mode group --iters 200 >"$WORK/diag-probe.out" 2>&1
-  say "diag: probe with PyTorch's libcupti: exit $? $(grep -h '^probe\|^note: GPU timing from' "$WORK/diag-probe.out" | tr '\n' ' ')"
-  NCCLRR_GPU_TIMING_ALL_API=1 record_torch torch-allapi profiler_torch_job.py
-  timeout -k 5 60 "$STATS" "$WORK/torch-allapi" >"$WORK/torch-allapi.stats" 2>&1
-  say "diag: with every API record: $(grep -o '"gpu": {[^}]*}' "$WORK/torch-allapi.stats" | tr '\n' ' ')"
-  say "diag: $(grep -o 'GPU timing: [0-9]* GpuTime[^"]*' "$WORK/torch-allapi.stats" | head -n 1)"
-fi
+say "== the same job with CUPTI asked for (NCCLRR_GPU_TIMING_SOURCE=cupti: every API record)"
+NCCLRR_GPU_TIMING_SOURCE=cupti record_torch torch-cupti profiler_torch_job.py
+T=$WORK/torch-cupti
+gpu_check "$T" "torch --gpu-timing with CUPTI"
+expect "torch with CUPTI asked for used CUPTI" '"cupti": [1-9]' "$(cat "$T.stats")"
 
-say "== --gpu-timing with the PyTorch profiler in the job (its own CUPTI)"
-record_torch torch-prof gputiming_torch_profiler_job.py
+say "== --gpu-timing (CUPTI asked for) with the PyTorch profiler in the job (its own CUPTI)"
+NCCLRR_GPU_TIMING_SOURCE=cupti record_torch torch-prof gputiming_torch_profiler_job.py
 T=$WORK/torch-prof
 expect "the PyTorch profiler still saw NCCL kernels" "profiler_nccl_kernels=[1-9]" "$(cat "$T.out")"
 # Kernels still running when CUPTI is handed over may go untimed: most calls, not all.

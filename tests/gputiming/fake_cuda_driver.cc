@@ -20,6 +20,7 @@ struct State {
   int capture_mode_exchanges = 0;
   bool fail_record = false;
   int64_t new_stream_delay = 0;  // of the streams cuStreamCreate makes from now on
+  bool primary_active = false;   // device 0's primary context exists (a job like PyTorch)
 };
 State& S() {
   static State* s = new State();
@@ -124,6 +125,14 @@ void fakeCudaClearStreamDelays() {  // every stream, the private ones ncclrr cre
   for (auto& [stream, delay] : S().stream_delay) delay = 0;
   S().new_stream_delay = 0;
 }
+int cuDeviceGetCount(int* n) { return *n = 1, 0; }
+int cuDevicePrimaryCtxGetState(int, unsigned* flags, int* active) {
+  *flags = 0;
+  *active = S().primary_active ? 1 : 0;
+  return 0;
+}
+
+void fakeCudaSetPrimaryActive(int on) { S().primary_active = on != 0; }
 void fakeCudaSetFailRecord(int on) { S().fail_record = on != 0; }
 int fakeCudaRecords() { return S().records; }
 int fakeCudaLiveEvents() { return S().live_events; }

@@ -4,7 +4,7 @@
 //
 //   ncclrr-gputiming-probe [--timing none|auto|cupti|events] [--mode group|threads|graph|
 //       nonblocking] [--iters N] [--warmup N] [--count FLOATS] [--foreign-cupti AT]
-//       [--trace DIR] [--job-subscribes] [--all-api]
+//       [--trace DIR] [--job-subscribes] [--all-api] [--launches-only] [--context-first]
 //
 // Prints one line of key=value results. Exit 0 when every call that should have a GPU time got
 // exactly the right number of plausible ones (start <= end, not before the call was issued, not
@@ -38,6 +38,8 @@ struct Options {
   int iters = 2000, warmup = 200, foreign_at = -1;
   bool job_subscribes = false;  // the job holds CUPTI's subscriber slot before ncclrr starts
   bool all_api = false;  // CUPTI records every API call, as for a job with a context at start
+  bool launches_only = false;  // CUPTI keeps to launch records even with a context at start
+  bool context_first = false;  // every device's context exists before timing starts (PyTorch)
   size_t count = 2;
 };
 
@@ -164,6 +166,10 @@ Options Parse(int argc, char** argv) {
       o.job_subscribes = true;
     else if (a == "--all-api")
       o.all_api = true;
+    else if (a == "--launches-only")
+      o.launches_only = true;
+    else if (a == "--context-first")
+      o.context_first = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       std::exit(2);
@@ -198,11 +204,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--job-subscribes: cuptiSubscribe failed\n");
     return 2;
   }
+  for (int d = 0; opt.context_first && d < ndev; ++d) {
+    rt.Check(rt.SetDevice(d), "cudaSetDevice");  // makes the device's primary context
+    rt.Check(rt.DeviceSynchronize(), "cudaDeviceSynchronize");
+  }
   std::unique_ptr<GpuTimer> timer;
   if (opt.timing != "none") {
     GpuTimerOptions to;
     to.choice = SourceChoiceFromString(opt.timing);
-    to.api_records = opt.all_api ? ApiRecords::kAll : ApiRecords::kAuto;
+    to.api_records = opt.all_api         ? ApiRecords::kAll
+                     : opt.launches_only ? ApiRecords::kLaunchesOnly
+                                         : ApiRecords::kAuto;
     to.sink = [](const GpuTimeRecord& r) {
       {
         std::lock_guard<std::mutex> lock(g_mu);
@@ -402,14 +414,15 @@ int main(int argc, char** argv) {
       "probe mode=%s timing=%s source=%s devices=%d iters=%d count=%zu us_per_iter=%.3f "
       "expected=%d gpu_records=%d calls_with_wrong_record_count=%d implausible=%d "
       "nccl_kernels=%llu unmatched=%llu skipped=%llu cupti_dropped=%llu job_cupti_kernels=%d "
-      "worst_early_start_ns=%lld\n",
+      "worst_early_start_ns=%lld launch_correlations=%llu\n",
       opt.mode.c_str(), opt.timing.c_str(), source.c_str(), ndev, opt.iters, opt.count, us,
       expected, timed, wrong_count, implausible,
       static_cast<unsigned long long>(stats.nccl_kernels),
       static_cast<unsigned long long>(stats.unmatched_kernels),
       static_cast<unsigned long long>(stats.skipped_calls),
       static_cast<unsigned long long>(stats.cupti_dropped), g_job_kernels.load(),
-      static_cast<long long>(worst_early_ns));
+      static_cast<long long>(worst_early_ns),
+      static_cast<unsigned long long>(stats.launch_correlations));
   for (int d = 0; d < ndev; ++d) ncclCommDestroy(comms[d]);
   if (!timer) return 0;
   // Event pairs never time captured calls or nonblocking communicators (they say so).

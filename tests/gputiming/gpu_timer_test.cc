@@ -51,7 +51,10 @@ struct Fakes {
   F Get(void* h, const char* name) {
     return reinterpret_cast<F>(dlsym(h, name));
   }
-  void Reset() { Get<void (*)()>(cupti, "fakeCuptiReset")(); }
+  void Reset() {
+    Get<void (*)()>(cupti, "fakeCuptiReset")();
+    PrimaryActive(0);
+  }
   void OtherSubscriber(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetOtherSubscriber")(on); }
   void NoGpu(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetNoGpu")(on); }
   void NarrowIgnored(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetNarrowIgnored")(on); }
@@ -78,6 +81,7 @@ struct Fakes {
   int Records() { return Get<int (*)()>(cuda, "fakeCudaRecords")(); }
   void ClearStreamDelays() { Get<void (*)()>(cuda, "fakeCudaClearStreamDelays")(); }
   int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }
+  void PrimaryActive(int on) { Get<void (*)(int)>(cuda, "fakeCudaSetPrimaryActive")(on); }
 };
 
 constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgs)";
@@ -249,6 +253,42 @@ TEST_F(GpuTimerFake, NoLaunchRecordsWidensToEveryApiRecord) {
   EXPECT_NE(sink.AllNotes().find("every driver and runtime API record"), std::string::npos)
       << sink.AllNotes();
   EXPECT_EQ(fakes.Enabled(4), 0) << "Stop disables them again";
+}
+
+// A job whose CUDA context exists before timing starts (PyTorch, JAX): CUPTI's launch-only
+// records would not come, and every API record costs the job dearly, so the automatic choice
+// times with event pairs and says why; asked for CUPTI, it records every API call; asked for
+// launch records only, it keeps to them.
+TEST_F(GpuTimerFake, AContextBeforeTimingMeansEventPairsUnlessCuptiIsAskedFor) {
+  fakes.PrimaryActive(1);
+  {
+    auto timer = StartTimer(SourceChoice::kAuto);
+    ASSERT_NE(timer, nullptr);
+    EXPECT_EQ(fakes.Enabled(10), 0) << "no CUPTI kernel records";  // CONCURRENT_KERNEL
+    EXPECT_NE(timer->Describe().find("CUDA event pairs"), std::string::npos) << timer->Describe();
+    EXPECT_NE(timer->Describe().find("a CUDA context existed before timing started"),
+              std::string::npos)
+        << timer->Describe();
+    EXPECT_EQ(timer->source(), GpuTimeSource::kEventPair);
+    timer->BeginCall({7101, 0, 0x10, false, false});
+    timer->EndCall();
+    EXPECT_TRUE(timer->Stop().ok());
+    ASSERT_EQ(sink.by_uid.count(7101), 1u);
+    EXPECT_EQ(sink.by_uid[7101][0].source, static_cast<uint8_t>(GpuTimeSource::kEventPair));
+  }
+  {
+    auto timer = StartTimer(SourceChoice::kCupti);
+    ASSERT_NE(timer, nullptr);
+    EXPECT_EQ(fakes.Enabled(4), 1) << "every driver API record";
+    EXPECT_TRUE(timer->Stop().ok());
+  }
+  GpuTimerOptions o = sink.Options(SourceChoice::kAuto);
+  o.api_records = ApiRecords::kLaunchesOnly;
+  auto timer = GpuTimer::Start(o);
+  ASSERT_TRUE(timer.ok()) << timer.status().message();
+  EXPECT_EQ(fakes.Enabled(10), 1) << "CUPTI kernel records";
+  EXPECT_EQ(fakes.Enabled(4), 0) << "launch records only";
+  EXPECT_TRUE((*timer)->Stop().ok());
 }
 
 TEST_F(GpuTimerFake, AnotherCuptiClientMeansEventPairs) {

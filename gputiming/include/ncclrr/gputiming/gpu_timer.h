@@ -47,7 +47,8 @@ enum class SourceChoice : uint8_t { kAuto = 0, kCupti, kEventPair };
 
 // Which CUPTI API records carry ncclrr's correlation ids to the kernels.
 enum class ApiRecords : uint8_t {
-  kAuto = 0,      // launches only, unless a CUDA context exists as timing starts: then all
+  kAuto = 0,      // launches only, unless a CUDA context exists as timing starts: then
+                  // SourceChoice::kAuto takes event pairs and kCupti every API record
   kLaunchesOnly,  // the launch entry points (CUPTI 12.6+); still widened to all when NCCL
                   // kernels come without a launch record for two rounds
   kAll,           // every driver and runtime API record (what the PyTorch profiler enables)
