@@ -149,7 +149,12 @@ void StopGpuTiming() {
                 static_cast<unsigned long long>(s.unmatched_kernels),
                 static_cast<unsigned long long>(s.skipped_calls),
                 static_cast<unsigned long long>(s.launch_correlations));
-  Note(NoteLevel::kInfo, text);
+  std::string note = text;
+  if (source == GpuTimeSource::kEventPair && s.skipped_calls > 0)
+    note +=
+        " (event pairs do not time calls captured into CUDA graphs or on nonblocking "
+        "communicators: NCCLRR_GPU_TIMING_SOURCE=cupti times them with CUPTI)";
+  Note(NoteLevel::kInfo, note);
 }
 
 void GpuTimingBeforeCall(const CallRecord& rec, int32_t device) {

@@ -4,10 +4,11 @@
 # ncclrr-gputiming-probe runs an allreduce loop over both GPUs of one process, synchronizing
 # after every iteration (the latency-bound case where per-call overhead shows most), with GPU
 # timing off, with CUPTI (narrow API records, as when ncclrr starts before any CUDA context), with
-# CUPTI recording every API call (cupti_all: what a job with a context at start, e.g. PyTorch,
-# gets) and with CUDA event pairs. Runs alternate (none, cupti, cupti_all, events, none, ...)
-# for ROUNDS rounds so that machine drift hits every variant alike (the reference numbers of this
-# machine move between ~13 and ~18.6 us run to run); the medians are compared.
+# CUPTI recording every API call (cupti_all: what a job with a context at start gets with
+# NCCLRR_GPU_TIMING_SOURCE=cupti; the automatic choice gives it event pairs) and with CUDA event
+# pairs. Runs alternate (none, cupti, cupti_all, events, none, ...) for ROUNDS rounds so that
+# machine drift hits every variant alike (the reference numbers of this machine move between ~13
+# and ~18.6 us run to run); the medians are compared.
 #
 # Usage: tests/gpu/gputiming_bench.sh [ROUNDS=7] [ITERS=5000]
 # Writes $OUT/gputiming_bench.log; exit 0 when CUPTI's median ratio is <= 1.05 in every

@@ -5,7 +5,8 @@
 # CUDA event pairs there. Modes, alternated over ROUNDS rounds so that machine drift hits them
 # alike: none (the job alone), record (no GPU timing), auto (--gpu-timing), cupti
 # (NCCLRR_GPU_TIMING_SOURCE=cupti: every API record), launches (CUPTI with launch records only,
-# NCCLRR_GPU_TIMING_ALL_API=0: a diagnosis, it times nothing here), events (forced). Each
+# NCCLRR_GPU_TIMING_ALL_API=0: a diagnosis; no launch record comes here, so it times only what
+# runs after it widens to every API record, two 200 ms rounds later), events (forced). Each
 # --gpu-timing trace of round 1 but launches' is checked for a GPU time on every call.
 # Usage: tests/gpu/gputiming_torch_bench.sh [ROUNDS=3] [ITERS=2000]
 # Writes $OUT/gputiming_torch_bench.log. Exit 0 when every run exited 0 and every round-1 call of
@@ -76,5 +77,6 @@ for mode in ("none", "record", "auto", "cupti", "launches", "events"):
         print("  %-9s %8.2f us  %.3fx  (runs: %s)" % (mode, m, m / base,
               " ".join("%.1f" % v for v in t[mode])))
 PYEOF
+rm -rf "$WORK"
 say "== $failures failure(s)"
 exit $((failures > 0))

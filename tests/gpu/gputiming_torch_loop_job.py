@@ -15,7 +15,7 @@ def main():
     dev = rank % torch.cuda.device_count()
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", device_id=torch.device("cuda", dev))
-    iters = int(os.environ.get("LOOP_ITERS", "2000"))
+    iters = max(5, int(os.environ.get("LOOP_ITERS", "2000")))
     x = torch.ones(2, device="cuda")
     for _ in range(200):  # warm-up
         dist.all_reduce(x)

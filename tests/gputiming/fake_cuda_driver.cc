@@ -3,6 +3,8 @@
 // elapsed times follow from that, as on a GPU. Tests steer it through fakeCuda* functions.
 #include <time.h>
 
+#include <cstdlib>
+
 #include <map>
 #include <mutex>
 
@@ -20,7 +22,9 @@ struct State {
   int capture_mode_exchanges = 0;
   bool fail_record = false;
   int64_t new_stream_delay = 0;  // of the streams cuStreamCreate makes from now on
-  bool primary_active = false;   // device 0's primary context exists (a job like PyTorch)
+  // Device 0's primary context exists (a job like PyTorch); FAKE_CUDA_PRIMARY_ACTIVE=1 sets it
+  // for a whole process.
+  bool primary_active = std::getenv("FAKE_CUDA_PRIMARY_ACTIVE") != nullptr;
 };
 State& S() {
   static State* s = new State();

@@ -91,6 +91,30 @@ TEST(InterposerGpuTiming, EventPairsTimeEveryCallOnceInAndOutsideGroups) {
   std::filesystem::remove_all(dir);
 }
 
+// A job whose CUDA context exists before its first NCCL call (where timing starts) is timed with
+// event pairs by default, and the trace says why; asked for, CUPTI is used, with every API
+// record.
+TEST(InterposerGpuTiming, AContextBeforeTheFirstCallMeansEventPairsUnlessCuptiIsAskedFor) {
+  const std::string dir = FreshDir("context-first");
+  auto env = kStandIns;
+  env["FAKE_CUDA_PRIMARY_ACTIVE"] = "1";
+  RunResult r = RunApp("interposer_app_gputiming", {}, dir, env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  TraceFile t = ReadOnlyTrace(dir);
+  Coverage c = CoverageOf(t);
+  EXPECT_EQ(c.timed_once, 12u) << Notes(t);
+  EXPECT_EQ(c.events, 12u);
+  EXPECT_TRUE(HasNote(t, "a CUDA context existed before timing started")) << Notes(t);
+  std::filesystem::remove_all(dir);
+  env["NCCLRR_GPU_TIMING_SOURCE"] = "cupti";
+  r = RunApp("interposer_app_gputiming", {}, dir, env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  t = ReadOnlyTrace(dir);  // the stand-in NCCL launches nothing CUPTI sees: the source only
+  EXPECT_TRUE(HasNote(t, "GPU timing from CUPTI kernel records")) << Notes(t);
+  EXPECT_TRUE(HasNote(t, "all driver and runtime API records enabled")) << Notes(t);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(InterposerGpuTiming, JobsOwnCuptiGetsItAndLaterCallsAreTimedWithEvents) {
   const std::string dir = FreshDir("handover");
   const RunResult r = RunApp("interposer_app_gputiming", {"handover"}, dir, kStandIns);

@@ -178,8 +178,8 @@ TEST_F(FakeDriver, AForkRunsOnASideStreamBetweenTwoMarksOfOneEvent) {
 }
 
 // A plain sketch takes one wave of the GPU (two CTAs per SM), a forked one half the SMs (one CTA
-// each), and a GPU whose SM count is unknown the options' max_tiles: larger tiles of the same
-// chunks, the same results.
+// each); on a GPU whose SM count is unknown, the options' max_tiles and one CTA. Larger tiles of
+// the same chunks, the same results.
 TEST_F(FakeDriver, APlainSketchTakesOneWaveAndAForkedOneHalfTheSms) {
   const uint64_t n = 40 * 4096;  // 40 chunks: 5 tiles of 8 chunks, 2 of 32, or 1 of 64
   const auto a = Floats(n, 5);
@@ -201,12 +201,23 @@ TEST_F(FakeDriver, APlainSketchTakesOneWaveAndAForkedOneHalfTheSms) {
     ExpectSame(want, (*got)->result);
   };
   expect_grid(false, 5);  // unknown SM count: up to max_tiles (16) CTAs
+  expect_grid(true, 1);   // and a fork on one CTA, leaving the GPU to the collective
   Control<void (*)(int)>("fake_cuda_set_sms")(1);
   auto one_sm = FakeSketchDevice();  // its context sees 1 SM
   ASSERT_TRUE(one_sm.ok());
   dev_ = std::move(*one_sm);
   expect_grid(false, 2);  // one wave: 2 CTAs
   expect_grid(true, 1);   // half of one SM, at least one CTA
+  Control<void (*)(int)>("fake_cuda_set_sms")(4);
+  SketchDeviceOptions o;
+  o.driver_path = NCCLRR_FAKE_LIBCUDA;
+  o.max_tiles = 16;
+  o.one_wave = false;  // max_tiles alone (sketch_gpu_check --max-tiles)
+  auto uncapped = SketchDevice::Create(o);
+  ASSERT_TRUE(uncapped.ok());
+  dev_ = std::move(*uncapped);
+  expect_grid(false, 5);
+  expect_grid(true, 2);  // half of 4 SMs
 }
 
 // A capturing stream keeps its sketches (they become part of the graph), and the handles that

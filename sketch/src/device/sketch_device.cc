@@ -80,7 +80,8 @@ struct SketchDevice::Impl {
   int AcquireSlot(Context& c);
   // How many of the GPU's SMs a sketch may hold (TileCap).
   enum class Grid {
-    kOneWave,  // all of them, each with as many CTAs as fit at once: no CTA waits for another
+    kOneWave,  // all of them, each with as many CTAs as fit at once (per sketch: a fused launch
+               // of several large sketches is several waves)
     kHalfSms,  // half of them, one CTA each: a forked sketch leaves the rest to the collective
   };
   uint32_t TileCap(const Context& c, Grid grid) const;
@@ -328,11 +329,13 @@ StatusOr<std::vector<SketchDevice::SlotId>> SketchDevice::Enqueue(
 // Tiles only regroup chunks: the result is the same whatever the cap. (A sketch of more blocks
 // than the cap still gets one CTA per block, within opt.max_tiles.)
 uint32_t SketchDevice::Impl::TileCap(const Context& c, Grid grid) const {
-  if (c.sms <= 0) return opt.max_tiles;  // unknown GPU
+  if (c.sms <= 0) return grid == Grid::kHalfSms ? 1 : opt.max_tiles;  // unknown GPU
   // One wave: more CTAs than fit at once made the last wave's stragglers and every CTA's
   // start-up cost more than they spread (float32 at 1 GB: 68% of read bandwidth with 1,024
   // tiles on an H200, 73% with 256, 57% with 4,096).
-  if (grid == Grid::kOneWave) return std::min(opt.max_tiles, uint32_t(c.sms) * kabi::kCtasPerSm);
+  if (grid == Grid::kOneWave)
+    return opt.one_wave ? std::min(opt.max_tiles, uint32_t(c.sms) * kabi::kCtasPerSm)
+                        : opt.max_tiles;
   // Half the SMs, so that the collective's CTAs find SMs free while the sketch runs: a grid of
   // many waves would hold every SM until it is done, and the collective would run after it
   // instead of beside it.

@@ -473,9 +473,10 @@ int main(int argc, char** argv) {
       bench_mb = std::atof(argv[++i]);
     else if (a == "--profile-mb" && i + 1 < argc)
       profile_mb = std::atof(argv[++i]);
-    else if (a == "--max-tiles" && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+    else if (a == "--max-tiles" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
       options.max_tiles = uint32_t(std::atoi(argv[++i]));  // CTAs per sketch, at most
-    else {
+      options.one_wave = false;                            // even beyond one wave
+    } else {
       std::fprintf(stderr,
                    "usage: sketch_gpu_check [--out DIR] [--quick] [--bench-mb N] "
                    "[--profile-mb N] [--max-tiles N]\n");
@@ -491,8 +492,9 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  Log("device: %s (sm_%d%d, %d SMs); at most %u CTAs per sketch\n", prop.name, prop.major,
-      prop.minor, prop.multiProcessorCount, options.max_tiles);
+  Log("device: %s (sm_%d%d, %d SMs); at most %u CTAs per sketch%s\n", prop.name, prop.major,
+      prop.minor, prop.multiProcessorCount, options.max_tiles,
+      options.one_wave ? ", and one wave (2 per SM)" : "");
   if (profile_mb > 0) {
     const size_t n = size_t(profile_mb * (1 << 20)) / 4;
     float* buf = nullptr;

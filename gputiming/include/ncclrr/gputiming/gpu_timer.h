@@ -6,9 +6,12 @@
 //    driver calls tagged with an external correlation id that names the call or group). Exact
 //    kernel start/end, converted from CUPTI's clock onto CLOCK_MONOTONIC by calibration.
 //  * kEventPair: CUDA events recorded on the call's stream before and after it. Used when CUPTI
-//    is missing or another component of the process uses CUPTI (the PyTorch profiler, Nsight):
-//    ncclrr never takes CUPTI away from the job. The start is when the stream reached the call,
-//    which includes waiting for earlier work on that stream.
+//    is missing, when another component of the process uses CUPTI (the PyTorch profiler,
+//    Nsight: ncclrr never takes CUPTI away from the job), and by the automatic choice when a
+//    CUDA context exists as timing starts (CUPTI would have to record every API call there; see
+//    ApiRecords). The start is when the stream reached the call, which includes waiting for
+//    earlier work on that stream. Calls captured into graphs or on nonblocking communicators
+//    are not timed this way.
 //
 // Nothing is linked: libcupti and libcuda are reached through dlopen. Without a GPU Start returns
 // a Status that says why. All methods are thread-safe; the Begin*/End*/Add* methods are called on

@@ -35,6 +35,7 @@ struct SketchDeviceOptions {
   std::string driver_path = "libcuda.so.1";
   uint32_t slots = 128;                  // sketches in flight per CUDA context
   uint32_t max_tiles = 1024;             // CTAs per sketch: larger buffers get larger tiles
+  bool one_wave = true;  // and at most one wave of them (two per SM; false: max_tiles alone)
   uint32_t max_blocks = 64;              // blocks per sketch (AlltoAll / ReduceScatter peers)
   uint32_t max_samples = 64 * 64 + 256;  // raw values per slot (blocks x samples + race)
 };
