@@ -180,8 +180,8 @@ EventPairSource::RefState EventPairSource::EnsureRef(ContextState& cs, cuda::Con
   return RefState::kReady;
 }
 
-bool EventPairSource::TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out) {
-  const std::vector<Ref>& refs = contexts_[ctx].refs;
+bool EventPairSource::TimeOf(const ContextState& cs, cuda::Event e, int64_t host_ns, int64_t* out) {
+  const std::vector<Ref>& refs = cs.refs;
   if (refs.empty()) return false;
   // The latest reference taken before the event was recorded keeps the elapsed time positive and
   // short; an event older than every reference is measured backwards from the first.
@@ -198,56 +198,56 @@ void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note
   RelaxedCaptureMode relaxed(api_);
   std::lock_guard<std::mutex> collect(collect_mu_);
   const int64_t now = MonotonicNs();
-  // The references of the contexts with pairs pending are renewed first, without mu_: the calls'
-  // threads take mu_, and a reference can wait for the GPU (kRefWaitNs).
+  // The pending pairs are taken out under mu_ and read without it: the calls' threads take mu_
+  // at every call, and each pair costs three driver calls here (thousands per round in a loop of
+  // small calls), which the calls must not wait for. Pairs that end meanwhile wait for the next
+  // round.
+  std::deque<Pair> work;
   std::vector<std::pair<cuda::Context, ContextState*>> seen;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Pair& p : pending_)
+    work.swap(pending_);
+    for (const Pair& p : work)
       if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return s.first == p.ctx; }))
         seen.emplace_back(p.ctx, &contexts_[p.ctx]);  // element addresses outlive rehashing
   }
+  // The references of those contexts are renewed first (each can wait for the GPU, kRefWaitNs).
   std::vector<cuda::Context> with_ref, ref_later;
   for (const auto& [ctx, cs] : seen) {
     const RefState r = EnsureRef(*cs, ctx, now);
     if (r == RefState::kReady) with_ref.push_back(ctx);
     if (r == RefState::kLater) ref_later.push_back(ctx);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  std::deque<Pair> still;
-  for (Pair& p : pending_) {
-    const bool checked = std::any_of(seen.begin(), seen.end(),
-                                     [&](const auto& s) { return s.first == p.ctx; });
-    if (!checked && !final) {  // ended after the references were renewed: the next round
-      still.push_back(std::move(p));
-      continue;
-    }
+  std::deque<Pair> still, done;  // done: their events go back to the pools
+  uint64_t completed = 0, records = 0, skipped = 0, failed = 0;
+  for (Pair& p : work) {
+    const ContextState& cs = *std::find_if(seen.begin(), seen.end(), [&](const auto& s) {
+                                return s.first == p.ctx;
+                              })->second;
     const cuda::Result q = api_.EventQuery(p.end);
     if (q == cuda::kNotReady) {
       if (final) {
-        ++skipped_;  // never wait at the end: a hung collective must not hang the exit
-        Release(p);
+        ++skipped;  // never wait at the end: a hung collective must not hang the exit
+        done.push_back(std::move(p));
       } else {
         still.push_back(std::move(p));
       }
       continue;
     }
-    const bool have_ref = checked ? std::find(with_ref.begin(), with_ref.end(), p.ctx) !=
-                                        with_ref.end()
-                                  : !contexts_[p.ctx].refs.empty();
+    const bool have_ref = std::find(with_ref.begin(), with_ref.end(), p.ctx) != with_ref.end();
     if (!have_ref && !final &&
         std::find(ref_later.begin(), ref_later.end(), p.ctx) != ref_later.end()) {
       still.push_back(std::move(p));  // its context's first reference is still behind the GPU
       continue;
     }
     int64_t start = 0, end = 0;
-    if (q != cuda::kSuccess || !have_ref || !TimeOf(p.ctx, p.start, p.host_ns, &start) ||
-        !TimeOf(p.ctx, p.end, p.host_ns, &end)) {
-      ++failed_;
-      Release(p);
+    if (q != cuda::kSuccess || !have_ref || !TimeOf(cs, p.start, p.host_ns, &start) ||
+        !TimeOf(cs, p.end, p.host_ns, &end)) {
+      ++failed;
+      done.push_back(std::move(p));
       continue;
     }
-    ++completed_;
+    ++completed;
     // The GPU reaches the start event only after the host recorded it: what the reference's
     // bracket leaves uncertain (microseconds) must not put it earlier.
     start = std::max(start, p.host_ns);
@@ -258,13 +258,25 @@ void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note
       r.end_ns = std::max(start, end);
       r.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
       emit(r);
-      ++records_;
+      ++records;
     }
-    Release(p);
+    done.push_back(std::move(p));
   }
-  pending_.swap(still);
-  if (final && failed_ > 0 && note)
-    note(std::to_string(failed_) +
+  uint64_t failed_total = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Pair& p : done) Release(p);
+    // The unfinished pairs are older than any that ended meanwhile: they stay in front.
+    for (Pair& p : pending_) still.push_back(std::move(p));
+    pending_.swap(still);
+    completed_ += completed;
+    records_ += records;
+    skipped_ += skipped;
+    failed_ += failed;
+    failed_total = failed_;
+  }
+  if (final && failed_total > 0 && note)
+    note(std::to_string(failed_total) +
          " calls could not be timed with CUDA events (event creation, "
          "recording or reading failed)");
 }

@@ -10,7 +10,8 @@
 //
 // Event times become CLOCK_MONOTONIC through a reference event per CUDA context, recorded on a
 // private stream and waited for (at most a few ms, never under the lock the calls' threads take),
-// renewed every second (cuEventElapsedTime is a float of ms).
+// renewed every second (cuEventElapsedTime is a float of ms). The pending pairs are read
+// outside that lock too: a call never waits for the collector's driver calls.
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -64,8 +65,8 @@ class EventPairSource : public TimingSource {
   // (the GPU is busy: try next round); kFailed: none can be taken.
   enum class RefState { kReady, kLater, kFailed };
   RefState EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now);
-  // collect_mu_ and mu_ held.
-  bool TimeOf(cuda::Context ctx, cuda::Event e, int64_t host_ns, int64_t* out);
+  // collect_mu_ held (it guards cs.refs).
+  bool TimeOf(const ContextState& cs, cuda::Event e, int64_t host_ns, int64_t* out);
   void Release(const Pair& p);                                                   // mu_ held
 
   cuda::Api api_;

@@ -3,16 +3,19 @@
 // elapsed times follow from that, as on a GPU. Tests steer it through fakeCuda* functions.
 #include <time.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
-
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace {
 
 struct Event {
   int64_t complete_ns = 0;
   bool recorded = false;
+  void* stream = nullptr;  // where it was last recorded
 };
 struct State {
   std::mutex mu;
@@ -21,6 +24,8 @@ struct State {
   int records = 0;
   int capture_mode_exchanges = 0;
   bool fail_record = false;
+  std::atomic<void*> query_gate{nullptr};  // cuEventQuery of its events waits while it is set
+  std::atomic<int> query_waiters{0};
   int64_t new_stream_delay = 0;  // of the streams cuStreamCreate makes from now on
   // Device 0's primary context exists (a job like PyTorch); FAKE_CUDA_PRIMARY_ACTIVE=1 sets it
   // for a whole process.
@@ -56,11 +61,19 @@ int cuEventRecord(void* e, void* stream) {
   auto* ev = static_cast<Event*>(e);
   ev->complete_ns = Now() + S().stream_delay[stream];
   ev->recorded = true;
+  ev->stream = stream;
   ++S().records;
   return 0;
 }
 int cuEventQuery(void* e) {
   auto* ev = static_cast<Event*>(e);
+  void* const stream = ev->stream;
+  if (stream != nullptr && S().query_gate.load() == stream) {  // held, as a driver call can be
+    ++S().query_waiters;
+    while (S().query_gate.load() == stream)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    --S().query_waiters;
+  }
   if (!ev->recorded) return 400;              // CUDA_ERROR_INVALID_HANDLE
   return Now() >= ev->complete_ns ? 0 : 600;  // CUDA_ERROR_NOT_READY
 }
@@ -137,6 +150,8 @@ int cuDevicePrimaryCtxGetState(int, unsigned* flags, int* active) {
 }
 
 void fakeCudaSetPrimaryActive(int on) { S().primary_active = on != 0; }
+void fakeCudaSetQueryGate(void* stream) { S().query_gate.store(stream); }
+int fakeCudaQueryWaiters() { return S().query_waiters.load(); }
 void fakeCudaSetFailRecord(int on) { S().fail_record = on != 0; }
 int fakeCudaRecords() { return S().records; }
 int fakeCudaLiveEvents() { return S().live_events; }

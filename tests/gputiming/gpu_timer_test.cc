@@ -54,6 +54,7 @@ struct Fakes {
   void Reset() {
     Get<void (*)()>(cupti, "fakeCuptiReset")();
     PrimaryActive(0);
+    QueryGate(0);
   }
   void OtherSubscriber(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetOtherSubscriber")(on); }
   void NoGpu(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetNoGpu")(on); }
@@ -82,6 +83,11 @@ struct Fakes {
   void ClearStreamDelays() { Get<void (*)()>(cuda, "fakeCudaClearStreamDelays")(); }
   int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }
   void PrimaryActive(int on) { Get<void (*)(int)>(cuda, "fakeCudaSetPrimaryActive")(on); }
+  // Queries of events recorded on `stream` wait until the gate is set to another stream (0).
+  void QueryGate(uint64_t stream) {
+    Get<void (*)(void*)>(cuda, "fakeCudaSetQueryGate")(reinterpret_cast<void*>(stream));
+  }
+  int QueryWaiters() { return Get<int (*)()>(cuda, "fakeCudaQueryWaiters")(); }
 };
 
 constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgs)";
@@ -389,6 +395,33 @@ TEST_F(GpuTimerFake, GroupMembersOnOneStreamShareOnePair) {
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_EQ(sink.by_uid.size(), 3u);
   EXPECT_EQ(sink.by_uid[5][0].start_ns, sink.by_uid[6][0].start_ns);
+}
+
+// The collector reads each pending pair with driver calls (query, two elapsed times): thousands
+// per round in a loop of small calls, and any of them can wait behind a busy GPU. A call made
+// meanwhile must not wait for them.
+TEST_F(GpuTimerFake, ACallDoesNotWaitForTheCollectorsDriverCalls) {
+  auto timer = StartTimer(SourceChoice::kEventPair);
+  ASSERT_NE(timer, nullptr);
+  timer->BeginCall({8001, 0, 0x9, false, false});
+  timer->EndCall();
+  fakes.QueryGate(0x9);  // the call's events, not the collector's reference events
+  std::thread collector([&] { timer->Collect(); });
+  for (int i = 0; i < 5000 && fakes.QueryWaiters() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(fakes.QueryWaiters(), 1) << "the collector is inside the pair's cuEventQuery";
+  auto call = std::async(std::launch::async, [&] {
+    timer->BeginCall({8002, 0, 0x9, false, false});
+    timer->EndCall();
+  });
+  const auto status = call.wait_for(std::chrono::seconds(5));
+  fakes.QueryGate(0);
+  collector.join();
+  call.wait();
+  EXPECT_EQ(status, std::future_status::ready) << "the call waited for the collector";
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(sink.by_uid.count(8001), 1u);
+  EXPECT_EQ(sink.by_uid.count(8002), 1u);
 }
 
 TEST_F(GpuTimerFake, JobTakingCuptiSwitchesToEventPairsWithoutLosingRecords) {
