@@ -193,6 +193,27 @@ NCCLRR_KD uint32_t RowNeg(const uint64_t* eps_words, uint32_t word0, uint32_t of
   return neg & ((1u << D::V) - 1);
 }
 
+// Where a lane's elements of a chunk start (p: the chunk, g: its global index), and where its
+// eps bits are in the chunk's hash words (the same offset in every row: see RowNeg).
+template <class D>
+struct LaneStart {
+  bool vector_ok;       // 16-byte loads: the chunk is 16-byte aligned
+  uint32_t first;       // the lane's first element of row 0
+  uint32_t word0, off;  // hash word and bit of that element's eps bit
+  bool straddle;        // its V bits run into the next word
+};
+template <class D>
+NCCLRR_KD LaneStart<D> LaneStartOf(const typename D::Raw* p, int lane, uint64_t g) {
+  LaneStart<D> l;
+  l.vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+  l.first = uint32_t(lane) * D::V;
+  const uint32_t bit0 = uint32_t(g & 63) + l.first;
+  l.word0 = bit0 >> 6;
+  l.off = bit0 & 63;
+  l.straddle = l.off + uint32_t(D::V) > 64;
+  return l;
+}
+
 // A lane's rows of a full chunk (p: the chunk), in increasing order, with loads issued kAhead
 // rows ahead in a ring of kAhead registers rows: groups of kAhead rows, each group unrolled (so
 // every ring slot has fixed registers) and the groups looped (so the code stays small).
@@ -203,15 +224,11 @@ NCCLRR_KD void LaneChunkFull(core::LaneState<D>& s, const typename D::Raw* p, in
   constexpr uint32_t kRows = core::kRows<D>;
   constexpr uint32_t kAhead = kAheadRows<D>;
   static_assert(kRows % kAhead == 0, "the ring must wrap at a group boundary");
-  const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-  const uint32_t lane_first = uint32_t(lane) * D::V;
-  const uint32_t bit0 = uint32_t(g & 63) + lane_first;
-  const uint32_t word0 = bit0 >> 6, off = bit0 & 63;
-  const bool straddle = off + uint32_t(D::V) > 64;
-  const typename D::Raw* base = p + lane_first;
+  const LaneStart<D> l = LaneStartOf<D>(p, lane, g);
+  const typename D::Raw* base = p + l.first;
   uint32_t ring[kAhead][kRowWords<D>];
   NCCLRR_UNROLL
-  for (uint32_t j = 0; j < kAhead; ++j) LoadRowWords<D>(base + j * kRow, vector_ok, ring[j]);
+  for (uint32_t j = 0; j < kAhead; ++j) LoadRowWords<D>(base + j * kRow, l.vector_ok, ring[j]);
   NCCLRR_NO_UNROLL
   for (uint32_t r0 = 0; r0 < kRows; r0 += kAhead) {
     NCCLRR_UNROLL
@@ -220,8 +237,8 @@ NCCLRR_KD void LaneChunkFull(core::LaneState<D>& s, const typename D::Raw* p, in
       uint32_t row[kRowWords<D>];
       NCCLRR_UNROLL
       for (int i = 0; i < kRowWords<D>; ++i) row[i] = ring[j][i];
-      if (r + kAhead < kRows) LoadRowWords<D>(base + (r + kAhead) * kRow, vector_ok, ring[j]);
-      AddRow<D>(s, row, D::V, RowNeg<D>(eps_words, word0, off, straddle, r));
+      if (r + kAhead < kRows) LoadRowWords<D>(base + (r + kAhead) * kRow, l.vector_ok, ring[j]);
+      AddRow<D>(s, row, D::V, RowNeg<D>(eps_words, l.word0, l.off, l.straddle, r));
     }
   }
 }
@@ -232,19 +249,15 @@ NCCLRR_KD void LaneChunkTail(core::LaneState<D>& s, const typename D::Raw* p, ui
                              uint64_t g, const uint64_t* eps_words) {
   constexpr uint32_t kRow = core::kRowElems<D>;
   constexpr uint32_t kRows = core::kRows<D>;
-  const bool vector_ok = (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-  const uint32_t lane_first = uint32_t(lane) * D::V;
-  const uint32_t bit0 = uint32_t(g & 63) + lane_first;
-  const uint32_t word0 = bit0 >> 6, off = bit0 & 63;
-  const bool straddle = off + uint32_t(D::V) > 64;
+  const LaneStart<D> l = LaneStartOf<D>(p, lane, g);
   NCCLRR_NO_UNROLL
   for (uint32_t r = 0; r < kRows; ++r) {
-    const uint64_t pos = uint64_t(r) * kRow + lane_first;
+    const uint64_t pos = uint64_t(r) * kRow + l.first;
     if (pos >= n) break;  // and every later row of this lane
     const int nv = n - pos < uint64_t(D::V) ? int(n - pos) : D::V;
     uint32_t row[kRowWords<D>];
-    LoadRowPartial<D>(p + r * kRow + lane_first, nv, vector_ok, row);
-    AddRow<D>(s, row, nv, RowNeg<D>(eps_words, word0, off, straddle, r));
+    LoadRowPartial<D>(p + r * kRow + l.first, nv, l.vector_ok, row);
+    AddRow<D>(s, row, nv, RowNeg<D>(eps_words, l.word0, l.off, l.straddle, r));
   }
 }
 
