@@ -102,9 +102,7 @@ void Bandwidth(SketchDevice& dev, cudaStream_t stream, double mb, const cudaDevi
   for (size_t mb : {1, 8, 32, 128, 512}) {
     const size_t n = mb << 20;
     if (n > bytes) break;
-    SketchRequest req;
-    req.layout.dtype = uint8_t(Dtype::kFloat32);
-    req.layout.block_count = n / 4;
+    const SketchRequest req = FloatRequest(n / 4);
     const double t_sk = TimeSketches(dev, stream, buf, req, 10);
     const double t_rd = Time(stream, 10, [&] {
       ReadKernel<<<grid, 256, 0, stream>>>(reinterpret_cast<const uint4*>(buf), n / 16, sink);
@@ -126,9 +124,7 @@ void Bandwidth(SketchDevice& dev, cudaStream_t stream, double mb, const cudaDevi
   const double t_empty = Time(stream, 100, [&] { EmptyKernel<<<1, 32, 0, stream>>>(); });
   Log("small calls: empty kernel %.2f us per launch (GPU, back to back)\n", t_empty * 1e6);
   for (uint64_t n : {uint64_t(2), uint64_t(1024), uint64_t(262144), uint64_t(4u << 20)}) {
-    SketchRequest req;
-    req.layout.dtype = uint8_t(Dtype::kFloat32);
-    req.layout.block_count = n;
+    const SketchRequest req = FloatRequest(n);
     const double t = TimeSketches(dev, stream, buf, req, 100);
     const auto h0 = std::chrono::steady_clock::now();
     std::vector<SketchDevice::SlotId> slots;
@@ -142,9 +138,7 @@ void Bandwidth(SketchDevice& dev, cudaStream_t stream, double mb, const cudaDevi
   }
   // A group of 16 small calls: record --sketch fuses their halves into one launch per stream.
   for (uint64_t n : {uint64_t(2), uint64_t(1024), uint64_t(65536)}) {
-    SketchRequest req;
-    req.layout.dtype = uint8_t(Dtype::kFloat32);
-    req.layout.block_count = n;
+    const SketchRequest req = FloatRequest(n);
     const std::vector<DeviceSketchRequest> group(16, DeviceSketchRequest{buf, req});
     std::vector<SketchDevice::SlotId> slots;
     const int reps = 6;  // (reps + 1) * 16 slots in flight at once: within the default 128

@@ -218,9 +218,7 @@ void StreamOrder(SketchDevice& dev, cudaStream_t stream) {
   float* buf = nullptr;
   CUDA_OK(cudaMalloc(&buf, n * 4));
   CUDA_OK(cudaMemsetAsync(buf, 0, n * 4, stream));
-  SketchRequest req;
-  req.layout.dtype = uint8_t(Dtype::kFloat32);
-  req.layout.block_count = n;
+  const SketchRequest req = FloatRequest(n);
   auto slots = dev.Enqueue(stream, {{buf, req}});
   CUDA_OK(cudaMemsetAsync(buf, 0x3c, n * 4, stream));  // after the sketch: must not be seen
   auto got = slots.ok() ? Wait(dev, (*slots)[0]) : std::nullopt;
@@ -243,10 +241,7 @@ void ForkedStreamOrder(SketchDevice& dev, cudaStream_t stream) {
   CUDA_OK(cudaMalloc(&b, n * 4));
   CUDA_OK(cudaMemsetAsync(buf, 0, n * 4, stream));
   CUDA_OK(cudaMemsetAsync(buf, 0x11, n * 4, stream));
-  SketchRequest req;
-  req.layout.dtype = uint8_t(Dtype::kFloat32);
-  req.layout.block_count = n;
-  req.mode = SketchMode::kFullAndRace;
+  const SketchRequest req = FloatRequest(n, SketchMode::kFullAndRace);
   SketchDevice::Fork fork;
   auto slots = dev.EnqueueForked(stream, {{buf, req}}, &fork);
   CUDA_OK(cudaMemcpyAsync(b, a, n * 4, cudaMemcpyDeviceToDevice, stream));  // beside the sketch
@@ -500,9 +495,7 @@ int main(int argc, char** argv) {
     float* buf = nullptr;
     CUDA_OK(cudaMalloc(&buf, n * 4));
     CUDA_OK(cudaMemsetAsync(buf, 0x11, n * 4, stream));
-    SketchRequest req;
-    req.layout.dtype = uint8_t(Dtype::kFloat32);
-    req.layout.block_count = n;
+    const SketchRequest req = FloatRequest(n);
     for (int i = 0; i < 3; ++i) {
       auto slots = (*dev)->Enqueue(stream, {{buf, req}});
       if (!slots.ok() || !Wait(**dev, (*slots)[0])) return 1;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "ncclrr/records.h"
 #include "ncclrr/sketch/device.h"
 
 #define CUDA_OK(call)                                                                            \
@@ -22,6 +23,15 @@ namespace ncclrr::sketch::gpucheck {
 
 // printf to stdout and to the log written under --out.
 void Log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// A sketch of n float32 elements in one block.
+inline SketchRequest FloatRequest(uint64_t n, SketchMode mode = SketchMode::kFull) {
+  SketchRequest req;
+  req.layout.dtype = uint8_t(Dtype::kFloat32);
+  req.layout.block_count = n;
+  req.mode = mode;
+  return req;
+}
 
 // Polls until the slot publishes (10 s at most).
 std::optional<DeviceSketchResult> Wait(SketchDevice& dev, SketchDevice::SlotId slot);
