@@ -41,23 +41,7 @@ StatusOr<Api> LoadApi(const std::string& explicit_path) {
                        "older than CUDA 9.2?)");
   }
   LoadSymbol(h, "cuThreadExchangeStreamCaptureMode", &api.ThreadExchangeStreamCaptureMode);
-  LoadSymbol(h, "cuDeviceGetCount", &api.DeviceGetCount);
-  LoadSymbol(h, "cuDevicePrimaryCtxGetState", &api.DevicePrimaryCtxGetState);
   return api;
-}
-
-bool AnyPrimaryContextActive(const std::string& explicit_path) {
-  auto api = LoadApi(explicit_path);
-  if (!api.ok() || api->DeviceGetCount == nullptr || api->DevicePrimaryCtxGetState == nullptr)
-    return false;
-  int n = 0;
-  if (api->DeviceGetCount(&n) != kSuccess) return false;
-  for (int d = 0; d < n; ++d) {
-    unsigned flags = 0;
-    int active = 0;
-    if (api->DevicePrimaryCtxGetState(d, &flags, &active) == kSuccess && active != 0) return true;
-  }
-  return false;
 }
 
 }  // namespace ncclrr::gputiming::cuda

@@ -32,16 +32,10 @@ struct Api {
   Result (*CtxPopCurrent)(Context*) = nullptr;
   Result (*CtxGetCurrent)(Context*) = nullptr;
   Result (*ThreadExchangeStreamCaptureMode)(int*) = nullptr;
-  Result (*DeviceGetCount)(int*) = nullptr;                             // optional
-  Result (*DevicePrimaryCtxGetState)(int, unsigned*, int*) = nullptr;  // optional
   std::string path;
 };
 
 // `explicit_path` (tests use a stand-in driver) or the loaded libcuda.so.1; never loads a new one.
 StatusOr<Api> LoadApi(const std::string& explicit_path);
-
-// True when some device's primary context is active in this process (the job used CUDA before
-// ncclrr started timing). False when that cannot be told.
-bool AnyPrimaryContextActive(const std::string& explicit_path);
 
 }  // namespace ncclrr::gputiming::cuda

@@ -58,6 +58,7 @@ StatusOr<Api> LoadApi(const std::string& explicit_path) {
                        " lacks part of CUPTI's activity API (external correlation needs CUDA "
                        "8 or newer); GPU times then come from CUDA events instead");
   }
+  LoadSymbol(h, "cuptiEnableCallback", &api.EnableCallback);
   LoadSymbol(h, "cuptiActivityEnableDriverApi", &api.ActivityEnableDriverApi);
   LoadSymbol(h, "cuptiActivityEnableRuntimeApi", &api.ActivityEnableRuntimeApi);
   LoadSymbol(h, "cuptiActivityGetNumDroppedRecords", &api.ActivityGetNumDroppedRecords);

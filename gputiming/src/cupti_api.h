@@ -22,6 +22,11 @@ inline constexpr int kKindRuntime = 5;
 inline constexpr int kKindConcurrentKernel = 10;
 inline constexpr int kKindExternalCorrelation = 39;
 
+// CUpti_CallbackDomain and CUpti_ApiCallbackSite.
+inline constexpr int kDomainDriverApi = 1;
+inline constexpr int kDomainRuntimeApi = 2;
+inline constexpr uint32_t kApiEnter = 0;
+
 // CUpti_ExternalCorrelationKind: CUSTOM0 and CUSTOM1 are what the PyTorch profiler (Kineto)
 // pushes; ncclrr uses CUSTOM2 so that its stack never interleaves with theirs.
 inline constexpr int kExternalKindCustom2 = 5;
@@ -95,6 +100,20 @@ struct ExternalCorrelationRecord {
 };
 static_assert(sizeof(ExternalCorrelationRecord) == 24);
 
+// CUpti_CallbackData, what an API callback receives (the fields up to correlationId).
+struct CallbackData {
+  uint32_t callback_site;  // kApiEnter or exit
+  const char* function_name;
+  const void* function_params;
+  void* function_return_value;
+  const char* symbol_name;
+  void* context;
+  uint32_t context_uid;
+  uint64_t* correlation_data;
+  uint32_t correlation_id;  // the same as the kernel record's of the launch
+};
+static_assert(offsetof(CallbackData, correlation_id) == 64);
+
 using BufferRequestedFn = void (*)(uint8_t** buffer, size_t* size, size_t* max_records);
 using BufferCompletedFn = void (*)(void* context, uint32_t stream_id, uint8_t* buffer, size_t size,
                                    size_t valid_size);
@@ -106,6 +125,8 @@ struct Api {
   Result (*GetVersion)(uint32_t*) = nullptr;
   Result (*Subscribe)(void** subscriber, CallbackFn callback, void* userdata) = nullptr;
   Result (*Unsubscribe)(void* subscriber) = nullptr;
+  Result (*EnableCallback)(uint32_t enable, void* subscriber, int domain,
+                           uint32_t cbid) = nullptr;  // optional
   Result (*ActivityRegisterCallbacks)(BufferRequestedFn, BufferCompletedFn) = nullptr;
   Result (*ActivityEnable)(int kind) = nullptr;
   Result (*ActivityDisable)(int kind) = nullptr;

@@ -14,6 +14,17 @@ constexpr size_t kBufferAlign = 8;  // CUPTI's requirement
 
 void NoopCallback(void*, int, uint32_t, const void*) {}
 
+// The scopes open on this thread, innermost last, for OnLaunch (CUPTI's external id stack cannot
+// be read back). Deeper nesting than this does not occur (one call or group end, or one graph
+// launch, at a time); past it, launches go uncorrelated.
+constexpr int kMaxScopeDepth = 4;
+thread_local uint64_t t_scope_ids[kMaxScopeDepth];
+thread_local int t_scope_depth = 0;
+
+// Bits of a scope's token: which stacks it was pushed onto.
+constexpr uint64_t kPushedExternal = 1;
+constexpr uint64_t kPushedOwn = 2;
+
 }  // namespace
 
 CuptiSource::CuptiSource(cupti::Api api)
@@ -24,17 +35,19 @@ CuptiSource::CuptiSource(cupti::Api api)
       }) {}
 
 CuptiSource::~CuptiSource() {
+  if (subscriber_ != nullptr) api_.Unsubscribe(subscriber_);
   CuptiSource* self = this;
   g_active.compare_exchange_strong(self, nullptr);
 }
 
 StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& library,
-                                                          bool all_api_records) {
+                                                          CuptiCorrelation how) {
   auto api = cupti::LoadApi(library);
   if (!api.ok()) return api.status();
 
   // CUPTI admits one subscriber. If someone holds it, the job (or a tool around it) uses CUPTI:
-  // ncclrr leaves CUPTI to them. The probe is released at once so that a later client can have it.
+  // ncclrr leaves CUPTI to them. The probe is released at once so that a later client can have it
+  // (launch callbacks subscribe again, and hold it until Stop).
   void* subscriber = nullptr;
   const cupti::Result probe = api->Subscribe(&subscriber, NoopCallback, nullptr);
   if (probe == cupti::kErrorMultipleSubscribers) {
@@ -65,47 +78,101 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
   };
   r = enable(cupti::kKindConcurrentKernel);
   if (r == cupti::kSuccess) r = enable(cupti::kKindExternalCorrelation);
-  if (r == cupti::kSuccess) {
-    // External ids are attached to API records: enable those of the launch entry points only
-    // (CUPTI 12.6+), else every driver and runtime API record. Both: NCCL launches through the
-    // driver, or through the CUDA runtime it links statically.
-    bool narrow = !all_api_records && a.ActivityEnableDriverApi != nullptr &&
-                  a.ActivityEnableRuntimeApi != nullptr;
+  if (r == cupti::kSuccess && how == CuptiCorrelation::kLaunchCallbacks &&
+      !src->SubscribeLaunches())
+    how = CuptiCorrelation::kLaunchRecords;
+  if (r == cupti::kSuccess && how == CuptiCorrelation::kLaunchRecords) {
+    // Only the launch entry points' API records (CUPTI 12.6+). Both domains: NCCL launches
+    // through the driver, or through the CUDA runtime it links statically.
+    bool narrow = a.ActivityEnableDriverApi != nullptr && a.ActivityEnableRuntimeApi != nullptr;
     for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
       narrow = narrow && a.ActivityEnableDriverApi(cbid, 1) == cupti::kSuccess;
     for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks)
       narrow = narrow && a.ActivityEnableRuntimeApi(cbid, 1) == cupti::kSuccess;
-    src->narrow_api_ = narrow;
-    if (!narrow) {
-      r = enable(cupti::kKindDriver);
-      if (r == cupti::kSuccess) r = enable(cupti::kKindRuntime);
-    }
+    if (!narrow) how = CuptiCorrelation::kAllRecords;
+  }
+  if (r == cupti::kSuccess && how == CuptiCorrelation::kAllRecords) {
+    r = enable(cupti::kKindDriver);
+    if (r == cupti::kSuccess) r = enable(cupti::kKindRuntime);
   }
   if (r != cupti::kSuccess) {
     for (int kind : src->enabled_kinds_) a.ActivityDisable(kind);
+    if (src->subscriber_ != nullptr) a.Unsubscribe(src->subscriber_);
+    src->subscriber_ = nullptr;
     g_active.store(nullptr);
     return Unsupported("CUPTI cannot record kernels: " + a.ErrorText(r) +
                        ". Is there a GPU, and may this user profile it "
                        "(NVreg_RestrictProfilingToAdminUsers)?");
   }
+  src->how_ = how;
+  src->push_external_.store(how != CuptiCorrelation::kLaunchCallbacks);
   src->clock_.Calibrate();
   return src;
 }
 
+bool CuptiSource::SubscribeLaunches() {
+  if (api_.EnableCallback == nullptr) return false;
+  void* sub = nullptr;
+  if (api_.Subscribe(&sub, OnLaunch, nullptr) != cupti::kSuccess) return false;
+  bool ok = true;
+  for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
+    ok = ok && api_.EnableCallback(1, sub, cupti::kDomainDriverApi, cbid) == cupti::kSuccess;
+  for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks)
+    ok = ok && api_.EnableCallback(1, sub, cupti::kDomainRuntimeApi, cbid) == cupti::kSuccess;
+  if (!ok) {
+    api_.Unsubscribe(sub);
+    return false;
+  }
+  subscriber_ = sub;
+  return true;
+}
+
 std::string CuptiSource::Describe() const {
+  const char* how =
+      how_ == CuptiCorrelation::kLaunchCallbacks ? "; launches correlated by CUPTI callbacks"
+      : how_ == CuptiCorrelation::kLaunchRecords ? "; launches correlated by their API records"
+                                                 : "; all driver and runtime API records enabled";
   return std::string("CUPTI kernel records from ") + api_.path +
-         (api_.already_loaded ? " (already loaded by the process)" : "") +
-         (narrow_api_ ? "" : "; all driver and runtime API records enabled");
+         (api_.already_loaded ? " (already loaded by the process)" : "") + how;
 }
 
 uint64_t CuptiSource::Push(uint64_t ext_id) {
   if (stopped_.load(std::memory_order_relaxed)) return 0;
-  if (api_.ActivityPushExternalCorrelationId(cupti::kExternalKindCustom2, ext_id) !=
-      cupti::kSuccess) {
-    push_failures_.fetch_add(1, std::memory_order_relaxed);
-    return 0;
+  uint64_t token = 0;
+  if (t_scope_depth < kMaxScopeDepth) {
+    t_scope_ids[t_scope_depth++] = ext_id;
+    token |= kPushedOwn;
   }
-  return 1;
+  if (push_external_.load(std::memory_order_relaxed)) {
+    if (api_.ActivityPushExternalCorrelationId(cupti::kExternalKindCustom2, ext_id) ==
+        cupti::kSuccess)
+      token |= kPushedExternal;
+    else
+      push_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return token;
+}
+
+void CuptiSource::OnLaunch(void*, int, uint32_t, const void* data) {
+  if (t_scope_depth == 0) return;  // not an NCCL call's launch: the job's own kernels
+  const auto* cb = static_cast<const cupti::CallbackData*>(data);
+  if (cb == nullptr || cb->callback_site != cupti::kApiEnter) return;
+  CuptiSource* self = g_active.load(std::memory_order_acquire);
+  if (self == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(self->launch_mu_);
+    self->launches_.emplace_back(cb->correlation_id, t_scope_ids[t_scope_depth - 1]);
+  }
+  self->launch_correlations_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CuptiSource::TakeLaunches() {
+  std::vector<std::pair<uint32_t, uint64_t>> launches;
+  {
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    launches.swap(launches_);
+  }
+  for (const auto& [corr, ext] : launches) correlator_.AddExternalCorrelation(corr, ext);
 }
 
 uint64_t CuptiSource::BeginScope(uint64_t ext_id, const TimedCall* members, size_t n) {
@@ -125,8 +192,10 @@ uint64_t CuptiSource::BeginScope(uint64_t ext_id, const TimedCall* members, size
 }
 
 void CuptiSource::EndScope(uint64_t, uint64_t token, const TimedCall*, size_t) {
-  // Popped even after Stop: the id must not stay on this thread's CUPTI stack.
-  if (token != 0) api_.ActivityPopExternalCorrelationId(cupti::kExternalKindCustom2, nullptr);
+  // Popped even after Stop: the id must not stay on this thread's stacks.
+  if ((token & kPushedOwn) != 0 && t_scope_depth > 0) --t_scope_depth;
+  if ((token & kPushedExternal) != 0)
+    api_.ActivityPopExternalCorrelationId(cupti::kExternalKindCustom2, nullptr);
 }
 
 void CuptiSource::AddGraphTemplate(uint64_t graph, const TimedCall& call, uint64_t group_id) {
@@ -206,13 +275,17 @@ void CuptiSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
     // Completed records only (a forced flush at the end): kernels still running stay in CUPTI.
     api_.ActivityFlushAll(final ? cupti::kFlushForced : 0);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TakeLaunches();
+  }
   WidenIfLaunchesUnseen(note);
   std::lock_guard<std::mutex> lock(mu_);
   correlator_.Match(final, emit, note);
 }
 
 void CuptiSource::WidenIfLaunchesUnseen(const NoteFn& note) {
-  if (!narrow_api_ || widened_ || stopped_.load()) return;
+  if (how_ == CuptiCorrelation::kAllRecords || widened_ || stopped_.load()) return;
   size_t waiting = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -226,9 +299,12 @@ void CuptiSource::WidenIfLaunchesUnseen(const NoteFn& note) {
   widened_ = true;
   for (int kind : {cupti::kKindDriver, cupti::kKindRuntime})
     if (api_.ActivityEnable(kind) == cupti::kSuccess) enabled_kinds_.push_back(kind);
+  push_external_.store(true);  // the API records carry the scopes' ids from now on
   if (note)
-    note("GPU timing: NCCL kernels ran but CUPTI gave no launch record of the narrowed set; every "
-         "driver and runtime API record is enabled from now on (calls before have no GPU time)");
+    note(std::string("GPU timing: NCCL kernels ran but CUPTI gave no ") +
+         (how_ == CuptiCorrelation::kLaunchCallbacks ? "launch callback" : "launch API record") +
+         "; every driver and runtime API record is enabled from now on (calls before have no GPU "
+         "time)");
 }
 
 void CuptiSource::Stop(const EmitFn& emit, const NoteFn& note) {
@@ -237,14 +313,18 @@ void CuptiSource::Stop(const EmitFn& emit, const NoteFn& note) {
   std::lock_guard<std::mutex> collect(collect_mu_);
   stopped_.store(true);
   for (int kind : enabled_kinds_) api_.ActivityDisable(kind);
-  if (narrow_api_) {
+  if (how_ == CuptiCorrelation::kLaunchRecords) {
     for (uint32_t cbid : cupti::kLaunchDriverCallbacks) api_.ActivityEnableDriverApi(cbid, 0);
     for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks) api_.ActivityEnableRuntimeApi(cbid, 0);
   }
+  // CUPTI's one subscriber slot goes back: the job may take CUPTI next (the profiler hand-over).
+  if (subscriber_ != nullptr) api_.Unsubscribe(subscriber_);
+  subscriber_ = nullptr;
   enabled_kinds_.clear();
   api_.ActivityFlushAll(cupti::kFlushForced);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    TakeLaunches();
     correlator_.Match(true, emit, note);
   }
   CuptiSource* self = this;

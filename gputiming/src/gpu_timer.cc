@@ -118,21 +118,12 @@ StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Start(GpuTimerOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
   const GpuTimerOptions& o = impl->opt;
   std::string cupti_why, events_why;
-  // CUPTI's per-API settings do not reach contexts that existed before it started (PyTorch on
-  // 2×H200: not one launch record). There CUPTI would have to record every driver and runtime
-  // API call of the job, which cost 2.09x on a PyTorch loop of small allreduces against 1.08x
-  // for event pairs (tests/gpu/gputiming_torch_bench.sh): the automatic choice takes events.
-  const bool context_first = o.api_records != ApiRecords::kLaunchesOnly &&
-                             cuda::AnyPrimaryContextActive(o.cuda_driver_library);
-  if (o.choice == SourceChoice::kAuto && o.api_records == ApiRecords::kAuto && context_first) {
-    cupti_why =
-        "a CUDA context existed before timing started, so CUPTI would record every CUDA API call "
-        "of the job (2.1x on a PyTorch loop of small allreduces, against 1.08x for event pairs); "
-        "NCCLRR_GPU_TIMING_SOURCE=cupti uses it anyway, and times CUDA-graph and nonblocking "
-        "calls too";
-  } else if (o.choice != SourceChoice::kEventPair) {
-    const bool all_api = o.api_records == ApiRecords::kAll || context_first;
-    auto cupti = CuptiSource::Start(o.cupti_library, all_api);
+  if (o.choice != SourceChoice::kEventPair) {
+    const CuptiCorrelation how = o.api_records == ApiRecords::kAll ? CuptiCorrelation::kAllRecords
+                                 : o.api_records == ApiRecords::kLaunchesOnly
+                                     ? CuptiCorrelation::kLaunchRecords
+                                     : CuptiCorrelation::kLaunchCallbacks;
+    auto cupti = CuptiSource::Start(o.cupti_library, how);
     if (cupti.ok()) {
       impl->description = (*cupti)->Describe();
       impl->sources.push_back(std::move(cupti).value());

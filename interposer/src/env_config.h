@@ -39,7 +39,8 @@ struct Config {
   std::string gpu_timing_source;  // NCCLRR_GPU_TIMING_SOURCE: auto (default), cupti, events
   std::string gpu_timing_cupti;   // NCCLRR_GPU_TIMING_CUPTI: libcupti to use (tests: a stand-in)
   std::string gpu_timing_cuda;    // NCCLRR_GPU_TIMING_CUDA: libcuda to use (tests: a stand-in)
-  // NCCLRR_GPU_TIMING_ALL_API: unset: auto; 1: every CUPTI API record; 0: launch records only.
+  // NCCLRR_GPU_TIMING_ALL_API: unset: CUPTI launch callbacks; 1: every CUPTI API record; 0:
+  // the launch entry points' API records only.
   int gpu_timing_all_api = -1;
 };
 

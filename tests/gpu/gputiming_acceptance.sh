@@ -118,26 +118,27 @@ record_torch() {
 }
 
 say "== ncclrr record --gpu-timing on PyTorch"
-# PyTorch makes its CUDA context before the first NCCL call: the automatic choice times with
-# CUDA event pairs (CUPTI would have to record every API call there); the trace says why.
+# PyTorch makes its CUDA context before the first NCCL call, where CUPTI's launch API records
+# never come: CUPTI's launch callbacks tie its kernels to the calls, and the trace says so.
 record_torch torch-gpu profiler_torch_job.py
 T=$WORK/torch-gpu
 gpu_check "$T" "torch --gpu-timing"
-expect "torch --gpu-timing used event pairs" '"events": [1-9]' "$(cat "$T.stats")"
+expect "torch --gpu-timing used CUPTI" '"cupti": [1-9]' "$(cat "$T.stats")"
 timeout -k 5 60 "$BUILD/bin/ncclrr" dump "$T" >"$T.dump" 2>&1
-expect "the trace says why not CUPTI" "a CUDA context existed before timing started" "$(cat "$T.dump")"
+expect "the trace says how CUPTI tied kernels to calls" "launches correlated by CUPTI callbacks" \
+  "$(cat "$T.dump")"
 timeout -k 5 60 "$BUILD/bin/ncclrr" check "$T" >"$T.check" 2>&1
 grep -A3 "stragglers" "$T.check" | head -n 8 >>"$LOG"
 expect "check reports stragglers from GPU times" "note\[stragglers\]" "$(cat "$T.check")"
 
-say "== the same job with CUPTI asked for (NCCLRR_GPU_TIMING_SOURCE=cupti: every API record)"
-NCCLRR_GPU_TIMING_SOURCE=cupti record_torch torch-cupti profiler_torch_job.py
-T=$WORK/torch-cupti
-gpu_check "$T" "torch --gpu-timing with CUPTI"
-expect "torch with CUPTI asked for used CUPTI" '"cupti": [1-9]' "$(cat "$T.stats")"
+say "== the same job with event pairs asked for (NCCLRR_GPU_TIMING_SOURCE=events)"
+NCCLRR_GPU_TIMING_SOURCE=events record_torch torch-events profiler_torch_job.py
+T=$WORK/torch-events
+gpu_check "$T" "torch --gpu-timing with event pairs"
+expect "torch with event pairs asked for used them" '"events": [1-9]' "$(cat "$T.stats")"
 
-say "== --gpu-timing (CUPTI asked for) with the PyTorch profiler in the job (its own CUPTI)"
-NCCLRR_GPU_TIMING_SOURCE=cupti record_torch torch-prof gputiming_torch_profiler_job.py
+say "== --gpu-timing with the PyTorch profiler in the job (its own CUPTI)"
+record_torch torch-prof gputiming_torch_profiler_job.py
 T=$WORK/torch-prof
 expect "the PyTorch profiler still saw NCCL kernels" "profiler_nccl_kernels=[1-9]" "$(cat "$T.out")"
 # Kernels still running when CUPTI is handed over may go untimed: most calls, not all.

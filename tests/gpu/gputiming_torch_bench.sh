@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Overhead of `ncclrr record --gpu-timing` in a PyTorch job (issue 9 target: <= 1.05x), and which
-# source times its calls. PyTorch creates its CUDA contexts before the first NCCL call, where
-# CUPTI gives launch records only when it records every API call: the automatic choice takes
-# CUDA event pairs there. Modes, alternated over ROUNDS rounds so that machine drift hits them
-# alike: none (the job alone), record (no GPU timing), auto (--gpu-timing), cupti
-# (NCCLRR_GPU_TIMING_SOURCE=cupti: every API record), launches (CUPTI with launch records only,
-# NCCLRR_GPU_TIMING_ALL_API=0: a diagnosis; no launch record comes here, so it times only what
-# runs after it widens to every API record, two 200 ms rounds later), events (forced). Each
-# --gpu-timing trace of round 1 but launches' is checked for a GPU time on every call.
+# source times its calls. PyTorch creates its CUDA contexts before the first NCCL call. Modes,
+# alternated over ROUNDS rounds so that machine drift hits them alike: none (the job alone),
+# record (no GPU timing), auto (--gpu-timing: CUPTI, launches tied to calls by CUPTI callbacks),
+# allapi (NCCLRR_GPU_TIMING_ALL_API=1: CUPTI with every driver and runtime API record), launches
+# (CUPTI with launch API records only, NCCLRR_GPU_TIMING_ALL_API=0: a diagnosis; none comes for a
+# context made before CUPTI, so it times only what runs after it widens to every API record, two
+# 200 ms rounds later), events (NCCLRR_GPU_TIMING_SOURCE=events). Each --gpu-timing trace of
+# round 1 but launches' is checked for a GPU time on every call.
 # Usage: tests/gpu/gputiming_torch_bench.sh [ROUNDS=3] [ITERS=2000]
 # Writes $OUT/gputiming_torch_bench.log. Exit 0 when every run exited 0 and every round-1 call of
 # the timed modes has a GPU time (the overhead target is reported, not enforced).
@@ -29,7 +29,7 @@ run_mode() {  # run_mode MODE ROUND: one torchrun of the loop job; appends "MODE
     none) timeout -k 10 240 "${torchrun[@]}" >"$dir.out" 2>&1 ;;
     record) timeout -k 10 240 "$BUILD/bin/ncclrr" record -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
     auto) timeout -k 10 240 "$BUILD/bin/ncclrr" record --gpu-timing -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
-    cupti) NCCLRR_GPU_TIMING_SOURCE=cupti timeout -k 10 240 "$BUILD/bin/ncclrr" record --gpu-timing -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
+    allapi) NCCLRR_GPU_TIMING_ALL_API=1 timeout -k 10 240 "$BUILD/bin/ncclrr" record --gpu-timing -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
     launches) NCCLRR_GPU_TIMING_ALL_API=0 timeout -k 10 240 "$BUILD/bin/ncclrr" record --gpu-timing -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
     events) NCCLRR_GPU_TIMING_SOURCE=events timeout -k 10 240 "$BUILD/bin/ncclrr" record --gpu-timing -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
   esac
@@ -38,9 +38,9 @@ run_mode() {  # run_mode MODE ROUND: one torchrun of the loop job; appends "MODE
   grep -o 'us_per_iter=[0-9.]*' "$dir.out" | sed "s/^/$mode $round /" >>"$WORK/raw"
 }
 for round in $(seq "$ROUNDS"); do
-  for mode in none record auto cupti launches events; do run_mode "$mode" "$round"; done
+  for mode in none record auto allapi launches events; do run_mode "$mode" "$round"; done
 done
-for mode in auto cupti launches events; do
+for mode in auto allapi launches events; do
   dir=$WORK/$mode.r1
   timeout -k 5 60 "$STATS" "$dir" >"$dir.stats" 2>&1
   line=$("$PY" - "$dir.stats" <<'PYEOF'
@@ -71,7 +71,7 @@ for line in open(sys.argv[1]):
 base = statistics.median(t.get("none", [float("nan")]))
 print("PyTorch loop of 2-float allreduces, synchronized every iteration; median us per iteration "
       "over both ranks and every round (target for --gpu-timing <= 1.05x none)")
-for mode in ("none", "record", "auto", "cupti", "launches", "events"):
+for mode in ("none", "record", "auto", "allapi", "launches", "events"):
     if mode in t:
         m = statistics.median(t[mode])
         print("  %-9s %8.2f us  %.3fx  (runs: %s)" % (mode, m, m / base,

@@ -1,9 +1,10 @@
 // ncclrr declares the CUPTI records it reads by hand (gputiming/src/cupti_api.h) so that nothing
 // includes CUPTI; this test holds those declarations to CUPTI's own headers where installed.
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
-#include <cupti_runtime_cbid.h>
 #include <cupti_result.h>
+#include <cupti_runtime_cbid.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -77,6 +78,18 @@ TEST(CuptiLayout, ConstantsMatchCupti) {
   ASSERT_EQ(std::size(runtime), std::size(cupti::kLaunchRuntimeCallbacks));
   for (size_t i = 0; i < std::size(runtime); ++i)
     EXPECT_EQ(cupti::kLaunchRuntimeCallbacks[i], runtime[i]) << i;
+}
+
+TEST(CuptiLayout, CallbackDataMatchesCupti) {
+  EXPECT_EQ(cupti::kDomainDriverApi, CUPTI_CB_DOMAIN_DRIVER_API);
+  EXPECT_EQ(cupti::kDomainRuntimeApi, CUPTI_CB_DOMAIN_RUNTIME_API);
+  EXPECT_EQ(cupti::kApiEnter, static_cast<uint32_t>(CUPTI_API_ENTER));
+  EXPECT_EQ(sizeof(CUpti_ApiCallbackSite), sizeof(uint32_t));
+  EXPECT_EQ(offsetof(cupti::CallbackData, callback_site),
+            offsetof(CUpti_CallbackData, callbackSite));
+  EXPECT_EQ(offsetof(cupti::CallbackData, context), offsetof(CUpti_CallbackData, context));
+  EXPECT_EQ(offsetof(cupti::CallbackData, correlation_id),
+            offsetof(CUpti_CallbackData, correlationId));
 }
 
 TEST(CuptiLayout, NcclKernelNames) {

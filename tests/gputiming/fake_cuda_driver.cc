@@ -27,9 +27,6 @@ struct State {
   std::atomic<void*> query_gate{nullptr};  // cuEventQuery of its events waits while it is set
   std::atomic<int> query_waiters{0};
   int64_t new_stream_delay = 0;  // of the streams cuStreamCreate makes from now on
-  // Device 0's primary context exists (a job like PyTorch); FAKE_CUDA_PRIMARY_ACTIVE=1 sets it
-  // for a whole process.
-  bool primary_active = std::getenv("FAKE_CUDA_PRIMARY_ACTIVE") != nullptr;
 };
 State& S() {
   static State* s = new State();
@@ -142,14 +139,6 @@ void fakeCudaClearStreamDelays() {  // every stream, the private ones ncclrr cre
   for (auto& [stream, delay] : S().stream_delay) delay = 0;
   S().new_stream_delay = 0;
 }
-int cuDeviceGetCount(int* n) { return *n = 1, 0; }
-int cuDevicePrimaryCtxGetState(int, unsigned* flags, int* active) {
-  *flags = 0;
-  *active = S().primary_active ? 1 : 0;
-  return 0;
-}
-
-void fakeCudaSetPrimaryActive(int on) { S().primary_active = on != 0; }
 void fakeCudaSetQueryGate(void* stream) { S().query_gate.store(stream); }
 int fakeCudaQueryWaiters() { return S().query_waiters.load(); }
 void fakeCudaSetFailRecord(int on) { S().fail_record = on != 0; }

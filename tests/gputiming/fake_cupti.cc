@@ -2,13 +2,19 @@
 // uses, producing records with CUPTI's real layouts (from the installed cupti_activity.h) so that
 // ncclrr's own declarations are checked against them. Tests steer it through fakeCupti* functions.
 //
-// A "launch" (fakeCuptiLaunch) plays the driver: it takes a correlation id; if the driver's launch
+// A "launch" (fakeCuptiLaunch) plays the driver's cuLaunchKernelEx: it takes a correlation id;
+// calls the subscriber's callback (enter, then exit) when that callback is enabled; if the launch
 // API records are enabled and the calling thread has a CUSTOM2 id pushed, it writes the external
 // correlation record; then it writes the kernel record. cuptiActivityFlushAll hands the records to
 // the client's buffer callbacks.
+//
+// FAKE_CUPTI_NARROW_IGNORED=1 (or fakeCuptiSetNarrowIgnored) plays a CUDA context made before
+// CUPTI started: per-API record settings have no effect there; callbacks still come.
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
+
+#include <cstdlib>
 
 #include <time.h>
 
@@ -31,8 +37,12 @@ struct State {
   std::vector<std::vector<uint8_t>> kernel_records, other_records;
   uint32_t next_correlation = 1;
   bool other_subscriber = false, no_gpu = false, split_buffers = false;
-  bool narrow_ignored = false;  // per-API enables have no effect (seen in PyTorch jobs)
+  bool narrow_ignored = std::getenv("FAKE_CUPTI_NARROW_IGNORED") != nullptr;
   bool subscribed = false;
+  CUpti_CallbackFunc callback = nullptr;  // the subscriber's
+  void* userdata = nullptr;
+  std::set<std::pair<int, uint32_t>> callbacks;  // (domain, cbid) enabled
+  bool callbacks_refused = false;
   int flushes = 0;
   std::deque<std::string> names;  // keeps kernel names alive (and in place), as CUPTI does
 };
@@ -97,17 +107,37 @@ CUptiResult cuptiGetVersion(uint32_t* version) {
   *version = 130000;
   return CUPTI_SUCCESS;
 }
-CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc, void*) {
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                           void* userdata) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.no_gpu) return CUPTI_ERROR_UNKNOWN;
   if (s.other_subscriber || s.subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   s.subscribed = true;
+  s.callback = callback;
+  s.userdata = userdata;
   *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
-  S().subscribed = false;
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.subscribed = false;
+  s.callback = nullptr;
+  s.callbacks.clear();
+  return CUPTI_SUCCESS;
+}
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle,
+                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (s.callbacks_refused) return CUPTI_ERROR_NOT_SUPPORTED;
+  if (enable) {
+    s.callbacks.insert({domain, cbid});
+  } else {
+    s.callbacks.erase({domain, cbid});
+  }
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
@@ -192,6 +222,9 @@ void fakeCuptiReset() {
   s.kernel_records.clear();
   s.other_records.clear();
   s.other_subscriber = s.no_gpu = s.split_buffers = s.subscribed = s.narrow_ignored = false;
+  s.callbacks_refused = false;
+  s.callback = nullptr;
+  s.callbacks.clear();
   s.flushes = 0;
   t_custom2.clear();
 }
@@ -199,6 +232,11 @@ void fakeCuptiSetOtherSubscriber(int on) { S().other_subscriber = on != 0; }
 void fakeCuptiSetNoGpu(int on) { S().no_gpu = on != 0; }
 void fakeCuptiSetNarrowIgnored(int on) { S().narrow_ignored = on != 0; }
 void fakeCuptiSetSplitBuffers(int on) { S().split_buffers = on != 0; }
+void fakeCuptiSetCallbacksRefused(int on) { S().callbacks_refused = on != 0; }
+int fakeCuptiCallbacksEnabled() {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return static_cast<int>(S().callbacks.size());
+}
 int fakeCuptiEnabled(int kind) {
   std::lock_guard<std::mutex> lock(S().mu);
   return S().kinds.count(kind) != 0 ? 1 : 0;
@@ -217,8 +255,27 @@ int fakeCuptiPushedDepth() { return static_cast<int>(t_custom2.size()); }
 // CUPTI's clock. Returns the launch's correlation id.
 uint32_t fakeCuptiLaunch(int device, const char* name, int64_t delay_ns, int64_t duration_ns) {
   State& s = S();
+  uint32_t corr = 0;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    corr = s.next_correlation++;
+    if (s.callbacks.count({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})) {
+      callback = s.callback;
+      userdata = s.userdata;
+    }
+  }
+  if (callback != nullptr) {  // on the launching thread, outside CUPTI's locks, as CUPTI does
+    CUpti_CallbackData d{};
+    d.functionName = "cuLaunchKernelEx";
+    d.correlationId = corr;
+    for (CUpti_ApiCallbackSite site : {CUPTI_API_ENTER, CUPTI_API_EXIT}) {
+      d.callbackSite = site;
+      callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &d);
+    }
+  }
   std::lock_guard<std::mutex> lock(s.mu);
-  const uint32_t corr = s.next_correlation++;
   const bool api_records = s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) != 0 ||
                            (!s.narrow_ignored &&
                             s.driver_cbids.count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) != 0);

@@ -53,7 +53,6 @@ struct Fakes {
   }
   void Reset() {
     Get<void (*)()>(cupti, "fakeCuptiReset")();
-    PrimaryActive(0);
     QueryGate(0);
   }
   void OtherSubscriber(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetOtherSubscriber")(on); }
@@ -68,6 +67,8 @@ struct Fakes {
     return Get<int (*)(uint32_t)>(cupti, "fakeCuptiRuntimeApiEnabled")(cbid);
   }
   int Pushed() { return Get<int (*)()>(cupti, "fakeCuptiPushedDepth")(); }
+  void CallbacksRefused(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetCallbacksRefused")(on); }
+  int CallbacksEnabled() { return Get<int (*)()>(cupti, "fakeCuptiCallbacksEnabled")(); }
   uint32_t Launch(int device, const char* name, int64_t delay, int64_t duration) {
     return Get<uint32_t (*)(int, const char*, int64_t, int64_t)>(cupti, "fakeCuptiLaunch")(
         device, name, delay, duration);
@@ -82,7 +83,6 @@ struct Fakes {
   int Records() { return Get<int (*)()>(cuda, "fakeCudaRecords")(); }
   void ClearStreamDelays() { Get<void (*)()>(cuda, "fakeCudaClearStreamDelays")(); }
   int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }
-  void PrimaryActive(int on) { Get<void (*)(int)>(cuda, "fakeCudaSetPrimaryActive")(on); }
   // Queries of events recorded on `stream` wait until the gate is set to another stream (0).
   void QueryGate(uint64_t stream) {
     Get<void (*)(void*)>(cuda, "fakeCudaSetQueryGate")(reinterpret_cast<void*>(stream));
@@ -99,8 +99,11 @@ class GpuTimerFake : public ::testing::Test {
     ASSERT_NE(fakes.cuda, nullptr) << dlerror();
     fakes.Reset();
   }
-  std::unique_ptr<GpuTimer> StartTimer(SourceChoice choice) {
-    auto t = GpuTimer::Start(sink.Options(choice));
+  std::unique_ptr<GpuTimer> StartTimer(SourceChoice choice,
+                                       ApiRecords api_records = ApiRecords::kAuto) {
+    GpuTimerOptions o = sink.Options(choice);
+    o.api_records = api_records;
+    auto t = GpuTimer::Start(o);
     EXPECT_TRUE(t.ok()) << t.status().message();
     return t.ok() ? std::move(t).value() : nullptr;
   }
@@ -137,7 +140,7 @@ TEST(GpuTimerNoGpu, MissingSinkIsRejected) {
 }
 
 TEST_F(GpuTimerFake, CuptiTimesASingleCallAndIgnoresOtherKernels) {
-  auto timer = StartTimer(SourceChoice::kCupti);
+  auto timer = StartTimer(SourceChoice::kCupti, ApiRecords::kLaunchesOnly);
   ASSERT_NE(timer, nullptr);
   EXPECT_EQ(timer->source(), GpuTimeSource::kCupti);
   EXPECT_EQ(fakes.Enabled(10), 1) << "CONCURRENT_KERNEL";
@@ -225,7 +228,7 @@ TEST_F(GpuTimerFake, GraphLaunchesTimeEachTemplatePerLaunch) {
 
 TEST_F(GpuTimerFake, CorrelationRecordsArrivingAFlushLateStillMatch) {
   fakes.SplitBuffers(1);
-  auto timer = StartTimer(SourceChoice::kCupti);
+  auto timer = StartTimer(SourceChoice::kCupti, ApiRecords::kLaunchesOnly);
   ASSERT_NE(timer, nullptr);
   timer->BeginCall({900, 0, 0, false, false});
   fakes.Launch(0, kNcclKernel, 0, 55);
@@ -241,7 +244,7 @@ TEST_F(GpuTimerFake, CorrelationRecordsArrivingAFlushLateStillMatch) {
 // timer notices (kernels wait, no launch carried its id) and enables every API record.
 TEST_F(GpuTimerFake, NoLaunchRecordsWidensToEveryApiRecord) {
   fakes.NarrowIgnored(1);
-  auto timer = StartTimer(SourceChoice::kCupti);
+  auto timer = StartTimer(SourceChoice::kCupti, ApiRecords::kLaunchesOnly);
   ASSERT_NE(timer, nullptr);
   EXPECT_EQ(fakes.Enabled(4), 0);
   timer->BeginCall({7001, 0, 0x10, false, false});
@@ -261,40 +264,60 @@ TEST_F(GpuTimerFake, NoLaunchRecordsWidensToEveryApiRecord) {
   EXPECT_EQ(fakes.Enabled(4), 0) << "Stop disables them again";
 }
 
-// A job whose CUDA context exists before timing starts (PyTorch, JAX): CUPTI's launch-only
-// records would not come, and every API record costs the job dearly, so the automatic choice
-// times with event pairs and says why; asked for CUPTI, it records every API call; asked for
-// launch records only, it keeps to them.
-TEST_F(GpuTimerFake, AContextBeforeTimingMeansEventPairsUnlessCuptiIsAskedFor) {
-  fakes.PrimaryActive(1);
-  {
-    auto timer = StartTimer(SourceChoice::kAuto);
-    ASSERT_NE(timer, nullptr);
-    EXPECT_EQ(fakes.Enabled(10), 0) << "no CUPTI kernel records";  // CONCURRENT_KERNEL
-    EXPECT_NE(timer->Describe().find("CUDA event pairs"), std::string::npos) << timer->Describe();
-    EXPECT_NE(timer->Describe().find("a CUDA context existed before timing started"),
-              std::string::npos)
-        << timer->Describe();
-    EXPECT_EQ(timer->source(), GpuTimeSource::kEventPair);
-    timer->BeginCall({7101, 0, 0x10, false, false});
-    timer->EndCall();
-    EXPECT_TRUE(timer->Stop().ok());
-    ASSERT_EQ(sink.by_uid.count(7101), 1u);
-    EXPECT_EQ(sink.by_uid[7101][0].source, static_cast<uint8_t>(GpuTimeSource::kEventPair));
-  }
-  {
-    auto timer = StartTimer(SourceChoice::kCupti);
-    ASSERT_NE(timer, nullptr);
-    EXPECT_EQ(fakes.Enabled(4), 1) << "every driver API record";
-    EXPECT_TRUE(timer->Stop().ok());
-  }
-  GpuTimerOptions o = sink.Options(SourceChoice::kAuto);
-  o.api_records = ApiRecords::kLaunchesOnly;
-  auto timer = GpuTimer::Start(o);
-  ASSERT_TRUE(timer.ok()) << timer.status().message();
-  EXPECT_EQ(fakes.Enabled(10), 1) << "CUPTI kernel records";
-  EXPECT_EQ(fakes.Enabled(4), 0) << "launch records only";
-  EXPECT_TRUE((*timer)->Stop().ok());
+// A job whose CUDA context exists before timing starts (PyTorch, JAX): CUPTI's launch-only API
+// records never come there (the stand-in: per-API settings ignored), its launch callbacks do. The
+// default ties kernels to calls through them, with no API record and no external id pushed.
+TEST_F(GpuTimerFake, LaunchCallbacksTimeCallsWhereLaunchRecordsNeverCome) {
+  fakes.NarrowIgnored(1);
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_EQ(timer->source(), GpuTimeSource::kCupti);
+  EXPECT_NE(timer->Describe().find("launches correlated by CUPTI callbacks"), std::string::npos)
+      << timer->Describe();
+  EXPECT_GE(fakes.CallbacksEnabled(), 2) << "the driver's and the runtime's launch entry points";
+  EXPECT_EQ(fakes.Enabled(4), 0) << "no driver API records";
+  EXPECT_EQ(fakes.Enabled(5), 0) << "no runtime API records";
+  EXPECT_EQ(fakes.DriverApi(652), 0) << "no per-API records either";
+  fakes.Launch(0, kNcclKernel, 0, 100);  // outside any call: not ncclrr's to time
+  timer->BeginCall({7101, 0, 0x10, false, false});
+  EXPECT_EQ(fakes.Pushed(), 0) << "no CUSTOM2 id is needed";
+  fakes.Launch(0, kNcclKernel, 1000, 3000);
+  timer->EndCall();
+  timer->BeginGroupEnd();  // an empty group end: nothing to time, nothing left open
+  timer->EndGroupEnd();
+  timer->BeginCall({7102, 0, 0x10, false, false});
+  fakes.Launch(0, kNcclKernel, 1000, 4000);
+  timer->EndCall();
+  for (int i = 0; i < 3; ++i) timer->Collect();
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid.count(7101), 1u) << sink.AllNotes();
+  ASSERT_EQ(sink.by_uid.count(7102), 1u);
+  EXPECT_EQ(sink.by_uid[7101][0].end_ns - sink.by_uid[7101][0].start_ns, 3000);
+  EXPECT_EQ(sink.by_uid[7102][0].end_ns - sink.by_uid[7102][0].start_ns, 4000);
+  EXPECT_EQ(sink.AllNotes().find("every driver and runtime API record"), std::string::npos)
+      << "nothing to widen: " << sink.AllNotes();
+  const GpuTimerStats st = timer->Stats();
+  EXPECT_EQ(st.launch_correlations, 2u);
+  EXPECT_EQ(st.unmatched_kernels, 1u) << "the launch outside any call";
+  EXPECT_EQ(fakes.CallbacksEnabled(), 0) << "Stop gives CUPTI's subscriber slot back";
+}
+
+// Where CUPTI refuses the callbacks, the launch entry points' API records carry the ids instead.
+TEST_F(GpuTimerFake, RefusedLaunchCallbacksFallBackToLaunchRecords) {
+  fakes.CallbacksRefused(1);
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_NE(timer->Describe().find("launches correlated by their API records"), std::string::npos)
+      << timer->Describe();
+  EXPECT_EQ(fakes.DriverApi(652), 1) << "cuLaunchKernelEx";
+  timer->BeginCall({7201, 0, 0x10, false, false});
+  EXPECT_EQ(fakes.Pushed(), 1);
+  fakes.Launch(0, kNcclKernel, 0, 500);
+  timer->EndCall();
+  EXPECT_EQ(fakes.Pushed(), 0);
+  for (int i = 0; i < 2; ++i) timer->Collect();
+  EXPECT_TRUE(timer->Stop().ok());
+  ASSERT_EQ(sink.by_uid.count(7201), 1u) << sink.AllNotes();
 }
 
 TEST_F(GpuTimerFake, AnotherCuptiClientMeansEventPairs) {

@@ -91,28 +91,26 @@ TEST(InterposerGpuTiming, EventPairsTimeEveryCallOnceInAndOutsideGroups) {
   std::filesystem::remove_all(dir);
 }
 
-// A job whose CUDA context exists before its first NCCL call (where timing starts) is timed with
-// event pairs by default, and the trace says why; asked for, CUPTI is used, with every API
-// record.
-TEST(InterposerGpuTiming, AContextBeforeTheFirstCallMeansEventPairsUnlessCuptiIsAskedFor) {
-  const std::string dir = FreshDir("context-first");
-  auto env = kStandIns;
-  env["FAKE_CUDA_PRIMARY_ACTIVE"] = "1";
-  RunResult r = RunApp("interposer_app_gputiming", {}, dir, env);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  TraceFile t = ReadOnlyTrace(dir);
-  Coverage c = CoverageOf(t);
-  EXPECT_EQ(c.timed_once, 12u) << Notes(t);
-  EXPECT_EQ(c.events, 12u);
-  EXPECT_TRUE(HasNote(t, "a CUDA context existed before timing started")) << Notes(t);
-  std::filesystem::remove_all(dir);
-  env["NCCLRR_GPU_TIMING_SOURCE"] = "cupti";
-  r = RunApp("interposer_app_gputiming", {}, dir, env);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  t = ReadOnlyTrace(dir);  // the stand-in NCCL launches nothing CUPTI sees: the source only
-  EXPECT_TRUE(HasNote(t, "GPU timing from CUPTI kernel records")) << Notes(t);
-  EXPECT_TRUE(HasNote(t, "all driver and runtime API records enabled")) << Notes(t);
-  std::filesystem::remove_all(dir);
+// CUPTI ties kernels to calls through launch callbacks by default (they work even where a CUDA
+// context existed before CUPTI started, as in PyTorch: the stand-in then ignores per-API record
+// settings); NCCLRR_GPU_TIMING_ALL_API picks the API-record ways, and the trace says which.
+TEST(InterposerGpuTiming, TheTraceSaysHowCuptiTiesKernelsToCalls) {
+  const std::string dir = FreshDir("correlation");
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "launches correlated by CUPTI callbacks"},
+      {"0", "launches correlated by their API records"},
+      {"1", "all driver and runtime API records enabled"}};
+  for (const auto& [all_api, says] : cases) {
+    auto env = kStandIns;
+    env["FAKE_CUPTI_NARROW_IGNORED"] = "1";
+    if (*all_api != '\0') env["NCCLRR_GPU_TIMING_ALL_API"] = all_api;
+    const RunResult r = RunApp("interposer_app_gputiming", {}, dir, env);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const TraceFile t = ReadOnlyTrace(dir);  // the stand-in NCCL launches nothing CUPTI sees
+    EXPECT_TRUE(HasNote(t, "GPU timing from CUPTI kernel records")) << Notes(t);
+    EXPECT_TRUE(HasNote(t, says)) << "NCCLRR_GPU_TIMING_ALL_API=" << all_api << ": " << Notes(t);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(InterposerGpuTiming, JobsOwnCuptiGetsItAndLaterCallsAreTimedWithEvents) {

@@ -2,16 +2,14 @@
 // GpuTimer: when NCCL's kernels ran on the GPU, per recorded call, on the host's CLOCK_MONOTONIC.
 //
 // Two sources, chosen at Start and reported in every GpuTimeRecord:
-//  * kCupti: CUPTI's activity API (CONCURRENT_KERNEL records of NCCL kernels; the launching
-//    driver calls tagged with an external correlation id that names the call or group). Exact
+//  * kCupti: CUPTI's activity API (CONCURRENT_KERNEL records of NCCL kernels, each tied to the
+//    call or group whose scope was open on the launching thread; see ApiRecords). Exact
 //    kernel start/end, converted from CUPTI's clock onto CLOCK_MONOTONIC by calibration.
 //  * kEventPair: CUDA events recorded on the call's stream before and after it. Used when CUPTI
-//    is missing, when another component of the process uses CUPTI (the PyTorch profiler,
-//    Nsight: ncclrr never takes CUPTI away from the job), and by the automatic choice when a
-//    CUDA context exists as timing starts (CUPTI would have to record every API call there; see
-//    ApiRecords). The start is when the stream reached the call, which includes waiting for
-//    earlier work on that stream. Calls captured into graphs or on nonblocking communicators
-//    are not timed this way.
+//    is missing, or when another component of the process uses CUPTI (the PyTorch profiler,
+//    Nsight: ncclrr never takes CUPTI away from the job). The start is when the stream reached
+//    the call, which includes waiting for earlier work on that stream. Calls captured into
+//    graphs or on nonblocking communicators are not timed this way.
 //
 // Nothing is linked: libcupti and libcuda are reached through dlopen. Without a GPU Start returns
 // a Status that says why. All methods are thread-safe; the Begin*/End*/Add* methods are called on
@@ -48,12 +46,13 @@ struct TimedCall {
 
 enum class SourceChoice : uint8_t { kAuto = 0, kCupti, kEventPair };
 
-// Which CUPTI API records carry ncclrr's correlation ids to the kernels.
+// How CUPTI ties a kernel to the call that launched it. Both narrow ways are widened to every
+// API record when NCCL kernels come and no launch was tied to a call for two rounds.
 enum class ApiRecords : uint8_t {
-  kAuto = 0,      // launches only, unless a CUDA context exists as timing starts: then
-                  // SourceChoice::kAuto takes event pairs and kCupti every API record
-  kLaunchesOnly,  // the launch entry points (CUPTI 12.6+); still widened to all when NCCL
-                  // kernels come without a launch record for two rounds
+  kAuto = 0,      // CUPTI callbacks at the launch entry points (work whenever the job made its
+                  // CUDA context; other API calls cost nothing); kLaunchesOnly where refused
+  kLaunchesOnly,  // API records of the launch entry points only (CUPTI 12.6+); they never come
+                  // for a CUDA context made before CUPTI started (PyTorch, JAX)
   kAll,           // every driver and runtime API record (what the PyTorch profiler enables)
 };
 
