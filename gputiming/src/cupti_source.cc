@@ -1,7 +1,10 @@
 #include "cupti_source.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace ncclrr::gputiming {
 namespace {
@@ -12,18 +15,28 @@ std::atomic<CuptiSource*> g_active{nullptr};
 constexpr size_t kBufferBytes = size_t{2} << 20;
 constexpr size_t kBufferAlign = 8;  // CUPTI's requirement
 
-void NoopCallback(void*, int, uint32_t, const void*) {}
+// Set by the first launch callback of any thread, scope or not: callbacks work here.
+std::atomic<bool> g_launch_seen{false};
 
 // The scopes open on this thread, innermost last, for OnLaunch (CUPTI's external id stack cannot
 // be read back). Deeper nesting than this does not occur (one call or group end, or one graph
-// launch, at a time); past it, launches go uncorrelated.
-constexpr int kMaxScopeDepth = 4;
+// launch, at a time); past it, launches go uncorrelated until the stack is back within it.
+constexpr uint64_t kMaxScopeDepth = 4;
 thread_local uint64_t t_scope_ids[kMaxScopeDepth];
-thread_local int t_scope_depth = 0;
+thread_local uint64_t t_scope_depth = 0;  // may exceed kMaxScopeDepth
 
-// Bits of a scope's token: which stacks it was pushed onto.
+// A scope's token: bit 0, its id went onto CUPTI's external id stack; bit 1, onto ncclrr's own,
+// whose depth before it is in the bits above (EndScope restores it, whatever ended in between).
 constexpr uint64_t kPushedExternal = 1;
 constexpr uint64_t kPushedOwn = 2;
+constexpr int kDepthShift = 2;
+
+// A forked child keeps CUPTI's callbacks but has no usable CUDA context and none of the threads
+// that may have held launch_mu_ at fork: its launches are nothing to ncclrr.
+void ForgetInForkedChild() {
+  g_active.store(nullptr);
+  t_scope_depth = 0;
+}
 
 }  // namespace
 
@@ -46,10 +59,10 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
   if (!api.ok()) return api.status();
 
   // CUPTI admits one subscriber. If someone holds it, the job (or a tool around it) uses CUPTI:
-  // ncclrr leaves CUPTI to them. The probe is released at once so that a later client can have it
-  // (launch callbacks subscribe again, and hold it until Stop).
+  // ncclrr leaves CUPTI to them. Launch callbacks keep the slot until Stop (the preload's cupti*
+  // wrappers hand it over to a job that asks later); otherwise it is released at once.
   void* subscriber = nullptr;
-  const cupti::Result probe = api->Subscribe(&subscriber, NoopCallback, nullptr);
+  const cupti::Result probe = api->Subscribe(&subscriber, OnLaunch, nullptr);
   if (probe == cupti::kErrorMultipleSubscribers) {
     return Unsupported(
         "another CUPTI client is active in this process (the PyTorch profiler, Nsight Systems or "
@@ -59,17 +72,21 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
     return Unsupported("CUPTI (" + api->path + ") cannot start: " + api->ErrorText(probe) +
                        ". Is there a GPU and a CUDA driver that matches this CUPTI?");
   }
-  api->Unsubscribe(subscriber);
-
-  if (g_active.load() != nullptr)
+  if (g_active.load() != nullptr) {
+    api->Unsubscribe(subscriber);
     return Unsupported("another ncclrr GPU timer already uses CUPTI in this process");
+  }
+  static std::once_flag fork_handler;
+  std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, ForgetInForkedChild); });
   std::unique_ptr<CuptiSource> src(new CuptiSource(std::move(api).value()));
+  src->subscriber_ = subscriber;  // released below unless launch callbacks use it
+  g_launch_seen.store(false);
   g_active.store(src.get());
   cupti::Api& a = src->api_;
   cupti::Result r = a.ActivityRegisterCallbacks(OnBufferRequested, OnBufferCompleted);
   if (r != cupti::kSuccess) {
     g_active.store(nullptr);
-    return Unsupported("CUPTI refused activity buffers: " + a.ErrorText(r));
+    return Unsupported("CUPTI refused activity buffers: " + a.ErrorText(r));  // unsubscribes
   }
   auto enable = [&](int kind) {
     const cupti::Result e = a.ActivityEnable(kind);
@@ -79,16 +96,22 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
   r = enable(cupti::kKindConcurrentKernel);
   if (r == cupti::kSuccess) r = enable(cupti::kKindExternalCorrelation);
   if (r == cupti::kSuccess && how == CuptiCorrelation::kLaunchCallbacks &&
-      !src->SubscribeLaunches())
+      !src->EnableLaunchCallbacks())
     how = CuptiCorrelation::kLaunchRecords;
+  if (how != CuptiCorrelation::kLaunchCallbacks) {
+    a.Unsubscribe(src->subscriber_);
+    src->subscriber_ = nullptr;
+  }
   if (r == cupti::kSuccess && how == CuptiCorrelation::kLaunchRecords) {
     // Only the launch entry points' API records (CUPTI 12.6+). Both domains: NCCL launches
     // through the driver, or through the CUDA runtime it links statically.
-    bool narrow = a.ActivityEnableDriverApi != nullptr && a.ActivityEnableRuntimeApi != nullptr;
-    for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
-      narrow = narrow && a.ActivityEnableDriverApi(cbid, 1) == cupti::kSuccess;
-    for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks)
-      narrow = narrow && a.ActivityEnableRuntimeApi(cbid, 1) == cupti::kSuccess;
+    const bool narrow = a.ActivityEnableDriverApi != nullptr &&
+                        a.ActivityEnableRuntimeApi != nullptr &&
+                        EnableLaunchIds([&](int domain, uint32_t cbid) {
+                          return (domain == cupti::kDomainDriverApi
+                                      ? a.ActivityEnableDriverApi(cbid, 1)
+                                      : a.ActivityEnableRuntimeApi(cbid, 1)) == cupti::kSuccess;
+                        });
     if (!narrow) how = CuptiCorrelation::kAllRecords;
   }
   if (r == cupti::kSuccess && how == CuptiCorrelation::kAllRecords) {
@@ -110,21 +133,27 @@ StatusOr<std::unique_ptr<CuptiSource>> CuptiSource::Start(const std::string& lib
   return src;
 }
 
-bool CuptiSource::SubscribeLaunches() {
-  if (api_.EnableCallback == nullptr) return false;
-  void* sub = nullptr;
-  if (api_.Subscribe(&sub, OnLaunch, nullptr) != cupti::kSuccess) return false;
+bool CuptiSource::EnableLaunchIds(const std::function<bool(int, uint32_t)>& enable) {
+  // NCCL launches through the driver: every driver entry point must take. The runtime's are for
+  // an NCCL with a static CUDA runtime; an older CUPTI may not know the newest of them.
   bool ok = true;
   for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
-    ok = ok && api_.EnableCallback(1, sub, cupti::kDomainDriverApi, cbid) == cupti::kSuccess;
+    ok = enable(cupti::kDomainDriverApi, cbid) && ok;
+  for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks) enable(cupti::kDomainRuntimeApi, cbid);
+  return ok;
+}
+
+bool CuptiSource::EnableLaunchCallbacks() {
+  if (api_.EnableCallback == nullptr || subscriber_ == nullptr) return false;
+  if (EnableLaunchIds([&](int domain, uint32_t cbid) {
+        return api_.EnableCallback(1, subscriber_, domain, cbid) == cupti::kSuccess;
+      }))
+    return true;
+  for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
+    api_.EnableCallback(0, subscriber_, cupti::kDomainDriverApi, cbid);
   for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks)
-    ok = ok && api_.EnableCallback(1, sub, cupti::kDomainRuntimeApi, cbid) == cupti::kSuccess;
-  if (!ok) {
-    api_.Unsubscribe(sub);
-    return false;
-  }
-  subscriber_ = sub;
-  return true;
+    api_.EnableCallback(0, subscriber_, cupti::kDomainRuntimeApi, cbid);
+  return false;
 }
 
 std::string CuptiSource::Describe() const {
@@ -138,11 +167,9 @@ std::string CuptiSource::Describe() const {
 
 uint64_t CuptiSource::Push(uint64_t ext_id) {
   if (stopped_.load(std::memory_order_relaxed)) return 0;
-  uint64_t token = 0;
-  if (t_scope_depth < kMaxScopeDepth) {
-    t_scope_ids[t_scope_depth++] = ext_id;
-    token |= kPushedOwn;
-  }
+  uint64_t token = kPushedOwn | (t_scope_depth << kDepthShift);
+  if (t_scope_depth < kMaxScopeDepth) t_scope_ids[t_scope_depth] = ext_id;
+  ++t_scope_depth;
   if (push_external_.load(std::memory_order_relaxed)) {
     if (api_.ActivityPushExternalCorrelationId(cupti::kExternalKindCustom2, ext_id) ==
         cupti::kSuccess)
@@ -154,7 +181,9 @@ uint64_t CuptiSource::Push(uint64_t ext_id) {
 }
 
 void CuptiSource::OnLaunch(void*, int, uint32_t, const void* data) {
-  if (t_scope_depth == 0) return;  // not an NCCL call's launch: the job's own kernels
+  if (!g_launch_seen.load(std::memory_order_relaxed)) g_launch_seen.store(true);
+  // Outside a scope: not an NCCL call's launch (the job's own kernels, or NCCL's own thread).
+  if (t_scope_depth == 0 || t_scope_depth > kMaxScopeDepth) return;
   const auto* cb = static_cast<const cupti::CallbackData*>(data);
   if (cb == nullptr || cb->callback_site != cupti::kApiEnter) return;
   CuptiSource* self = g_active.load(std::memory_order_acquire);
@@ -193,7 +222,7 @@ uint64_t CuptiSource::BeginScope(uint64_t ext_id, const TimedCall* members, size
 
 void CuptiSource::EndScope(uint64_t, uint64_t token, const TimedCall*, size_t) {
   // Popped even after Stop: the id must not stay on this thread's stacks.
-  if ((token & kPushedOwn) != 0 && t_scope_depth > 0) --t_scope_depth;
+  if ((token & kPushedOwn) != 0) t_scope_depth = token >> kDepthShift;
   if ((token & kPushedExternal) != 0)
     api_.ActivityPopExternalCorrelationId(cupti::kExternalKindCustom2, nullptr);
 }
@@ -291,7 +320,11 @@ void CuptiSource::WidenIfLaunchesUnseen(const NoteFn& note) {
     std::lock_guard<std::mutex> lock(mu_);
     waiting = correlator_.pending_kernels();
   }
-  if (waiting == 0 || launch_correlations_.load() > 0) {
+  // Callbacks that came at all work, even if no launch came inside a scope (a job whose
+  // communicators are all nonblocking launches only from NCCL's thread): more would not help.
+  const bool seen = launch_correlations_.load() > 0 ||
+                    (how_ == CuptiCorrelation::kLaunchCallbacks && g_launch_seen.load());
+  if (waiting == 0 || seen) {
     unseen_rounds_ = 0;
     return;
   }

@@ -15,6 +15,7 @@
 //
 // CUPTI's activity buffers and callbacks are process-wide: one CuptiSource at a time.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -59,8 +60,12 @@ class CuptiSource : public TimingSource {
                                 size_t valid_size);
   // CUPTI's API callback (launch entry points only), on the launching thread.
   static void OnLaunch(void* userdata, int domain, uint32_t cbid, const void* data);
-  // Subscribes OnLaunch to every launch entry point; false (and nothing held) where CUPTI refuses.
-  bool SubscribeLaunches();
+  // Calls enable(domain, cbid) for every launch entry point: true when the driver's all took
+  // (the runtime's are best effort: an older CUPTI does not know the newest).
+  static bool EnableLaunchIds(const std::function<bool(int, uint32_t)>& enable);
+  // OnLaunch (subscribed at Start) for every launch entry point; false, and none enabled, where
+  // CUPTI refuses.
+  bool EnableLaunchCallbacks();
   uint64_t Push(uint64_t ext_id);
   // Launches paired by OnLaunch since the last call, into the correlator (mu_ held).
   void TakeLaunches();
@@ -85,7 +90,9 @@ class CuptiSource : public TimingSource {
   std::vector<std::pair<uint32_t, uint64_t>> launches_;  // (correlation id, scope id)
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> push_failures_{0};
-  std::atomic<uint64_t> launch_correlations_{0};  // CUSTOM2 external correlation records
+  // Launches tied to a scope: CUSTOM2 external correlation records, or launch callbacks inside a
+  // scope (a runtime launch can count twice: its callback and its driver call's).
+  std::atomic<uint64_t> launch_correlations_{0};
 };
 
 }  // namespace ncclrr::gputiming

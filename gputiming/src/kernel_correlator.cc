@@ -6,9 +6,14 @@
 namespace ncclrr::gputiming {
 namespace {
 
-// A scope's records keep arriving for a while (CUPTI delivers buffers when they fill or at a
-// flush); bookkeeping older than this many rounds is dropped.
+// A scope's records keep arriving for a while: CUPTI delivers buffers when they fill or at a
+// flush, and a kernel's record only once it ends, which for a collective that waits for a late
+// rank can be minutes. Bookkeeping older than this many rounds is dropped, but only once more
+// than kKeepCorrelations correlations (or kKeepScopes group and graph-launch scopes) gathered:
+// a stalled job, whose kernel is the one worth timing, makes few new ones.
 constexpr uint64_t kForgetAfterRounds = 64;
+constexpr size_t kKeepCorrelations = size_t{1} << 16;
+constexpr size_t kKeepScopes = size_t{1} << 12;
 // A kernel whose correlation record has not arrived after this many rounds, while a nonblocking
 // scope waits on its device, is taken to be that scope's (launched on NCCL's own thread, where no
 // id was pushed). CUPTI's default flush holds back a buffer while any record in it is incomplete,
@@ -213,9 +218,10 @@ void KernelCorrelator::Match(bool final, const Emit& emit, const NoteFn& note) {
 
 void KernelCorrelator::ForgetOld() {
   auto old = [&](uint64_t round) { return round_ - round > kForgetAfterRounds; };
-  for (auto it = correlation_.begin(); it != correlation_.end();)
-    it = old(it->second.second) ? correlation_.erase(it) : std::next(it);
-  if (round_ % 16 != 0) return;
+  if (correlation_.size() > kKeepCorrelations)
+    for (auto it = correlation_.begin(); it != correlation_.end();)
+      it = old(it->second.second) ? correlation_.erase(it) : std::next(it);
+  if (round_ % 16 != 0 || groups_.size() + launches_.size() <= kKeepScopes) return;
   // A scope can still be named by a kernel that CUPTI has not delivered yet; one that is older
   // than the forget period and has no open span is done.
   auto open = [&](uint64_t ext) {

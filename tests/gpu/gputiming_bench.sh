@@ -5,8 +5,10 @@
 # after every iteration (the latency-bound case where per-call overhead shows most), with GPU
 # timing off, with CUPTI (the default: launches tied to calls by CUPTI callbacks), with CUPTI
 # tying launches to calls by their API records (cupti_rec: NCCLRR_GPU_TIMING_ALL_API=0), with CUPTI
-# recording every API call (cupti_all: NCCLRR_GPU_TIMING_ALL_API=1) and with CUDA event pairs.
-# Runs alternate (none, cupti, cupti_rec, cupti_all, events, none, ...) for ROUNDS rounds so that machine
+# recording every API call (cupti_all: NCCLRR_GPU_TIMING_ALL_API=1) and with CUDA event pairs;
+# and, untimed, with the job's own CUPTI recording kernels (cupti_floor: CUPTI's own cost, which
+# no way of tying kernels to calls can go below).
+# Runs alternate (none, cupti, cupti_rec, cupti_all, events, cupti_floor, none, ...) for ROUNDS rounds so that machine
 # drift hits every variant alike (the reference numbers of this machine move between ~13
 # and ~18.6 us run to run); the medians are compared.
 #
@@ -24,13 +26,15 @@ RAW=$OUT/gputiming_bench.raw
 for mode in group threads; do
   for count in 2 8192; do
     for round in $(seq "$ROUNDS"); do
-      for timing in none cupti cupti_rec cupti_all events; do
+      for timing in none cupti cupti_rec cupti_all events cupti_floor; do
         extra=()
         [ "$timing" = cupti_all ] && extra=(--all-api)
         [ "$timing" = cupti_rec ] && extra=(--launches-only)
-        line=$("$PROBE" --timing "${timing%_*}" "${extra[@]}" --mode "$mode" --iters "$ITERS" \
+        probe_timing=${timing%_*}
+        [ "$timing" = cupti_floor ] && extra=(--job-kernel-records) && probe_timing=none
+        line=$("$PROBE" --timing "$probe_timing" "${extra[@]}" --mode "$mode" --iters "$ITERS" \
                --warmup 500 --count "$count" 2>/dev/null | grep '^probe')
-        [ "$timing" != "${timing%_*}" ] && line=${line/timing=cupti /timing=$timing }
+        [ "$timing" != "${timing%_*}" ] && line=${line/timing=$probe_timing /timing=$timing }
         echo "round=$round $line" >>"$RAW"
       done
     done
@@ -49,7 +53,7 @@ if not runs:
     print("no measurements: did ncclrr-gputiming-probe run? (see", sys.argv[1], ")")
     sys.exit(2)
 ok = True
-variants = ["cupti", "cupti_rec", "cupti_all", "events"]
+variants = ["cupti", "cupti_rec", "cupti_all", "events", "cupti_floor"]
 print(f"{'mode':8} {'bytes':>6} {'none us':>8} " + " ".join(f"{v + ' us':>12} {'ratio':>6}" for v in variants) + "  runs")
 for (mode, count), t in sorted(runs.items()):
     med = {k: statistics.median(v) for k, v in t.items()}

@@ -8,12 +8,15 @@
 # context made before CUPTI, so it times only what runs after it widens to every API record, two
 # 200 ms rounds later), events (NCCLRR_GPU_TIMING_SOURCE=events). Each --gpu-timing trace of
 # round 1 but launches' is checked for a GPU time on every call.
-# Usage: tests/gpu/gputiming_torch_bench.sh [ROUNDS=3] [ITERS=2000]
+# Usage: [NCCLRR_TORCH_BENCH_MODES="none auto events"] tests/gpu/gputiming_torch_bench.sh
+#          [ROUNDS=3] [ITERS=2000]
+# (the modes to run; default all six)
 # Writes $OUT/gputiming_torch_bench.log. Exit 0 when every run exited 0 and every round-1 call of
 # the timed modes has a GPU time (the overhead target is reported, not enforced).
 set -u -o pipefail
 source "$(dirname "$0")/gputiming_env.sh"
 ROUNDS=${1:-3}
+MODES=${NCCLRR_TORCH_BENCH_MODES:-none record auto allapi launches events}
 export LOOP_ITERS=${2:-2000}
 LOG=$OUT/gputiming_torch_bench.log
 WORK=$(mktemp -d /tmp/ncclrr-torchtiming-XXXXXX)
@@ -38,9 +41,10 @@ run_mode() {  # run_mode MODE ROUND: one torchrun of the loop job; appends "MODE
   grep -o 'us_per_iter=[0-9.]*' "$dir.out" | sed "s/^/$mode $round /" >>"$WORK/raw"
 }
 for round in $(seq "$ROUNDS"); do
-  for mode in none record auto allapi launches events; do run_mode "$mode" "$round"; done
+  for mode in $MODES; do run_mode "$mode" "$round"; done
 done
 for mode in auto allapi launches events; do
+  [[ " $MODES " == *" $mode "* ]] || continue
   dir=$WORK/$mode.r1
   timeout -k 5 60 "$STATS" "$dir" >"$dir.stats" 2>&1
   line=$("$PY" - "$dir.stats" <<'PYEOF'

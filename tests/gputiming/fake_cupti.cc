@@ -42,7 +42,10 @@ struct State {
   CUpti_CallbackFunc callback = nullptr;  // the subscriber's
   void* userdata = nullptr;
   std::set<std::pair<int, uint32_t>> callbacks;  // (domain, cbid) enabled
-  bool callbacks_refused = false;
+  bool callbacks_refused = false;                // every cuptiEnableCallback fails
+  std::set<uint32_t> refused_cbids;              // these ids fail (an older CUPTI's unknown ids)
+  bool callbacks_silent = false;                 // enabled, but never delivered
+  int bad_handle_calls = 0;                      // calls with a handle that is not subscribed
   int flushes = 0;
   std::deque<std::string> names;  // keeps kernel names alive (and in place), as CUPTI does
 };
@@ -87,6 +90,7 @@ void Deliver(std::vector<std::vector<uint8_t>>& records) {
 // cuptiActivityEnableDriverApi / RuntimeApi: one set of enabled callback ids each.
 CUptiResult EnableApi(std::set<uint32_t> State::*cbids, CUpti_CallbackId cbid, uint8_t enable) {
   std::lock_guard<std::mutex> lock(S().mu);
+  if (enable && S().refused_cbids.count(cbid) != 0) return CUPTI_ERROR_INVALID_PARAMETER;
   if (enable) {
     (S().*cbids).insert(cbid);
   } else {
@@ -119,20 +123,28 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFun
   *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
   return CUPTI_SUCCESS;
 }
-CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.subscribed || subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) {
+    ++s.bad_handle_calls;
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
   s.subscribed = false;
   s.callback = nullptr;
   s.callbacks.clear();
   return CUPTI_SUCCESS;
 }
-CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle,
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                 CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
-  if (s.callbacks_refused) return CUPTI_ERROR_NOT_SUPPORTED;
+  if (!s.subscribed || subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) {
+    ++s.bad_handle_calls;
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  if (enable && (s.callbacks_refused || s.refused_cbids.count(cbid) != 0))
+    return CUPTI_ERROR_INVALID_PARAMETER;
   if (enable) {
     s.callbacks.insert({domain, cbid});
   } else {
@@ -222,7 +234,9 @@ void fakeCuptiReset() {
   s.kernel_records.clear();
   s.other_records.clear();
   s.other_subscriber = s.no_gpu = s.split_buffers = s.subscribed = s.narrow_ignored = false;
-  s.callbacks_refused = false;
+  s.callbacks_refused = s.callbacks_silent = false;
+  s.refused_cbids.clear();
+  s.bad_handle_calls = 0;
   s.callback = nullptr;
   s.callbacks.clear();
   s.flushes = 0;
@@ -233,6 +247,9 @@ void fakeCuptiSetNoGpu(int on) { S().no_gpu = on != 0; }
 void fakeCuptiSetNarrowIgnored(int on) { S().narrow_ignored = on != 0; }
 void fakeCuptiSetSplitBuffers(int on) { S().split_buffers = on != 0; }
 void fakeCuptiSetCallbacksRefused(int on) { S().callbacks_refused = on != 0; }
+void fakeCuptiRefuseCallbackId(uint32_t cbid) { S().refused_cbids.insert(cbid); }
+void fakeCuptiSetCallbacksSilent(int on) { S().callbacks_silent = on != 0; }
+int fakeCuptiBadHandleCalls() { return S().bad_handle_calls; }
 int fakeCuptiCallbacksEnabled() {
   std::lock_guard<std::mutex> lock(S().mu);
   return static_cast<int>(S().callbacks.size());
@@ -261,7 +278,8 @@ uint32_t fakeCuptiLaunch(int device, const char* name, int64_t delay_ns, int64_t
   {
     std::lock_guard<std::mutex> lock(s.mu);
     corr = s.next_correlation++;
-    if (s.callbacks.count({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})) {
+    if (!s.callbacks_silent &&
+        s.callbacks.count({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})) {
       callback = s.callback;
       userdata = s.userdata;
     }

@@ -5,6 +5,10 @@
 //   ncclrr-gputiming-probe [--timing none|auto|cupti|events] [--mode group|threads|graph|
 //       nonblocking] [--iters N] [--warmup N] [--count FLOATS] [--foreign-cupti AT]
 //       [--trace DIR] [--job-subscribes] [--all-api] [--launches-only] [--context-first]
+//       [--job-kernel-records]
+//
+// --job-kernel-records: the job itself has CUPTI record kernels (CONCURRENT_KERNEL, nothing
+// else) for the whole loop; with --timing none this is CUPTI's own cost, the floor of ncclrr's.
 //
 // Prints one line of key=value results. Exit 0 when every call that should have a GPU time got
 // exactly the right number of plausible ones (start <= end, not before the call was issued, not
@@ -39,6 +43,7 @@ struct Options {
   bool job_subscribes = false;  // the job holds CUPTI's subscriber slot before ncclrr starts
   bool all_api = false;  // CUPTI records every API call, as for a job with a context at start
   bool launches_only = false;  // CUPTI keeps to launch records even with a context at start
+  bool job_kernel_records = false;  // the job's own CUPTI records kernels from the start
   bool context_first = false;  // every device's context exists before timing starts (PyTorch)
   size_t count = 2;
 };
@@ -168,6 +173,8 @@ Options Parse(int argc, char** argv) {
       o.all_api = true;
     else if (a == "--launches-only")
       o.launches_only = true;
+    else if (a == "--job-kernel-records")
+      o.job_kernel_records = true;
     else if (a == "--context-first")
       o.context_first = true;
     else {
@@ -304,6 +311,10 @@ int main(int argc, char** argv) {
     return uids;
   };
 
+  if (opt.job_kernel_records && !StartJobsOwnCupti()) {
+    std::fprintf(stderr, "--job-kernel-records: the job's CUPTI could not record kernels\n");
+    return 2;
+  }
   const int total = opt.warmup + opt.iters;
   int64_t t0 = 0;
   bool switched = false;
@@ -424,11 +435,12 @@ int main(int argc, char** argv) {
       static_cast<long long>(worst_early_ns),
       static_cast<unsigned long long>(stats.launch_correlations));
   for (int d = 0; d < ndev; ++d) ncclCommDestroy(comms[d]);
+  // The job's own CUPTI must work.
+  if ((switched || opt.job_kernel_records) && g_job_kernels.load() == 0) return 1;
   if (!timer) return 0;
   // Event pairs never time captured calls or nonblocking communicators (they say so).
   const bool untimed_by_design = source == "events" && (opt.mode == "graph" || nonblocking);
   if (implausible > 0) return 1;
   if (!untimed_by_design && (wrong_count > 0 || timed != expected)) return 1;
-  if (switched && g_job_kernels.load() == 0) return 1;  // the job's own CUPTI must work
   return 0;
 }

@@ -69,6 +69,11 @@ struct Fakes {
   int Pushed() { return Get<int (*)()>(cupti, "fakeCuptiPushedDepth")(); }
   void CallbacksRefused(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetCallbacksRefused")(on); }
   int CallbacksEnabled() { return Get<int (*)()>(cupti, "fakeCuptiCallbacksEnabled")(); }
+  void RefuseCallbackId(uint32_t cbid) {
+    Get<void (*)(uint32_t)>(cupti, "fakeCuptiRefuseCallbackId")(cbid);
+  }
+  void CallbacksSilent(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetCallbacksSilent")(on); }
+  int BadHandleCalls() { return Get<int (*)()>(cupti, "fakeCuptiBadHandleCalls")(); }
   uint32_t Launch(int device, const char* name, int64_t delay, int64_t duration) {
     return Get<uint32_t (*)(int, const char*, int64_t, int64_t)>(cupti, "fakeCuptiLaunch")(
         device, name, delay, duration);
@@ -300,6 +305,67 @@ TEST_F(GpuTimerFake, LaunchCallbacksTimeCallsWhereLaunchRecordsNeverCome) {
   EXPECT_EQ(st.launch_correlations, 2u);
   EXPECT_EQ(st.unmatched_kernels, 1u) << "the launch outside any call";
   EXPECT_EQ(fakes.CallbacksEnabled(), 0) << "Stop gives CUPTI's subscriber slot back";
+  EXPECT_EQ(fakes.BadHandleCalls(), 0);
+}
+
+// CUDA 12's CUPTI does not know CUDA 13's runtime launch ids: the callbacks still serve (NCCL
+// launches through the driver). Without a driver launch id they do not, and nothing stays
+// enabled; the launch records then cannot be narrowed either, so every API record it is.
+TEST_F(GpuTimerFake, LaunchCallbacksNeedTheDriverIdsOnly) {
+  fakes.RefuseCallbackId(505);  // __cudaLaunchKernel_v13000
+  fakes.RefuseCallbackId(506);
+  {
+    auto timer = StartTimer(SourceChoice::kAuto);
+    ASSERT_NE(timer, nullptr);
+    EXPECT_NE(timer->Describe().find("launches correlated by CUPTI callbacks"), std::string::npos)
+        << timer->Describe();
+    timer->BeginCall({7301, 0, 0x10, false, false});
+    fakes.Launch(0, kNcclKernel, 0, 500);
+    timer->EndCall();
+    for (int i = 0; i < 2; ++i) timer->Collect();
+    EXPECT_TRUE(timer->Stop().ok());
+    EXPECT_EQ(sink.by_uid.count(7301), 1u) << sink.AllNotes();
+  }
+  fakes.RefuseCallbackId(652);  // cuLaunchKernelEx
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_NE(timer->Describe().find("all driver and runtime API records enabled"), std::string::npos)
+      << timer->Describe();
+  EXPECT_EQ(fakes.CallbacksEnabled(), 0) << "the ids that took were disabled again";
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(fakes.BadHandleCalls(), 0);
+}
+
+// Callbacks enabled but never delivered: after two rounds of waiting kernels the timer widens to
+// every API record, and the calls after that are timed through them.
+TEST_F(GpuTimerFake, LaunchCallbacksThatNeverComeWidenToEveryApiRecord) {
+  fakes.CallbacksSilent(1);
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  timer->BeginCall({7401, 0, 0x10, false, false});
+  fakes.Launch(0, kNcclKernel, 0, 1000);
+  timer->EndCall();
+  for (int i = 0; i < 3; ++i) timer->Collect();
+  EXPECT_EQ(fakes.Enabled(4), 1) << "every driver API record";
+  EXPECT_NE(sink.AllNotes().find("no launch callback"), std::string::npos) << sink.AllNotes();
+  timer->BeginCall({7402, 0, 0x10, false, false});
+  EXPECT_EQ(fakes.Pushed(), 1) << "the API records need the CUSTOM2 id now";
+  fakes.Launch(0, kNcclKernel, 0, 1000);
+  timer->EndCall();
+  EXPECT_EQ(fakes.Pushed(), 0);
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(sink.by_uid.count(7402), 1u) << sink.AllNotes();
+}
+
+// A job whose NCCL kernels all launch outside ncclrr's scopes (nonblocking communicators launch
+// from NCCL's own thread) gets callbacks all the same: nothing is widened.
+TEST_F(GpuTimerFake, LaunchesOutsideScopesDoNotWidenCallbacks) {
+  auto timer = StartTimer(SourceChoice::kAuto);
+  ASSERT_NE(timer, nullptr);
+  std::thread([&] { fakes.Launch(0, kNcclKernel, 0, 1000); }).join();
+  for (int i = 0; i < 3; ++i) timer->Collect();
+  EXPECT_EQ(fakes.Enabled(4), 0) << sink.AllNotes();
+  EXPECT_TRUE(timer->Stop().ok());
 }
 
 // Where CUPTI refuses the callbacks, the launch entry points' API records carry the ids instead.

@@ -57,6 +57,26 @@ TEST(KernelCorrelator, KernelBeforeItsCorrelationRecordStillMatches) {
   EXPECT_EQ(c.stats().unmatched, 0u);
 }
 
+// A collective that waits minutes for a late rank: its kernel record comes only when it ends,
+// long after its launch was tied to the call (a quiet job keeps that tie), and a group's
+// scope must still be known then.
+TEST(KernelCorrelator, AKernelEndingLongAfterItsLaunchStillMatches) {
+  KernelCorrelator c;
+  Collected out;
+  c.AddExternalCorrelation(11, 77);
+  c.AddGroup(kGroupTag | 5, {{78, 0}, {79, 1}});
+  c.AddExternalCorrelation(12, kGroupTag | 5);
+  for (int i = 0; i < 1000; ++i) c.Match(false, out.emit());  // 200 s at 200 ms a round
+  c.AddKernel(Kernel(11, 0, 100, 300'000'000'000));
+  c.AddKernel(Kernel(12, 1, 200, 300'000'000'000));
+  c.Match(false, out.emit());
+  c.Match(false, out.emit());
+  ASSERT_EQ(out.by_uid.count(77), 1u);
+  ASSERT_EQ(out.by_uid.count(79), 1u) << "the group member on the kernel's device";
+  EXPECT_EQ(out.by_uid[79][0].start_ns, 200);
+  EXPECT_EQ(c.stats().unmatched, 0u);
+}
+
 // PyTorch on 2×H200: CUPTI delivered the kernel records at once and the launch records only at
 // the final forced flush, many rounds later; the kernels must wait for them.
 TEST(KernelCorrelator, KernelWaitsForALateCorrelationWhenNoNonblockingScopeWaits) {
@@ -188,14 +208,20 @@ TEST(KernelCorrelator, KernelsNoCallExplainsAreCountedAndNoted) {
   ASSERT_EQ(out.notes.size(), 1u);
 }
 
-TEST(KernelCorrelator, OldCorrelationsAreForgotten) {
+// Bookkeeping is bounded: once more than 65,536 correlations gathered, those older than 64 rounds
+// go (a kernel that names one then has no call).
+TEST(KernelCorrelator, OldCorrelationsAreForgottenOnceManyGathered) {
   KernelCorrelator c;
   Collected out;
-  c.AddExternalCorrelation(1, 5);
+  for (uint32_t id = 1; id <= 70'000; ++id) c.AddExternalCorrelation(id, 5);
   for (int i = 0; i < 100; ++i) c.Match(false, out.emit());
+  c.AddExternalCorrelation(70'001, 6);  // recent: kept
+  c.Match(false, out.emit());
   c.AddKernel(Kernel(1, 0, 1, 2));  // far too late: the id was dropped
+  c.AddKernel(Kernel(70'001, 0, 3, 4));
   c.Match(true, out.emit());
-  EXPECT_TRUE(out.by_uid.empty());
+  EXPECT_EQ(out.by_uid.count(5), 0u);
+  EXPECT_EQ(out.by_uid.count(6), 1u);
   EXPECT_EQ(c.stats().unmatched, 1u);
 }
 
