@@ -10,7 +10,8 @@
 # round 1 but launches' is checked for a GPU time on every call.
 # Usage: [NCCLRR_TORCH_BENCH_MODES="none auto events"] tests/gpu/gputiming_torch_bench.sh
 #          [ROUNDS=3] [ITERS=2000]
-# (the modes to run; default all six)
+# (the modes to run; default all six). NCCLRR_TORCH_BENCH_CPUS=LIST runs every job under
+# `taskset -c LIST` (whole torchrun jobs otherwise ran either fast or slow, whatever the mode).
 # Writes $OUT/gputiming_torch_bench.log. Exit 0 when every run exited 0 and every round-1 call of
 # the timed modes has a GPU time (the overhead target is reported, not enforced).
 set -u -o pipefail
@@ -28,6 +29,7 @@ say() { echo "$*" | tee -a "$LOG"; }
 run_mode() {  # run_mode MODE ROUND: one torchrun of the loop job; appends "MODE ROUND us" lines
   local mode=$1 round=$2 dir=$WORK/$1.r$2 rc
   local torchrun=("$PY" -m torch.distributed.run --nproc-per-node 2 "$JOB")
+  [ -n "${NCCLRR_TORCH_BENCH_CPUS:-}" ] && torchrun=(taskset -c "$NCCLRR_TORCH_BENCH_CPUS" "${torchrun[@]}")
   case $mode in
     none) timeout -k 10 240 "${torchrun[@]}" >"$dir.out" 2>&1 ;;
     record) timeout -k 10 240 "$BUILD/bin/ncclrr" record -o "$dir" -- "${torchrun[@]}" >"$dir.out" 2>&1 ;;
