@@ -19,7 +19,8 @@ std::string Explain(sketch::Verdict v) {
       return "a sketch overflowed (values beyond the range of its fp32 partial sums)";
     case sketch::Verdict::kMissingSketch:
       return "some rank has no sketch of them (recorded without --sketch, or the recorder "
-             "skipped it while its sketch slots were busy)";
+             "skipped it while its sketch slots were busy: NCCLRR_SKETCH_SLOTS raises their "
+             "number)";
     default:
       return sketch::VerdictName(v);
   }

@@ -49,6 +49,12 @@ Config Load() {
   c.stacks = ReadBool("NCCLRR_STACKS", false);
   c.sketch = static_cast<int>(ReadUnsigned("NCCLRR_SKETCH", 0, 2));
   c.sketch_beside = ReadUnsigned("NCCLRR_SKETCH_BESIDE", 1, 1) != 0;
+  c.sketch_slots =
+      static_cast<uint32_t>(ReadUnsigned("NCCLRR_SKETCH_SLOTS", c.sketch_slots, 65536));
+  if (c.sketch_slots == 0) {
+    std::fprintf(stderr, "ncclrr: NCCLRR_SKETCH_SLOTS=0 leaves no sketch in flight; using 128\n");
+    c.sketch_slots = 128;
+  }
   c.capture_bytes = ReadUnsigned("NCCLRR_CAPTURE_BYTES", 0, 1ull << 50);
   c.capture_filter = ReadString("NCCLRR_CAPTURE_FILTER", "");
   c.capture_file = ReadString("NCCLRR_CAPTURE_FILE", "");

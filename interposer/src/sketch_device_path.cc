@@ -71,7 +71,9 @@ void ForkChild() {
 }
 
 void Create() {
-  auto d = SketchDevice::Create();
+  sketch::SketchDeviceOptions o;
+  o.slots = GetConfig().sketch_slots;
+  auto d = SketchDevice::Create(o);
   if (!d.ok()) {
     Note(NoteLevel::kWarning, "sketch: no GPU sketches: " + d.status().message());
     return;
@@ -152,11 +154,14 @@ void EnqueueOnStream(const std::vector<const SketchJob*>& jobs, bool beside = fa
                         : g_device->Enqueue(jobs.front()->stream, requests);
     if (!fork.empty()) t_forks.push_back(fork);
     if (!slots.ok()) {
-      const std::string& why = slots.status().message();
+      const bool in_flight = slots.status().message().find("in flight") != std::string::npos;
+      const std::string why =
+          in_flight ? "all " + std::to_string(GetConfig().sketch_slots) +
+                          " slots of the context were in flight; NCCLRR_SKETCH_SLOTS raises "
+                          "their number (each takes about 0.3 MB of GPU memory and 54 KB pinned)"
+                    : slots.status().message();
       for (size_t j = first; j < last; ++j)
-        CountSkip(why.find("in flight") != std::string::npos ? SkipReason::kSlotsInFlight
-                                                             : SkipReason::kDeviceError,
-                  why);
+        CountSkip(in_flight ? SkipReason::kSlotsInFlight : SkipReason::kDeviceError, why);
     } else {
       std::lock_guard<std::mutex> lock(g_mu);
       size_t k = 0;

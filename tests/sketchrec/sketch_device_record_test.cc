@@ -8,38 +8,79 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "sketch_expect.h"
 
 namespace ncclrr::testing {
 namespace {
 
-TEST(SketchDeviceRecord, GroupedExampleMatchesSketchHost) {
-  const std::string base = (std::filesystem::temp_directory_path() /
-                            ("ncclrr-sketchdev-" + std::to_string(getpid())))
-                               .string();
+// Runs the grouped clean example under the preload with GPU sketches on the stand-in libcuda;
+// `env` is put before the command. Empty (and a failure) when it did not run.
+std::optional<TraceFile> RecordGroupedExample(const std::string& base, const std::string& env) {
   std::filesystem::remove_all(base);
   std::filesystem::create_directories(base + "/driver");
   std::filesystem::create_symlink(NCCLRR_FAKE_LIBCUDA, base + "/driver/libcuda.so.1");
   const std::string bin = std::getenv("NCCLRR_TEST_BIN");
-  const std::string cmd = "LD_LIBRARY_PATH=" + base + "/driver LD_PRELOAD=" +
-                          std::getenv("NCCLRR_TEST_LIB") + "/libncclrr-interpose.so" +
-                          " NCCLRR_TRACE_DIR=" + base + "/t NCCLRR_SKETCH=2 " + bin +
-                          "/ncclrr-example clean --ranks 2 --steps 2 --group > /dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string cmd =
+      "LD_LIBRARY_PATH=" + base + "/driver LD_PRELOAD=" + std::getenv("NCCLRR_TEST_LIB") +
+      "/libncclrr-interpose.so" + " NCCLRR_TRACE_DIR=" + base + "/t NCCLRR_SKETCH=2 " + env + " " +
+      bin + "/ncclrr-example clean --ranks 2 --steps 2 --group > /dev/null 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto d = LoadTraceDir(base + "/t");
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  ASSERT_EQ(d->files.size(), 1u);
-  const TraceFile& t = d->files.front();
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  if (!d.ok() || d->files.size() != 1) return std::nullopt;
+  return d->files.front();
+}
+
+bool NoGpuSketches(const TraceFile& t, std::string* why) {
   for (const NoteData& n : t.notes)
-    if (n.text.find("no GPU sketches") != std::string::npos) {
-      if (!NCCLRR_TEST_HAVE_CUDA) GTEST_SKIP() << "built without nvcc: " << n.text;
-      FAIL() << n.text;
-    }
+    if (n.text.find("no GPU sketches") != std::string::npos) return *why = n.text, true;
+  return false;
+}
+
+TEST(SketchDeviceRecord, GroupedExampleMatchesSketchHost) {
+  const std::string base =
+      (std::filesystem::temp_directory_path() / ("ncclrr-sketchdev-" + std::to_string(getpid())))
+          .string();
+  const auto t = RecordGroupedExample(base, "");
+  ASSERT_TRUE(t.has_value());
+  if (std::string why; NoGpuSketches(*t, &why)) {
+    if (!NCCLRR_TEST_HAVE_CUDA) GTEST_SKIP() << "built without nvcc: " << why;
+    FAIL() << why;
+  }
   size_t checked = 0;
-  for (const std::string& p : CheckPlannedSketches(t, &checked)) ADD_FAILURE() << p;
+  for (const std::string& p : CheckPlannedSketches(*t, &checked)) ADD_FAILURE() << p;
   EXPECT_EQ(checked, 16u);
-  for (const std::string& p : CheckExampleSketches(t, {"clean", 2, 2, true})) ADD_FAILURE() << p;
+  for (const std::string& p : CheckExampleSketches(*t, {"clean", 2, 2, true})) ADD_FAILURE() << p;
+  if (!HasFailure()) std::filesystem::remove_all(base);
+}
+
+// NCCLRR_SKETCH_SLOTS sets the slots per context; with too few for a group's fused launch its
+// call halves are skipped, and the note says which variable raises them.
+TEST(SketchDeviceRecord, SketchSlotsComeFromTheEnvironmentAndTheSkipNoteNamesIt) {
+  const std::string base =
+      (std::filesystem::temp_directory_path() / ("ncclrr-sketchslots-" + std::to_string(getpid())))
+          .string();
+  auto notes_of = [](const TraceFile& t) {
+    std::string all;
+    for (const NoteData& n : t.notes) all += n.text + "\n";
+    return all;
+  };
+  auto t = RecordGroupedExample(base, "NCCLRR_SKETCH_SLOTS=3");
+  ASSERT_TRUE(t.has_value());
+  if (std::string why; NoGpuSketches(*t, &why)) {
+    if (!NCCLRR_TEST_HAVE_CUDA) GTEST_SKIP() << "built without nvcc: " << why;
+    FAIL() << why;
+  }
+  EXPECT_NE(notes_of(*t).find("3 slots per context"), std::string::npos) << notes_of(*t);
+  t = RecordGroupedExample(base, "NCCLRR_SKETCH_SLOTS=1");
+  ASSERT_TRUE(t.has_value());
+  const std::string notes = notes_of(*t);
+  EXPECT_NE(notes.find("found every GPU sketch slot in flight and were skipped"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("NCCLRR_SKETCH_SLOTS raises their number"), std::string::npos) << notes;
   if (!HasFailure()) std::filesystem::remove_all(base);
 }
 
