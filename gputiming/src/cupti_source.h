@@ -4,11 +4,12 @@
 // How a kernel's correlation id reaches that scope (CuptiCorrelation):
 //  * launch callbacks (the default): CUPTI's callback API calls ncclrr at each launch entry
 //    point; inside a scope, the launch's correlation id is paired with the scope's id there.
-//    Works whenever the job made its CUDA context; the job's other API calls cost nothing.
+//    Works whether the job's CUDA context came before or after CUPTI; the job's other API calls
+//    cost nothing.
 //  * launch API records: an external correlation id (CUSTOM2) pushed around the launching code
 //    and CUPTI's API records of the launch entry points (CUPTI 12.6+), which carry it. They never
 //    come for a context made before CUPTI started (PyTorch, JAX).
-//  * all API records: the same with every driver and runtime API record (2.1x on a PyTorch loop).
+//  * all API records: the same with every driver and runtime API record (1.9x on a PyTorch loop).
 // Either narrow way is widened to all API records when NCCL kernels come and no launch was
 // correlated for two rounds. Timestamps are CUPTI's clock, mapped onto CLOCK_MONOTONIC by a
 // ClockMap.

@@ -51,9 +51,12 @@ Config Load() {
   c.sketch_beside = ReadUnsigned("NCCLRR_SKETCH_BESIDE", 1, 1) != 0;
   c.sketch_slots =
       static_cast<uint32_t>(ReadUnsigned("NCCLRR_SKETCH_SLOTS", c.sketch_slots, 65536));
-  if (c.sketch_slots == 0) {
-    std::fprintf(stderr, "ncclrr: NCCLRR_SKETCH_SLOTS=0 leaves no sketch in flight; using 128\n");
-    c.sketch_slots = 128;
+  if (c.sketch_slots < 16) {  // a group's fused launch takes up to 16 at once
+    std::fprintf(stderr,
+                 "ncclrr: NCCLRR_SKETCH_SLOTS=%u is below 16, the sketches of one fused launch; "
+                 "using 16\n",
+                 c.sketch_slots);
+    c.sketch_slots = 16;
   }
   c.capture_bytes = ReadUnsigned("NCCLRR_CAPTURE_BYTES", 0, 1ull << 50);
   c.capture_filter = ReadString("NCCLRR_CAPTURE_FILTER", "");

@@ -13,6 +13,7 @@ struct Config {
   int sketch = 0;               // NCCLRR_SKETCH: 1 data sketches of buffers (record --sketch);
                                  // 2 GPU sketches also with the host NCCL (a stand-in libcuda)
   uint32_t sketch_slots = 128;   // NCCLRR_SKETCH_SLOTS: GPU sketches in flight per CUDA context
+                                 // (at least 16: one fused launch)
   bool sketch_beside = true;     // NCCLRR_SKETCH_BESIDE=0: every send side before the call
   uint64_t capture_bytes = 0;    // NCCLRR_CAPTURE_BYTES: > 0 capture buffers (record --capture),
                                  // the process's budget for its side file

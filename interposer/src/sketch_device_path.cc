@@ -154,12 +154,18 @@ void EnqueueOnStream(const std::vector<const SketchJob*>& jobs, bool beside = fa
                         : g_device->Enqueue(jobs.front()->stream, requests);
     if (!fork.empty()) t_forks.push_back(fork);
     if (!slots.ok()) {
-      const bool in_flight = slots.status().message().find("in flight") != std::string::npos;
+      const std::string& message = slots.status().message();
+      const bool in_flight = message.find("in flight") != std::string::npos;
+      const std::string raise = "NCCLRR_SKETCH_SLOTS (now " +
+                                std::to_string(GetConfig().sketch_slots) +
+                                "; each slot takes about 0.3 MB of GPU memory and 54 KB pinned)";
       const std::string why =
-          in_flight ? "all " + std::to_string(GetConfig().sketch_slots) +
-                          " slots of the context were in flight; NCCLRR_SKETCH_SLOTS raises "
-                          "their number (each takes about 0.3 MB of GPU memory and 54 KB pinned)"
-                    : slots.status().message();
+          in_flight ? "too few of the context's sketch slots were free, the others still in "
+                      "flight; " +
+                          raise + " raises their number"
+          : message.find("SketchDeviceOptions::slots") != std::string::npos
+              ? message + "; " + raise + " lowers it"
+              : message;
       for (size_t j = first; j < last; ++j)
         CountSkip(in_flight ? SkipReason::kSlotsInFlight : SkipReason::kDeviceError, why);
     } else {

@@ -10,8 +10,8 @@
 #    client receives kernel records, and later calls are timed with events;
 #  * a job whose CUPTI is already taken at start (ncclrr falls back to events).
 # Then `ncclrr record --gpu-timing` on PyTorch jobs: every collective and p2p call has a GPU
-# start/end, from CUDA event pairs by default (the context exists before timing starts) and from
-# CUPTI when NCCLRR_GPU_TIMING_SOURCE=cupti asks for it; `ncclrr check` reports stragglers; and a
+# start/end, from CUPTI launch callbacks by default (the context exists before timing starts)
+# and from event pairs when NCCLRR_GPU_TIMING_SOURCE=events asks for them; `ncclrr check` reports stragglers; and a
 # job running the PyTorch profiler (its own CUPTI client) while recorded with CUPTI: the profiler
 # still sees NCCL kernels, ncclrr says it handed CUPTI over and times the later calls with CUDA
 # events.

@@ -111,13 +111,13 @@ TEST(InterposerSafety, BadKnobValuesAreReportedAndIgnored) {
   const RunResult r = RunApp("interposer_app_direct", {"threads", "1", "3"}, dir,
                              {{"NCCLRR_FLUSH_MS", "soon"},
                               {"NCCLRR_GPU_TIMING_ALL_API", "2"},
-                              {"NCCLRR_SKETCH_SLOTS", "0"}});
+                              {"NCCLRR_SKETCH_SLOTS", "3"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("NCCLRR_FLUSH_MS=\"soon\" is not a whole number"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("NCCLRR_GPU_TIMING_ALL_API=\"2\" is not 0 or 1"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("NCCLRR_SKETCH_SLOTS=0 leaves no sketch in flight; using 128"),
+  EXPECT_NE(r.err.find("NCCLRR_SKETCH_SLOTS=3 is below 16, the sketches of one fused launch"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(CallsOf(ReadOnlyTrace(dir), Api::kAllReduce).size(), 3u);

@@ -1,7 +1,8 @@
 // A stand-in libcuda for CI: the driver entry points SketchDevice resolves, implemented on the
 // host. Device memory is host memory; cuLaunchKernel runs the real kernel body on the host
 // emulator (kernel_emulator.h). Controls for the tests (extern "C", found with dlsym):
-//   fake_cuda_set_deferred(1): launches wait until fake_cuda_run_pending() (results not ready);
+//   fake_cuda_set_deferred(1): launches wait until fake_cuda_run_pending() (results not ready;
+//   FAKE_CUDA_DEFERRED=1 sets it for a whole process, whose launches then never run);
 //   launches into the stream kCapturingStream are recorded as a graph, run by
 //   fake_cuda_replay_graph(); fake_cuda_launches() counts kernel launches;
 //   fake_cuda_set_gate(1 launches, 2 module loads) holds those calls (as a full launch queue or a
@@ -35,7 +36,7 @@ constexpr int kGateLaunch = 1, kGateModuleLoad = 2;
 
 struct State {
   std::mutex mu;
-  bool deferred = false;
+  bool deferred = std::getenv("FAKE_CUDA_DEFERRED") != nullptr;
   int launches = 0;
   int module_loads = 0;
   std::vector<ncclrr::sketch::kabi::Launch> pending, graph;
