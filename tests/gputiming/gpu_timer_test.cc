@@ -104,6 +104,13 @@ class GpuTimerFake : public ::testing::Test {
     ASSERT_NE(fakes.cuda, nullptr) << dlerror();
     fakes.Reset();
   }
+  // One blocking call on device 0's stream 0x10 whose code launches one NCCL kernel that runs
+  // [launch + delay_ns, + duration_ns] on CUPTI's clock.
+  void CallLaunching(GpuTimer& timer, uint64_t uid, int64_t delay_ns, int64_t duration_ns) {
+    timer.BeginCall({uid, 0, 0x10, false, false});
+    fakes.Launch(0, kNcclKernel, delay_ns, duration_ns);
+    timer.EndCall();
+  }
   std::unique_ptr<GpuTimer> StartTimer(SourceChoice choice,
                                        ApiRecords api_records = ApiRecords::kAuto) {
     GpuTimerOptions o = sink.Options(choice);
@@ -252,15 +259,11 @@ TEST_F(GpuTimerFake, NoLaunchRecordsWidensToEveryApiRecord) {
   auto timer = StartTimer(SourceChoice::kCupti, ApiRecords::kLaunchesOnly);
   ASSERT_NE(timer, nullptr);
   EXPECT_EQ(fakes.Enabled(4), 0);
-  timer->BeginCall({7001, 0, 0x10, false, false});
-  fakes.Launch(0, kNcclKernel, 0, 1000);
-  timer->EndCall();
+  CallLaunching(*timer, 7001, 0, 1000);
   for (int i = 0; i < 3; ++i) timer->Collect();
   EXPECT_EQ(fakes.Enabled(4), 1) << "every driver API record";
   EXPECT_EQ(fakes.Enabled(5), 1) << "every runtime API record";
-  timer->BeginCall({7002, 0, 0x10, false, false});
-  fakes.Launch(0, kNcclKernel, 0, 1000);
-  timer->EndCall();
+  CallLaunching(*timer, 7002, 0, 1000);
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_EQ(sink.by_uid.count(7001), 0u) << "launched before the widening";
   ASSERT_EQ(sink.by_uid.count(7002), 1u);
@@ -290,9 +293,7 @@ TEST_F(GpuTimerFake, LaunchCallbacksTimeCallsWhereLaunchRecordsNeverCome) {
   timer->EndCall();
   timer->BeginGroupEnd();  // an empty group end: nothing to time, nothing left open
   timer->EndGroupEnd();
-  timer->BeginCall({7102, 0, 0x10, false, false});
-  fakes.Launch(0, kNcclKernel, 1000, 4000);
-  timer->EndCall();
+  CallLaunching(*timer, 7102, 1000, 4000);
   for (int i = 0; i < 3; ++i) timer->Collect();
   EXPECT_TRUE(timer->Stop().ok());
   ASSERT_EQ(sink.by_uid.count(7101), 1u) << sink.AllNotes();
@@ -319,9 +320,7 @@ TEST_F(GpuTimerFake, LaunchCallbacksNeedTheDriverIdsOnly) {
     ASSERT_NE(timer, nullptr);
     EXPECT_NE(timer->Describe().find("launches correlated by CUPTI callbacks"), std::string::npos)
         << timer->Describe();
-    timer->BeginCall({7301, 0, 0x10, false, false});
-    fakes.Launch(0, kNcclKernel, 0, 500);
-    timer->EndCall();
+    CallLaunching(*timer, 7301, 0, 500);
     for (int i = 0; i < 2; ++i) timer->Collect();
     EXPECT_TRUE(timer->Stop().ok());
     EXPECT_EQ(sink.by_uid.count(7301), 1u) << sink.AllNotes();
@@ -342,9 +341,7 @@ TEST_F(GpuTimerFake, LaunchCallbacksThatNeverComeWidenToEveryApiRecord) {
   fakes.CallbacksSilent(1);
   auto timer = StartTimer(SourceChoice::kAuto);
   ASSERT_NE(timer, nullptr);
-  timer->BeginCall({7401, 0, 0x10, false, false});
-  fakes.Launch(0, kNcclKernel, 0, 1000);
-  timer->EndCall();
+  CallLaunching(*timer, 7401, 0, 1000);
   for (int i = 0; i < 3; ++i) timer->Collect();
   EXPECT_EQ(fakes.Enabled(4), 1) << "every driver API record";
   EXPECT_NE(sink.AllNotes().find("no launch callback"), std::string::npos) << sink.AllNotes();
