@@ -144,16 +144,11 @@ bool CuptiSource::EnableLaunchIds(const std::function<bool(int, uint32_t)>& enab
 }
 
 bool CuptiSource::EnableLaunchCallbacks() {
-  if (api_.EnableCallback == nullptr || subscriber_ == nullptr) return false;
-  if (EnableLaunchIds([&](int domain, uint32_t cbid) {
-        return api_.EnableCallback(1, subscriber_, domain, cbid) == cupti::kSuccess;
-      }))
-    return true;
-  for (uint32_t cbid : cupti::kLaunchDriverCallbacks)
-    api_.EnableCallback(0, subscriber_, cupti::kDomainDriverApi, cbid);
-  for (uint32_t cbid : cupti::kLaunchRuntimeCallbacks)
-    api_.EnableCallback(0, subscriber_, cupti::kDomainRuntimeApi, cbid);
-  return false;
+  // Those that took stay enabled on a refusal: Start then unsubscribes, which drops them all.
+  return api_.EnableCallback != nullptr && subscriber_ != nullptr &&
+         EnableLaunchIds([&](int domain, uint32_t cbid) {
+           return api_.EnableCallback(1, subscriber_, domain, cbid) == cupti::kSuccess;
+         });
 }
 
 std::string CuptiSource::Describe() const {

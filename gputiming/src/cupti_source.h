@@ -64,8 +64,8 @@ class CuptiSource : public TimingSource {
   // Calls enable(domain, cbid) for every launch entry point: true when the driver's all took
   // (the runtime's are best effort: an older CUPTI does not know the newest).
   static bool EnableLaunchIds(const std::function<bool(int, uint32_t)>& enable);
-  // OnLaunch (subscribed at Start) for every launch entry point; false, and none enabled, where
-  // CUPTI refuses.
+  // OnLaunch (subscribed at Start) for every launch entry point; false where CUPTI refuses (Start
+  // then unsubscribes).
   bool EnableLaunchCallbacks();
   uint64_t Push(uint64_t ext_id);
   // Launches paired by OnLaunch since the last call, into the correlator (mu_ held).
