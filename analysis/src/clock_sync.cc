@@ -75,6 +75,7 @@ void RefineClocksAcrossHosts(std::vector<FileView>* files, const std::vector<Com
         if (a.launch) continue;
         const CollectiveSlot* b = r.AtSeq(a.seq);
         if (!b || b->launch) continue;
+        if (done.Of(a.call) == 0 || done.Of(b->call) == 0) continue;  // in flight: never ended
         diffs[host_of[r.file]].push_back(common(a.call) - common(b->call));
       }
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "flat_map.h"
 #include "parallel_for.h"
@@ -92,18 +93,149 @@ bool AllHaveCallSites(const TraceModel& m, const CommModel& c) {
   return any;
 }
 
-void FromCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
-  std::map<std::string, uint32_t> ids;
-  for (const RankView& r : c.ranks)
+// Call sites refine the buffer identity: two calls are the same tensor only when both their
+// buffers and their sites say so. A loop issues every tensor from one line, so a site shared by
+// all calls changes nothing; different lines tell tensors apart even where buffers could not.
+void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
+  std::map<std::pair<std::string, uint32_t>, uint32_t> ids;
+  const RankView& ref = c.ranks[out->reference_rank];
+  auto site = [&](const RankView& r, size_t k) {
+    const CallRef call = r.collectives[k].call;
+    return m.file(call.file).String(m.call(call).callsite);
+  };
+  for (const RankView& r : c.ranks) {
+    if (!r.has_file()) continue;
     for (size_t k = 0; k < r.collectives.size(); ++k) {
-      const CallRef ref = r.collectives[k].call;
-      const std::string site = m.file(ref.file).String(m.call(ref).callsite);
-      auto [it, added] = ids.try_emplace(site, static_cast<uint32_t>(ids.size()));
+      const std::string s = site(r, k);
+      auto [it, added] =
+          ids.try_emplace({s, out->ids[r.rank][k]}, static_cast<uint32_t>(ids.size()));
       out->ids[r.rank][k] = it->second;
-      out->confidence[r.rank][k] = 1.0f;
-      out->support[r.rank][k] = kCertainSupport;
+      // Evidence of a difference: the reference issued another site at this position.
+      if (r.rank != ref.rank && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
+        const CollectiveSlot* at = ref.AtSeq(r.collectives[k].seq);
+        if (at != nullptr && site(ref, static_cast<size_t>(at - ref.collectives.data())) != s) {
+          out->evidence[r.rank][k] = IdentityEvidence::kCallSite;
+          out->confidence[r.rank][k] = 1.0f;
+          out->support[r.rank][k] = kCertainSupport;
+        }
+      }
     }
+  }
   out->tensors = static_cast<uint32_t>(ids.size());
+}
+
+// Crossed buffers (see the header): rank `r`'s slots whose buffer is not the reference's at the
+// same position but one the reference used at a nearby position, in closed cycles, take the
+// reference's tensor of that position. Processes map device memory at different virtual
+// addresses, so "the same buffer" is the same address up to one of the few offsets that relate
+// most of the two ranks' aligned calls (one per allocator segment). Believed only where the rank
+// otherwise agrees with the reference buffer for buffer.
+void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs, const std::vector<uint64_t>& ref_addrs,
+                           const RankView& r, const RankView& ref, CommIdentity* out) {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (slot of r, slot of ref), in order
+  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+    pairs.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
+  });
+  constexpr size_t kMinPairs = 8;
+  if (pairs.size() < kMinPairs) return;
+  std::unordered_map<uint64_t, uint32_t> delta_count;
+  for (const auto& [i, j] : pairs) delta_count[addrs[i] - ref_addrs[j]]++;
+  std::vector<std::pair<uint32_t, uint64_t>> frequent;  // (count, delta)
+  const uint32_t min_count = std::max<uint32_t>(2, static_cast<uint32_t>(pairs.size() / 20));
+  for (const auto& [d, n] : delta_count)
+    if (n >= min_count) frequent.push_back({n, d});
+  std::sort(frequent.rbegin(), frequent.rend());
+  if (frequent.size() > 8) frequent.resize(8);
+  const auto& shapes = out->shapes[r.rank];
+  const auto& ref_shapes = out->shapes[ref.rank];
+  auto same = [&](uint32_t i, uint32_t j) {
+    if (shapes[i] != ref_shapes[j]) return false;
+    const uint64_t d = addrs[i] - ref_addrs[j];
+    for (const auto& [n, f] : frequent)
+      if (f == d) return true;
+    return false;
+  };
+  size_t equal = 0;
+  for (const auto& [i, j] : pairs) equal += same(i, j);
+  const float agreement = static_cast<float>(equal) / pairs.size();
+  out->buffer_agreement[r.rank] = agreement;
+  out->aligned_calls[r.rank] = static_cast<uint32_t>(pairs.size());
+  constexpr float kMinAgreement = 0.8f;  // SPMD ranks allocate alike; others prove nothing here
+  if (agreement < kMinAgreement || equal == pairs.size()) return;
+  constexpr size_t kWindow = 64;  // how far a crossed buffer may sit
+  constexpr size_t kMaxCycle = 8;
+  const size_t n = pairs.size();
+  auto differs = [&](size_t k) { return !same(pairs[k].first, pairs[k].second); };
+  // partner[k]: the nearest pair position whose reference buffer is rank r's buffer at k.
+  std::vector<uint32_t> partner(n, ~uint32_t{0});
+  for (size_t k = 0; k < n; ++k) {
+    if (!differs(k)) continue;
+    for (size_t d = 1; d <= kWindow && partner[k] == ~uint32_t{0}; ++d) {
+      const size_t cand[2] = {k >= d ? k - d : n, k + d};
+      for (size_t q : cand)
+        if (q < n && differs(q) && same(pairs[k].first, pairs[q].second)) {
+          partner[k] = static_cast<uint32_t>(q);
+          break;
+        }
+    }
+  }
+  std::vector<uint8_t> done(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (partner[k] == ~uint32_t{0} || done[k]) continue;
+    std::vector<size_t> cycle = {k};
+    size_t at = partner[k];
+    while (at != k && cycle.size() <= kMaxCycle && partner[at] != ~uint32_t{0} && !done[at]) {
+      cycle.push_back(at);
+      at = partner[at];
+    }
+    if (at != k) continue;  // not closed: an allocator's coincidence, not a reordering
+    for (size_t c : cycle) {
+      done[c] = 1;
+      const uint32_t slot = pairs[c].first;
+      out->ids[r.rank][slot] = out->ids[ref.rank][pairs[partner[c]].second];
+      out->confidence[r.rank][slot] = agreement;
+      out->support[r.rank][slot] = static_cast<uint32_t>(n);
+      out->evidence[r.rank][slot] = IdentityEvidence::kCrossed;
+    }
+  }
+}
+
+// Calls the buffers could not place (a buffer used once, at a position the shape alignment left
+// out because calls of different shapes were reordered there) are the reference's call of the
+// same shape that the alignment also left out, nearest in seq: a reordering of calls of
+// different shapes then reads as one, rather than as mismatched counts.
+void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* out) {
+  std::vector<uint8_t> ref_paired(ref.collectives.size(), 0), paired(r.collectives.size(), 0);
+  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+    paired[i] = 1;
+    ref_paired[j] = 1;
+  });
+  constexpr uint64_t kWindow = 64;
+  std::vector<uint8_t> taken(ref.collectives.size(), 0);
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    if (paired[i] || out->ids[r.rank][i] != kNoLogicalId) continue;
+    const uint64_t seq = r.collectives[i].seq;
+    size_t best = ~size_t{0};
+    uint64_t best_dist = kWindow + 1;
+    // Reference slots are sorted by seq: scan those within the window.
+    auto lo = std::lower_bound(ref.collectives.begin(), ref.collectives.end(),
+                               seq > kWindow ? seq - kWindow : 0,
+                               [](const CollectiveSlot& s, uint64_t v) { return s.seq < v; });
+    for (auto it = lo; it != ref.collectives.end() && it->seq <= seq + kWindow; ++it) {
+      const size_t j = static_cast<size_t>(it - ref.collectives.begin());
+      if (ref_paired[j] || taken[j] || out->shapes[ref.rank][j] != out->shapes[r.rank][i]) continue;
+      const uint64_t dist = it->seq > seq ? it->seq - seq : seq - it->seq;
+      if (dist < best_dist) {
+        best_dist = dist;
+        best = j;
+      }
+    }
+    if (best == ~size_t{0}) continue;
+    taken[best] = 1;
+    out->ids[r.rank][i] = out->ids[ref.rank][best];
+    out->confidence[r.rank][i] = 0.5f;
+    out->support[r.rank][i] = 1;
+  }
 }
 
 // Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
@@ -187,7 +319,8 @@ void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const Ra
 }
 
 // `keys[rank][slot]`: BufferKey of every slot, computed with the shapes (one pass over records).
-void FromBuffers(const std::vector<std::vector<uint64_t>>& keys, const CommModel& c,
+void FromBuffers(const std::vector<std::vector<uint64_t>>& keys,
+                 const std::vector<std::vector<uint64_t>>& addrs, const CommModel& c,
                  CommIdentity* out, int threads) {
   const RankView& ref = c.ranks[out->reference_rank];
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
@@ -202,8 +335,10 @@ void FromBuffers(const std::vector<std::vector<uint64_t>>& keys, const CommModel
   out->tensors = static_cast<uint32_t>(tensor_of_key.size());
   ParallelFor(c.ranks.size(), threads, [&](size_t i) {
     const RankView& r = c.ranks[i];
-    if (r.rank != ref.rank && r.has_file())
-      MapRank(keys[r.rank], r, ref, tensor_of_key, ref_tensor, out);
+    if (r.rank == ref.rank || !r.has_file()) return;
+    MapRank(keys[r.rank], r, ref, tensor_of_key, ref_tensor, out);
+    CorrectCrossedBuffers(addrs[r.rank], addrs[ref.rank], r, ref, out);
+    PlaceUnknownByShape(r, ref, out);
   });
 }
 
@@ -218,10 +353,14 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
     out.ids.resize(c.ranks.size());
     out.confidence.resize(c.ranks.size());
     out.support.resize(c.ranks.size());
+    out.evidence.resize(c.ranks.size());
+    out.buffer_agreement.assign(c.ranks.size(), 1.0f);
+    out.aligned_calls.assign(c.ranks.size(), 0);
     for (const RankView& r : c.ranks) {
       out.ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
       out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
       out.support[r.rank].assign(r.collectives.size(), 0);
+      out.evidence[r.rank].assign(r.collectives.size(), IdentityEvidence::kVotes);
     }
     if (c.ranks.empty()) continue;
     // Threads pay off only for big communicators.
@@ -230,6 +369,7 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
     const int t = calls_in_comm >= 200'000 ? threads : 1;
     out.shapes.resize(c.ranks.size());
     std::vector<std::vector<uint64_t>> keys(c.ranks.size());  // buffer keys, one pass with shapes
+    std::vector<std::vector<uint64_t>> addrs(c.ranks.size());  // and the buffer addresses
     ParallelFor(c.ranks.size(), t, [&](size_t i) {
       const RankView& r = c.ranks[i];
       auto& sh = out.shapes[r.rank];
@@ -237,20 +377,22 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
       if (!r.has_file()) return;
       auto& ky = keys[r.rank];
       ky.resize(r.collectives.size());
+      auto& ad = addrs[r.rank];
+      ad.resize(r.collectives.size());
       const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
       for (size_t k = 0; k < sh.size(); ++k) {
         const CallRecord& call = calls[r.collectives[k].call.index];
         sh[k] = ShapeSignature(call) | 1;
         ky[k] = BufferKey(call);
+        ad[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
       }
     });
     out.reference_rank = ReferenceRank(c, out.shapes);
+    out.source = IdentitySource::kBuffers;
+    FromBuffers(keys, addrs, c, &out, t);
     if (AllHaveCallSites(m, c)) {
       out.source = IdentitySource::kCallSites;
-      FromCallSites(m, c, &out);
-    } else {
-      out.source = IdentitySource::kBuffers;
-      FromBuffers(keys, c, &out, t);
+      RefineWithCallSites(m, c, &out);
     }
   }
   return li;
@@ -261,6 +403,13 @@ uint32_t LogicalIdentity::Of(size_t comm_index, int rank, size_t slot) const {
   if (rank < 0 || static_cast<size_t>(rank) >= ids.size() || slot >= ids[rank].size())
     return kNoLogicalId;
   return ids[rank][slot];
+}
+
+IdentityEvidence LogicalIdentity::Evidence(size_t comm_index, int rank, size_t slot) const {
+  const auto& e = comms_[comm_index].evidence;
+  if (rank < 0 || static_cast<size_t>(rank) >= e.size() || slot >= e[rank].size())
+    return IdentityEvidence::kVotes;
+  return e[rank][slot];
 }
 
 float LogicalIdentity::Confidence(size_t comm_index, int rank, size_t slot) const {

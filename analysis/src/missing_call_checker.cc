@@ -140,6 +140,7 @@ class MissingCallChecker : public Checker {
     std::string s = ", and its process's last call was " + ShortCall(*last) + " on comm " +
                     Hex64(last->comm_id);
     if (last->seq != kNoSeq) s += " seq " + std::to_string(last->seq);
+    if (last->flags & call_flags::kInFlight) s += ", in which it was blocked (it never returned)";
     (void)stable;
     return s;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "checkers.h"
 #include "ncclrr/analysis/collective_shape.h"
@@ -63,6 +64,34 @@ class EventView {
     return out;
   }
 
+  // Do recorded call sites tell the two sides apart (some position where they differ)?
+  bool SitesTellApart() const {
+    const auto& mine = e_.rank_slots[0];
+    bool differ = false;
+    for (size_t k = 0; k < mine.size() && k < e_.ref_slots.size(); ++k) {
+      const CallRecord& a = Mine(k);
+      const CallRecord& b = Ref(k);
+      if (a.callsite == 0 || b.callsite == 0) return false;
+      differ |= Site(e_.ranks[0], mine[k]) != Site(sc_.ref, e_.ref_slots[k]);
+    }
+    return differ;
+  }
+  // Did crossed buffers (rather than votes over the steps) decide the deviating calls' identity?
+  bool Crossed() const {
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        if (sc_.ctx.identity().Evidence(sc_.ci, e_.ranks[i], s) == IdentityEvidence::kCrossed)
+          return true;
+    return false;
+  }
+  // The share of calls at which the first deviating rank used the reference's buffers.
+  std::pair<float, uint32_t> BufferAgreement() const {
+    const CommIdentity& id = sc_.ctx.identity().comm(sc_.ci);
+    const int r = e_.ranks[0];
+    if (r < 0 || static_cast<size_t>(r) >= id.buffer_agreement.size()) return {0.0f, 0};
+    return {id.buffer_agreement[r], id.aligned_calls[r]};
+  }
+
   // The least identity confidence of the deviating ranks' calls.
   float Confidence() const { return LeastOverSlots(&LogicalIdentity::Confidence); }
   // The same over ConfidenceLowerBound: what the confidence is worth given how often the
@@ -101,6 +130,11 @@ class EventView {
       for (uint32_t s : e_.rank_slots[i])
         least = std::min(least, (sc_.ctx.identity().*of)(sc_.ci, e_.ranks[i], s));
     return least;
+  }
+
+  std::string Site(int rank, uint32_t slot) const {
+    const CallRef ref = c_.ranks[rank].collectives[slot].call;
+    return m_.file(ref.file).String(m_.call(ref).callsite);
   }
 
   const SequenceContext& sc_;
@@ -179,15 +213,32 @@ std::string PerPositionMessage(FindingKind kind, uint64_t seq, const CallRecord&
          m;
 }
 
+// What the buffer evidence for a same-shape suspicion is.
+struct BufferEvidence {
+  float confidence = 0;  // identity confidence of the deviating calls
+  bool crossed = false;  // crossed buffers decided it (else votes over the steps)
+  float agreement = 0;   // crossed: the share of calls with the reference's buffer
+  uint32_t calls = 0;    // ... out of this many
+};
+
 // Why a same-shape reordering is only suspected, and what the sketched data say about it.
-std::string SuspicionText(float meta_confidence, const std::string& who,
+std::string SuspicionText(const BufferEvidence& ev, const std::string& who,
                           const DataSwapVerdict& data) {
   char pct[32];
-  std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * meta_confidence);
-  const std::string buffers =
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * ev.confidence);
+  std::string buffers =
       "The calls are told apart only by their buffers (logical "
       "identity): " +
       who + "'s buffers hold these positions in " + pct + " of the steps. ";
+  if (ev.crossed) {
+    char agree[32];
+    std::snprintf(agree, sizeof agree, "%.1f%%", 100.0 * ev.agreement);
+    buffers = "The calls are told apart by their buffers: elsewhere " + who +
+              " used the same buffer as the others at the same position (" + agree + " of " +
+              Thousands(ev.calls) +
+              " calls, as ranks of one program allocate alike), but here the buffers crossed: "
+              "each call used the buffer the others used at the other position. ";
+  }
   switch (data.kind) {
     case DataSwapVerdict::kConfirmed:
       return buffers + "The sketched data confirm it: " + data.sentence +
@@ -222,7 +273,7 @@ constexpr float kMismatchIdentityFloor = 0.75f;
 // when recorded: false when the data rule it out or its confidence stays below the floor;
 // otherwise `conf` is the finding's confidence.
 bool WeighSuspicion(const SequenceContext& sc, const RawEvent& e, const std::vector<int>& agreeing,
-                    float meta_confidence, DataSwapVerdict* data, double* conf) {
+                    double meta_confidence, DataSwapVerdict* data, double* conf) {
   std::vector<int> peers = {sc.ref};
   for (int r : agreeing)
     if (r != sc.ref) peers.push_back(r);
@@ -249,10 +300,19 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
   const TraceModel& m = sc.ctx.model();
   const CommModel& c = m.comms()[sc.ci];
   std::string p = std::to_string(static_cast<int>(e.op.type)) + ":";
+  // Tensors are named by their place on the reference side ("r0" = the reference's first call
+  // here), not by id: a loop that allocates its tensors afresh each step repeats the same swap
+  // with new ids every time, and that is one pattern with repeats.
+  std::vector<uint32_t> ref_ids;
+  for (uint32_t s : e.ref_slots) ref_ids.push_back(sc.ctx.identity().Of(sc.ci, sc.ref, s));
   auto side = [&](int r, const std::vector<uint32_t>& slots) {
-    for (uint32_t s : slots)
+    for (uint32_t s : slots) {
+      const uint32_t id = sc.ctx.identity().Of(sc.ci, r, s);
+      const auto at = std::find(ref_ids.begin(), ref_ids.end(), id);
       p += ShortCall(m.call(c.ranks[r].collectives[s].call)) + "#" +
-           std::to_string(sc.ctx.identity().Of(sc.ci, r, s)) + ";";
+           (at == ref_ids.end() ? std::string("x") : "r" + std::to_string(at - ref_ids.begin())) +
+           ";";
+    }
   };
   side(rank, e.slots);
   p += "|";
@@ -263,8 +323,10 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
   const EventView v(sc, e);
   const CommModel& c = v.comm();
-  const bool call_sites = sc.ctx.identity().comm(sc.ci).source == IdentitySource::kCallSites;
+  const bool call_sites = v.SitesTellApart();
   std::vector<int> agreeing = v.Agreeing();
+  BufferEvidence evidence{v.Confidence(), v.Crossed(), 0, 0};
+  std::tie(evidence.agreement, evidence.calls) = v.BufferAgreement();
   Finding f = FindingOn(FindingKind::kOrderSwap, sc.ctx.model(), sc.ci);
   f.seq = e.seq;
   f.ranks = e.ranks;
@@ -314,7 +376,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                   SeqRange(e.seq, mine.size()) +
                   " as this one reordering, so they are not reported one by one. ";
       if (suspected) {
-        f.message += SuspicionText(v.Confidence(), who, data);
+        f.message += SuspicionText(evidence, who, data);
       } else if (same_shape) {
         f.message += "The call sites recorded with --stacks tell the calls apart. ";
       }
@@ -394,7 +456,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
                     others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
                     ". ";
-        if (!call_sites) f.message += SuspicionText(v.Confidence(), who, data);
+        if (!call_sites) f.message += SuspicionText(evidence, who, data);
         f.message += "Make every rank issue the same tensor at this point.";
         break;
       }

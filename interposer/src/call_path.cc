@@ -2,6 +2,7 @@
 // of grouped calls that ncclGroupSimulateEnd rolls back.
 #include "call_path.h"
 
+#include <cstring>
 #include <mutex>
 
 #include "call_clock.h"
@@ -18,26 +19,34 @@ inline uint64_t Bump(std::atomic<uint64_t>& counter) {
   counter.store(v + 1, std::memory_order_relaxed);
   return v;
 }
+
+// Runs first in every recorded call: a forked child's first call restarts the recording, and the
+// uid sets up the writer's thread-local ring before the slot's releaser (see SlotReleaser), so the
+// releaser is destroyed first when the thread exits.
+InFlightSlot* BeginCall(uint64_t* uid) {
+  if (__builtin_expect(g_restart_after_fork.load(std::memory_order_relaxed), 0))
+    RestartAfterFork();
+  *uid = g_runtime.writer->NextCallUid();
+  return t_state.inflight != nullptr ? t_state.inflight : ClaimInFlightSlot();
+}
 }  // namespace
 
 CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const void* caller)
-    : caller_(caller) {
-  // Zeroed with plain stores: for 144 bytes a `rep stos` (what `record_{}` compiles to) costs
+    : slot_(BeginCall(&uid_)),
+      record_(slot_->shared || t_state.busy != 0 ? local_ : slot_->record),
+      rec(record_.call),
+      caller_(caller) {
+  // Zeroed with plain stores: for 144 bytes a `rep stos` (what `record_ = {}` compiles to) costs
   // more than the rest of the constructor.
   static_assert(sizeof record_ % sizeof(uint64_t) == 0);
   auto* words = reinterpret_cast<uint64_t*>(&record_);
 #pragma GCC unroll 18
   for (size_t i = 0; i < sizeof record_ / sizeof(uint64_t); ++i) words[i] = 0;
   record_.kind = RecordKind::kCall;
-  if (__builtin_expect(g_restart_after_fork.load(std::memory_order_relaxed), 0))
-    RestartAfterFork();  // first recorded call in a forked child
   ThreadState& t = t_state;
   ++t.busy;
   rec.enter_ns = CallClockNs();
-  // The uid first: it sets up the writer's thread-local ring before the slot's releaser below,
-  // so the releaser is destroyed first when the thread exits (see SlotReleaser).
-  rec.uid = g_runtime.writer->NextCallUid();
-  slot_ = t.inflight != nullptr ? t.inflight : ClaimInFlightSlot();
+  rec.uid = uid_;
   slot_->api.store(static_cast<uint32_t>(api), std::memory_order_relaxed);
   slot_->enter_ns.store(rec.enter_ns, std::memory_order_release);
   rec.api = static_cast<uint16_t>(api);
@@ -56,6 +65,7 @@ CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const v
       if (!comm->blocking) rec.flags |= call_flags::kNonblocking;
     }
   }
+  slot_->comm.store(comm, std::memory_order_relaxed);
   if ((IsCollective(api) || IsP2p(api)) && GraphsActive()) {
     const CaptureInfo cap = QueryCapture(stream);
     rec.capture = cap.capture;
@@ -79,6 +89,9 @@ void CallBuilder::RedOp(ncclRedOp_t op) {
 }
 
 ncclResult_t CallBuilder::Finish(ncclResult_t result) {
+  // Out of flight before the record changes again: a reader copying it now discards its copy.
+  slot_->enter_ns.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
   rec.exit_ns = CallClockNs();
   if (__builtin_expect(GpuTimingOn(), 0)) GpuTimingAfterCall(rec);
   rec.result = static_cast<int8_t>(result);
@@ -110,7 +123,6 @@ ncclResult_t CallBuilder::Finish(ncclResult_t result) {
   if (g_runtime.stacks) rec.callsite = CallSiteId(caller_);
   Emit(record_);
   if (__builtin_expect(g_sketch_on, 0)) SketchAfterCall(rec, result);
-  slot_->enter_ns.store(0, std::memory_order_release);
   --t_state.busy;
   if (!accepted) OnCallError(rec);
   return result;
@@ -134,7 +146,7 @@ void GroupEndSlow(ncclResult_t result) {
 namespace {
 constexpr int kSlots = 4096;
 InFlightSlot g_slots[kSlots];
-InFlightSlot g_overflow_slot;  // shared by threads beyond kSlots: they are not watched
+InFlightSlot g_overflow_slot{.shared = true};  // threads beyond kSlots: they are not watched
 
 // When the thread exits (for the main thread: inside exit(), before atexit handlers and static
 // destructors, which may still call NCCL): frees the thread's slot and stops recording on this
@@ -171,6 +183,51 @@ InFlightSlot* ClaimInFlightSlot() {
 void ForEachInFlight(const std::function<void(InFlightSlot&)>& f) {
   for (InFlightSlot& s : g_slots)
     if (s.tid.load(std::memory_order_acquire) != 0) f(s);
+}
+
+namespace {
+// What the record of a call still in flight says that Finish would otherwise have filled in: the
+// communicator rank, and the sequence number the call is taking (the comm's counter has not
+// moved yet: a communicator is used by one thread at a time).
+void CompleteInFlight(CallRecord* rec, CommState* cs) {
+  rec->flags |= call_flags::kInFlight;
+  rec->exit_ns = 0;
+  rec->result = 0;
+  if (cs == nullptr) return;
+  rec->rank = cs->rank.load(std::memory_order_relaxed);
+  rec->device = cs->device.load(std::memory_order_relaxed);
+  const Api api = static_cast<Api>(rec->api);
+  if (rec->capture == 1) return;  // a template: its seq comes from the graph's launches
+  if (IsCollective(api)) {
+    rec->seq = cs->coll_seq.load(std::memory_order_relaxed);
+  } else if (IsP2p(api)) {
+    std::atomic<uint64_t>* peers = cs->p2p_seq.load(std::memory_order_acquire);
+    if (peers != nullptr && rec->root_peer >= 0 &&
+        rec->root_peer < cs->nranks.load(std::memory_order_relaxed))
+      rec->seq = peers[rec->root_peer * 2 + (api == Api::kRecv)].load(std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+int WriteCallsInFlight(int64_t now_ns, int64_t min_age_ns) {
+  int written = 0;
+  ForEachInFlight([&](InFlightSlot& s) {
+    const int64_t enter = s.enter_ns.load(std::memory_order_acquire);
+    if (enter == 0 || now_ns - enter < min_age_ns ||
+        s.written_enter.load(std::memory_order_relaxed) == enter)
+      return;
+    Record copy;
+    std::memcpy(static_cast<void*>(&copy), &s.record, sizeof copy);  // may race with the owner:
+    std::atomic_thread_fence(std::memory_order_acquire);              // kept only if unchanged
+    if (s.enter_ns.load(std::memory_order_relaxed) != enter || copy.kind != RecordKind::kCall ||
+        copy.call.enter_ns != enter)
+      return;  // returned meanwhile (its own record is on the way), or built elsewhere
+    CompleteInFlight(&copy.call, s.comm.load(std::memory_order_relaxed));
+    Emit(copy);
+    s.written_enter.store(enter, std::memory_order_relaxed);
+    ++written;
+  });
+  return written;
 }
 
 void ResetInFlightAfterFork() {

@@ -42,6 +42,9 @@ void OnCallError(const CallRecord& rec);  // an NCCL error: ring dump, note
 // The application's outermost ncclGroupEnd needs more than the fast path (creations, an error).
 void GroupEndSlow(ncclResult_t result);
 void ForEachInFlight(const std::function<void(InFlightSlot&)>& f);  // the watchdog's view
+// Writes each call that has been in flight for at least `min_age_ns` (and was not written yet)
+// as an in-flight record: its arguments, its enter time, no exit (housekeeping thread only).
+int WriteCallsInFlight(int64_t now_ns, int64_t min_age_ns);
 void ResetInFlightAfterFork();
 // Calls of the open group that took a sequence number, undone by ncclGroupSimulateEnd.
 struct GroupLog {
@@ -89,14 +92,16 @@ class CallBuilder {
   ncclResult_t Finish(ncclResult_t result);
 
  private:
-  Record record_;  // built in place: the writer copies it into its ring as it is
+  uint64_t uid_;
+  InFlightSlot* slot_;
+  Record local_;    // only for threads beyond the watched slots (their slot is shared)
+  Record& record_;  // built in place (the slot's): the writer copies it into its ring as it is
 
  public:
-  CallRecord& rec = record_.call;
+  CallRecord& rec;
   CommState* comm = nullptr;
 
  private:
-  InFlightSlot* slot_;
   const void* caller_;
 };
 

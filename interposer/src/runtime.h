@@ -11,12 +11,23 @@
 
 namespace ncclrr::interpose {
 
-// A watchdog slot: when a thread is inside a recorded NCCL call, the call's api and start time.
+struct CommState;
+
+// A thread's watchdog slot. While the thread is inside a recorded NCCL call: the call's api and
+// start time, its communicator, and the call's record itself, which the call builds here (not on
+// its stack) so that the housekeeping thread can write a call that never returns into the trace
+// without costing the call anything. The slot is a seqlock keyed by `enter_ns`: the owner clears
+// it before it touches the record again, and a reader keeps a copy only when `enter_ns` is
+// unchanged after copying.
 struct InFlightSlot {
   std::atomic<int64_t> enter_ns{0};  // 0: not in a call
   std::atomic<uint32_t> api{0};
-  std::atomic<uint32_t> tid{0};             // 0: free slot
-  std::atomic<uint64_t> reported_enter{0};  // watchdog only: the call it already reported
+  std::atomic<uint32_t> tid{0};               // 0: free slot
+  std::atomic<uint64_t> reported_enter{0};    // watchdog only: the call it already reported
+  std::atomic<int64_t> written_enter{0};      // housekeeping only: the call it already wrote
+  std::atomic<CommState*> comm{nullptr};      // the call's communicator (null: none or unknown)
+  bool shared = false;                        // the overflow slot: threads build records locally
+  Record record{};                            // the call being built (owner thread only)
 };
 
 struct GroupLog;  // calls of the open group of one thread (call_path.cc)

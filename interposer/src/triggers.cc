@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -57,6 +59,29 @@ void Sleep(uint32_t seen, int ms) {
 
 bool Ring() { return GetConfig().ring_calls > 0; }
 
+// A signal handler's request that the housekeeping thread write every call in flight.
+std::atomic<uint32_t> g_inflight_req{0};
+std::atomic<uint32_t> g_inflight_done{0};
+std::atomic<int> g_housekeeping_tid{0};
+
+int64_t InFlightAgeNs() {
+  return int64_t{std::max<uint32_t>(GetConfig().flush_ms, 1)} * 1'000'000;
+}
+
+// Async-signal-safe: wakes the housekeeping thread to write the calls in flight and waits for it
+// at most `timeout_ms` (not at all on the housekeeping thread itself).
+void WriteInFlightFromSignal(int timeout_ms) {
+  if (!g_housekeeping.load() || static_cast<int>(syscall(SYS_gettid)) == g_housekeeping_tid.load())
+    return;
+  const uint32_t want = g_inflight_req.fetch_add(1) + 1;
+  Wake();
+  for (int i = 0; i < timeout_ms * 4; ++i) {
+    if (static_cast<int32_t>(g_inflight_done.load(std::memory_order_acquire) - want) >= 0) return;
+    timespec ts{0, 250'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
 void Watchdog(int64_t now) {
   const uint32_t limit_ms = GetConfig().watchdog_ms;
   if (limit_ms == 0) return;
@@ -80,6 +105,7 @@ void Watchdog(int64_t now) {
 }
 
 void Housekeeping() {
+  g_housekeeping_tid.store(static_cast<int>(syscall(SYS_gettid)));
   const uint32_t wd = GetConfig().watchdog_ms;
   const int tick_ms = wd > 0 && wd / 2 < 100 ? static_cast<int>(wd / 2 + 1) : 100;
   int64_t last_queries = 0;
@@ -87,6 +113,7 @@ void Housekeeping() {
     const uint32_t seen = g_wake.load(std::memory_order_acquire);
     if (g_final.load(std::memory_order_acquire)) {  // on this thread: its ring is still alive
       StopGpuTiming();  // bounded by OnExit's wait: a hung GPU cannot hold the exit
+      WriteCallsInFlight(MonotonicNs(), 0);  // other threads still blocked in NCCL
       EmitQueryCounts();
       g_final_done.store(true, std::memory_order_release);
       return;
@@ -101,6 +128,11 @@ void Housekeeping() {
       g_dump_reason[0] = '\0';
     }
     if (!reason.empty()) g_runtime.writer->Dump(reason);
+    // Calls in flight longer than a flush interval reach the file now: a job killed with
+    // SIGKILL still leaves the calls it was blocked in. A signal asks for all of them at once.
+    const uint32_t inflight_want = g_inflight_req.load(std::memory_order_acquire);
+    WriteCallsInFlight(now, inflight_want != g_inflight_done.load() ? 0 : InFlightAgeNs());
+    g_inflight_done.store(inflight_want, std::memory_order_release);
     Watchdog(now);
     UpdateTscAnchor();
     if (now - last_queries >= 1'000'000'000) {
@@ -163,8 +195,11 @@ void CallPrevious(int sig, siginfo_t* info, void* ctx) {
 
 void OnFatalSignal(int sig, siginfo_t* info, void* ctx) {
   const int saved_errno = errno;
-  if (g_in_fatal.fetch_add(1) == 0 && g_runtime.stage.load() == static_cast<int>(Stage::kRecording))
+  if (g_in_fatal.fetch_add(1) == 0 &&
+      g_runtime.stage.load() == static_cast<int>(Stage::kRecording)) {
+    WriteInFlightFromSignal(300);             // the calls the job is blocked in, first
     g_runtime.writer->FlushFromSignal(1000);  // in ring mode this writes the ring
+  }
   g_in_fatal.fetch_sub(1);
   CallPrevious(sig, info, ctx);
   errno = saved_errno;

@@ -58,12 +58,13 @@ std::string DescribeCall(const CallRecord& c, bool stable) {
   }
   if (c.group_depth > 0) Appendf(&s, " group depth %u", c.group_depth);
   if (c.capture == 1) s += " captured";
+  if (c.flags & call_flags::kInFlight) s += " IN FLIGHT (had not returned when written)";
   if (!stable) {
     Appendf(&s, " dev %d stream 0x%" PRIx64 " tid %u t %.3fus", c.device, c.stream, c.tid,
             static_cast<double>(c.enter_ns) / 1e3);
-    if (c.exit_ns == 0)
+    if (c.exit_ns == 0 && !(c.flags & call_flags::kInFlight))
       s += " in flight (never returned)";
-    else
+    else if (c.exit_ns != 0)
       Appendf(&s, " dur %.3fus", static_cast<double>(c.exit_ns - c.enter_ns) / 1e3);
     if (c.group_id) Appendf(&s, " gid %" PRIu64, c.group_id);
   }

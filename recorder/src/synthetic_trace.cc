@@ -240,9 +240,9 @@ class ScriptedProcessWriter {
       c.type_seq = type_seq[{sc.comm, static_cast<uint16_t>(api)}]++;
       const bool data = IsCollective(api) || IsP2p(api);
       // Buffers differ per process, as they do in a real job.
-      c.sendbuff = data ? 0x7f1000000000ull + (static_cast<uint64_t>(index_) << 36) +
-                              (static_cast<uint64_t>(sc.tensor) << 24)
-                        : 0;
+      const uint64_t process_base = s_.same_addresses ? 0 : static_cast<uint64_t>(index_) << 36;
+      c.sendbuff =
+          data ? 0x7f1000000000ull + process_base + (static_cast<uint64_t>(sc.tensor) << 24) : 0;
       const bool in_place = api == Api::kAllReduce && !sc.out_of_place;
       c.recvbuff = in_place ? c.sendbuff : (data ? c.sendbuff + (1u << 20) : 0);
       c.count = data ? sc.count : 0;
@@ -266,6 +266,11 @@ class ScriptedProcessWriter {
         c.flags |= call_flags::kPreMulSum;
         c.scalar = sc.scalar;
       }
+      if (sc.in_flight) {
+        c.flags |= call_flags::kInFlight;
+        c.exit_ns = 0;
+        c.result = 0;
+      }
       for (SketchData sk : sc.sketches) {
         sk.call_uid = c.uid;
         tw.AddSketch(std::move(sk));
@@ -274,7 +279,7 @@ class ScriptedProcessWriter {
       r.kind = RecordKind::kCall;
       r.call = c;
       out.push_back(r);
-      t = c.exit_ns;
+      t = c.exit_ns ? c.exit_ns : c.enter_ns;
     }
     return out;
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
 
 #include "frame_io.h"
 #include "ncclrr/crc32c.h"
@@ -273,6 +274,18 @@ void Collect(const fb::Batch& b, TraceFile* t) {
   if (b.nccl_version() != 0) t->nccl_version = b.nccl_version();
 }
 
+// A call written while in flight and written again when it returned is kept once, as returned.
+void DropSupersededInFlight(TraceFile* t) {
+  auto in_flight = [](const CallRecord& c) { return (c.flags & call_flags::kInFlight) != 0; };
+  if (std::none_of(t->calls.begin(), t->calls.end(), in_flight)) return;
+  std::unordered_set<uint64_t> seen;
+  for (const CallRecord& c : t->calls)
+    if (!in_flight(c)) seen.insert(c.uid);
+  std::erase_if(t->calls, [&](const CallRecord& c) {
+    return in_flight(c) && !seen.insert(c.uid).second;
+  });
+}
+
 }  // namespace
 
 uint64_t TraceFile::DroppedRecords() const {
@@ -295,6 +308,7 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path) {
   NCCLRR_RETURN_IF_ERROR(ForEachBatch(
       path, &t.header, [&](const fb::Batch& b) { Collect(b, &t); }, &t.warnings, &t));
   if (t.nccl_version == 0) t.nccl_version = t.header.nccl_version;
+  DropSupersededInFlight(&t);
   if (!t.footer && !t.torn)
     t.warnings.push_back(path +
                          ": no closing footer: the recording process did not finish "

@@ -1,5 +1,7 @@
 #include "scenarios.h"
 
+#include <algorithm>
+
 namespace ncclrr::testing {
 
 ScriptCall AllReduce(uint64_t count, int tensor, Dtype dtype) {
@@ -194,6 +196,66 @@ SyntheticScript SuspectedSwap(bool call_sites) {
   if (call_sites)
     for (ScriptProcess& p : b.s.processes)
       for (ScriptCall& c : p.calls) c.callsite = static_cast<uint32_t>(c.tensor);
+  return b.s;
+}
+
+// A training loop as real jobs run it: the ranks allocate alike, so a tensor has the same address
+// on every rank within a step, but every step's gradients are new tensors (new addresses); a
+// broadcast at the start, a loss allreduce per step and an allgather every third step interleave.
+// `swap_steps`: steps at which the last rank all-reduces its two same-size gradients in the
+// opposite order (different sizes with `diff_size`, after which the trace ends: a hang). With
+// `call_site`, every call carries one call site (a loop, as --stacks records it).
+SyntheticScript FreshBuffers(std::vector<int> swap_steps, bool diff_size, bool call_site) {
+  ScriptBuilder b(2);
+  b.s.same_addresses = true;
+  const int dp = b.Comm(0x81, "default_pg", {0, 1});
+  const std::vector<uint64_t> grads = {4096, 16384, 16384, 128, diff_size ? 2048 : 128};
+  const int steps = 10;
+  int next_tensor = 1;
+  b.All(dp, Collective(Api::kBroadcast, 20000, next_tensor++, 0));
+  for (int step = 0; step < steps; ++step) {
+    const int first = next_tensor;
+    next_tensor += static_cast<int>(grads.size());
+    const bool swap = std::count(swap_steps.begin(), swap_steps.end(), step) > 0;
+    for (int p = 0; p < 2; ++p) {
+      std::vector<int> order = Range(static_cast<int>(grads.size()));
+      if (p == 1 && swap) std::swap(order[diff_size ? 3 : 1], order[diff_size ? 4 : 2]);
+      for (int i : order) {
+        ScriptCall c = AllReduce(grads[i], first + i);
+        c.comm = dp;
+        b.On(p, c);
+      }
+    }
+    if (diff_size && swap) {  // NCCL pairs 128 with 2048 elements: every rank hangs in the next
+      ScriptCall loss = AllReduce(1, next_tensor++);
+      loss.in_flight = true;
+      b.All(dp, loss);
+      break;
+    }
+    b.All(dp, AllReduce(1, next_tensor++));  // the loss, for logging
+    if (step % 3 == 2) b.All(dp, Collective(Api::kAllGather, 64, next_tensor++));
+  }
+  if (call_site)
+    for (ScriptProcess& p : b.s.processes)
+      for (ScriptCall& c : p.calls) c.callsite = 1;
+  return b.s;
+}
+
+// Two process groups over the same two ranks used in opposite orders: each rank blocks in its
+// first collective (NCCL connects lazily, in the calling thread), which is in the trace only as
+// an in-flight record; the job was then killed.
+SyntheticScript CrossCommInFlight() {
+  ScriptBuilder b(2);
+  b.s.same_addresses = true;
+  const int a = b.Comm(0xa3, "", {0, 1});
+  const int c = b.Comm(0xb3, "", {0, 1});
+  ScriptCall x = AllReduce(4096, 1), y = AllReduce(4096, 2);
+  x.comm = a;
+  y.comm = c;
+  x.in_flight = y.in_flight = true;
+  b.On(0, x);
+  b.On(1, y);
+  for (ScriptProcess& p : b.s.processes) p.close = false;
   return b.s;
 }
 
@@ -453,6 +515,11 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"missing_call_blocked", MissingCallBlocked},
       {"extra_call", ExtraCall},
       {"p2p_mismatch", P2pMismatch},
+      {"fresh_buffers_clean", [] { return FreshBuffers({}, false, false); }},
+      {"fresh_buffers_swap", [] { return FreshBuffers({2, 5, 8}, false, false); }},
+      {"fresh_buffers_swap_one_site", [] { return FreshBuffers({2, 5, 8}, false, true); }},
+      {"fresh_buffers_diff_size_hang", [] { return FreshBuffers({4}, true, false); }},
+      {"cross_comm_in_flight", CrossCommInFlight},
       {"cross_comm_order", CrossCommOrder},
       {"cross_comm_blocked", CrossCommBlocked},
       {"graphs_clean", [] { return Graphs(false, false); }},

@@ -105,6 +105,10 @@ inline constexpr uint8_t kScalarOnDevice = 1u << 1;
 inline constexpr uint8_t kInPlace = 1u << 2;
 inline constexpr uint8_t kAvgDerived = 1u << 3;
 inline constexpr uint8_t kNonblocking = 1u << 4;
+// The call had not returned when this record was written (a hang, a kill): enter time and
+// arguments, exit_ns 0, result 0; seq is the one it was taking. A record of the same uid without
+// this bit (the call returned after all) supersedes it; readers drop the in-flight one.
+inline constexpr uint8_t kInFlight = 1u << 5;
 }  // namespace call_flags
 
 inline constexpr uint64_t kNoSeq = ~uint64_t{0};

@@ -72,6 +72,7 @@ struct ScriptCall {
   uint64_t launch_graph = 0;  // nonzero: not a call but a launch of this graph
   bool out_of_place = false;  // AllReduce: recvbuff != sendbuff (others always are)
   double scalar = 0;          // op >= 5 (a PreMulSum handle): the host scalar it was made with
+  bool in_flight = false;     // the call never returned: written as an in-flight record
   // Sketches recorded for this call (call_uid is filled in): data-check tests compute them
   // from real buffers with the sketch library.
   std::vector<SketchData> sketches;
@@ -93,6 +94,9 @@ struct SyntheticScript {
   std::vector<ScriptComm> comms;
   std::vector<ScriptProcess> processes;  // file i is "synthetic-rank<i>.ncclrr"
   bool compress = true;
+  // Every process puts tensor t at the same address, as ranks of one SPMD program whose
+  // allocators run alike do (default: addresses differ per process).
+  bool same_addresses = false;
 };
 
 StatusOr<SyntheticTraceResult> WriteSyntheticScript(const SyntheticScript& script);

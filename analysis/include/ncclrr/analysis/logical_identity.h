@@ -1,11 +1,18 @@
 #pragma once
-// Logical identity (DESIGN.md): what "the same tensor" means across ranks and steps. The call
-// site when recorded (--stacks); otherwise the (buffer address, count, dtype) key of each call,
-// mapped across ranks by the position it holds in the majority of steps: rank r's key K is the
-// logical tensor of the reference rank that occupies K's positions most often (ties go to the
-// reference key with the same address, then the lowest id). Steps where a rank's key sits at a
-// position its tensor does not usually hold are how same-shape swaps show without data; the
-// replayer's `canonical` order is built from the same mapping.
+// Logical identity (DESIGN.md): what "the same tensor" means across ranks and steps, weighed from
+// every piece of evidence the trace has:
+// - the (buffer address, count, dtype) key of each call, mapped across ranks by the position it
+//   holds in the majority of steps: rank r's key K is the logical tensor of the reference rank
+//   that occupies K's positions most often (ties go to the reference key with the same address,
+//   then the lowest id). Steps where a rank's key sits at a position its tensor does not usually
+//   hold are how same-shape swaps show in jobs with persistent buffers;
+// - crossed buffers: real jobs allocate gradients afresh each step, so a key may occur once, but
+//   SPMD ranks allocate alike, so within a stretch of calls the same tensor has the same address
+//   on every rank. Where a rank otherwise agrees with the reference buffer for buffer, calls
+//   whose buffers the reference used at each other's positions (a closed cycle) are reordered;
+// - call sites (--stacks), where they differ: different lines issue different tensors (the same
+//   line in a loop tells nothing, so buffers still decide there).
+// The replayer's `canonical` order is built from the same mapping.
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +21,14 @@
 namespace ncclrr::analysis {
 
 enum class IdentitySource : uint8_t { kNone, kBuffers, kCallSites };
+
+// What decided a slot's logical id.
+enum class IdentityEvidence : uint8_t {
+  kVotes = 0,      // the buffer key's usual position across the trace (or the reference's own)
+  kCrossed = 1,    // buffers crossed: where the ranks otherwise use the same buffer at the same
+                   // position, this rank used buffers the reference used at each other's positions
+  kCallSite = 2,   // the call site (--stacks) differs from the reference's at this position
+};
 
 inline constexpr uint32_t kNoLogicalId = ~uint32_t{0};
 inline constexpr uint32_t kCertainSupport = ~uint32_t{0};
@@ -29,6 +44,13 @@ struct CommIdentity {
   // support[rank][slot]: how many occurrences of the key that share is taken over
   // (kCertainSupport for call sites and the reference rank's own keys).
   std::vector<std::vector<uint32_t>> support;
+  // evidence[rank][slot]: what decided ids[rank][slot].
+  std::vector<std::vector<IdentityEvidence>> evidence;
+  // buffer_agreement[rank]: share of the rank's shape-aligned calls whose buffer equals the
+  // reference's at the same position (SPMD programs allocate alike: close to 1), and over how
+  // many calls. Crossed buffers are believed only where this is high.
+  std::vector<float> buffer_agreement;
+  std::vector<uint32_t> aligned_calls;
   uint32_t tensors = 0;  // number of logical tensors
   // shapes[rank][slot]: 64-bit hash of (op, count, dtype, reduction, root), never 0: what the
   // alignment compares besides the logical id.
@@ -42,6 +64,7 @@ class LogicalIdentity {
   const CommIdentity& comm(size_t comm_index) const { return comms_[comm_index]; }
   uint32_t Of(size_t comm_index, int rank, size_t slot) const;
   float Confidence(size_t comm_index, int rank, size_t slot) const;
+  IdentityEvidence Evidence(size_t comm_index, int rank, size_t slot) const;
   // The confidence's one-sided 95% lower bound (Wilson score) given its support: a key seen 4
   // times, 3 of them beside its tensor, is 0.75 confident but only 0.36 at this bound; one seen
   // 1000 times, 800 beside it, stays near 0.78.

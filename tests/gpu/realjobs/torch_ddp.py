@@ -1,0 +1,165 @@
+"""Clean DistributedDataParallel training of a small MLP classifier (torchrun-launched), with the
+usual extras: the loss averaged across ranks for the log line every step (all_reduce AVG) and a
+validation pass every --val-every steps whose loss/correct/count are summed across ranks
+(all_reduce). DDP itself broadcasts the initial state, checks parameter shapes across ranks
+(all_gather) and all-reduces gradient buckets during backward. No bug: `ncclrr check` must report
+no finding.
+
+Independent reference: each rank also keeps an unwrapped copy of the model (same initial
+weights) and computes its local gradient on the same batch with plain autograd; the copies are
+all-gathered over a separate gloo group (no NCCL call), averaged on the CPU and compared with
+what DDP left in .grad; the replica is then stepped with that average, so the two models must
+stay together. The logged loss and the validation sums are checked the same way.
+
+  torchrun --nproc-per-node 2 --master-port 29615 torch_ddp.py [--steps 30]
+
+Rank 0 prints a final line "#wrong N" (all ranks' wrong results); exit status 0 when N == 0.
+"""
+import argparse
+import copy
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Classifier(nn.Module):
+    def __init__(self, d_in=128, hidden=256, n_classes=16):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(d_in, hidden), nn.LayerNorm(hidden), nn.GELU(),
+            nn.Linear(hidden, hidden), nn.LayerNorm(hidden), nn.GELU(),
+            nn.Linear(hidden, n_classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def log(rank, msg):
+    print(f"[rank {rank}] {msg}", flush=True)
+
+
+def gather_cpu(t, group, world):
+    out = [torch.empty_like(t) for _ in range(world)]
+    dist.all_gather(out, t, group=group)
+    return torch.stack(out)
+
+
+def off_by(got, want, rtol=1e-4):
+    """Max abs error, and whether it is beyond rtol of want's scale (kernels of the replica and
+    of DDP's module may round differently; a misrouted gradient is off by its whole size)."""
+    err = (got - want).abs().max().item()
+    return err, err > rtol * want.abs().max().item() + 1e-6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--val-every", type=int, default=5)
+    args = ap.parse_args()
+
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    os.environ["NCCL_HOSTID"] = f"host-{rank}"
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+    dev = torch.device("cuda", local_rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    check_pg = dist.new_group(backend="gloo")
+
+    torch.manual_seed(0)
+    model = Classifier().to(dev)
+    replica = copy.deepcopy(model)  # the reference, never wrapped
+    ddp = DDP(model, device_ids=[dev.index])
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    ref_opt = torch.optim.SGD(replica.parameters(), lr=0.05, momentum=0.9)
+    names = [n for n, _ in model.named_parameters()]
+
+    teacher = torch.randn(128, 16, generator=torch.Generator().manual_seed(7)).to(dev)
+    gen = torch.Generator(device=dev).manual_seed(3000 + rank)
+    val_x = torch.randn(256, 128, device=dev, generator=gen)
+    val_y = (val_x @ teacher).argmax(dim=1)
+    wrong = 0
+
+    for step in range(args.steps):
+        ddp.train()
+        x = torch.randn(args.batch, 128, device=dev, generator=gen)
+        y = (x @ teacher).argmax(dim=1)
+
+        # Reference: this rank's own gradient, from the replica.
+        ref_opt.zero_grad()
+        ref_loss = F.cross_entropy(replica(x), y)
+        ref_loss.backward()
+        mine = torch.cat([p.grad.reshape(-1) for p in replica.parameters()]
+                         + [ref_loss.detach().reshape(1)]).cpu()
+
+        opt.zero_grad()
+        loss = F.cross_entropy(ddp(x), y)
+        loss.backward()  # DDP all-reduces the gradient buckets here
+        loss_avg = loss.detach().clone()
+        dist.all_reduce(loss_avg, op=dist.ReduceOp.AVG)
+
+        want = gather_cpu(mine, check_pg, world).mean(dim=0)
+        off = 0
+        for name, p, rp in zip(names, model.parameters(), replica.parameters()):
+            n = p.numel()
+            err, bad = off_by(p.grad.reshape(-1).cpu(), want[off:off + n])
+            if bad:
+                wrong += 1
+                log(rank, f"WRONG: step {step} DDP gradient of {name} off by {err:.3g} "
+                          f"from the mean of the ranks' gradients")
+            rp.grad = want[off:off + n].view_as(rp).to(dev)
+            off += n
+        err, bad = off_by(loss_avg.reshape(1).cpu(), want[off:off + 1])
+        if bad:
+            wrong += 1
+            log(rank, f"WRONG: step {step} loss all_reduce(AVG) off by {err:.3g}")
+        opt.step()
+        ref_opt.step()
+
+        if step % args.val_every == 0 or step == args.steps - 1:
+            ddp.eval()
+            with torch.no_grad():
+                out = ddp(val_x)
+                stats = torch.stack([F.cross_entropy(out, val_y, reduction="sum"),
+                                     (out.argmax(dim=1) == val_y).sum().float(),
+                                     torch.tensor(float(val_x.shape[0]), device=dev)])
+            local = stats.cpu()
+            dist.all_reduce(stats)
+            want_stats = gather_cpu(local, check_pg, world).sum(dim=0)
+            err, bad = off_by(stats.cpu(), want_stats, rtol=1e-5 * world)
+            if bad:
+                wrong += 1
+                log(rank, f"WRONG: step {step} validation all_reduce gave {stats.tolist()}, "
+                          f"expected {want_stats.tolist()}")
+            if rank == 0:
+                s = stats.tolist()
+                log(rank, f"step {step:3d} train loss {loss_avg.item():.4f} "
+                          f"val loss {s[0] / s[2]:.4f} val acc {s[1] / s[2]:.3f}")
+
+    torch.cuda.synchronize()
+    drift = max((p.detach() - rp.detach()).abs().max().item()
+                for p, rp in zip(model.parameters(), replica.parameters()))
+    if drift > 1e-3:
+        wrong += 1
+        log(rank, f"WRONG: DDP parameters drifted {drift:.3g} from the reference replica")
+    total = torch.tensor([wrong], dtype=torch.int64)
+    dist.all_reduce(total, group=check_pg)
+    log(rank, f"done: {wrong} wrong results here, parameter drift from the replica {drift:.3g}")
+    dist.destroy_process_group()
+    if rank == 0:
+        print(f"#wrong {int(total.item())}", flush=True)
+    sys.exit(0 if int(total.item()) == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Data-parallel training with two process groups over the same ranks: one for gradient traffic
+("grad" group: the gradient all-reduces and the found-inf check that decides whether to skip
+the step) and one for metrics ("metrics" group: loss and accuracy for the log line), a common
+way to keep logging off the gradient communicator. Both results are read on the host right away
+(.item()), as real loops do to skip bad steps and print.
+
+Per step: backward; on the grad group one all_reduce per gradient, then an all_reduce(MAX) of a
+found-inf flag, read with .item(); on the metrics group an all_reduce of [loss, correct, count],
+read with .item().
+
+--bug opposite (the default): from --bug-step on, rank 1 logs its metrics before syncing its
+  gradients (metrics group first, then grad group). Rank 0 waits in the grad group's found-inf
+  read for rank 1's gradient calls; rank 1 waits in the metrics read for rank 0's metrics call:
+  a deadlock at the first collective of that step, on two communicators. The earlier steps run
+  in the right order, so both communicators exist by then. The driver ends it with a timeout.
+--bug none: the same job without the reordering; it finishes with 0 wrong results.
+
+Results are checked against the ranks' contributions all-gathered over a separate gloo group.
+Launched with torch.multiprocessing.spawn:
+
+  python3 torch_two_groups.py --port 29617 [--bug opposite|none] [--bug-step 3]
+
+Prints a final line "#wrong N" (when it finishes); exit status 0 when N == 0, else 1.
+"""
+import argparse
+import multiprocessing
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def log(rank, msg):
+    print(f"[rank {rank}] {msg}", flush=True)
+
+
+def gather_cpu(t, group, world):
+    out = [torch.empty_like(t) for _ in range(world)]
+    dist.all_gather(out, t, group=group)
+    return torch.stack(out)
+
+
+def mismatch(got, want, world):
+    scale = want.abs().max().item()
+    err = (got - want).abs().max().item()
+    return err > 1e-5 * world * scale + 1e-7, err
+
+
+def worker(rank, world, args, results):
+    os.environ["NCCL_HOSTID"] = f"host-{rank}"
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(args.port)
+
+    dev = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
+    everyone = list(range(world))
+    grad_group = dist.new_group(ranks=everyone)
+    metrics_group = dist.new_group(ranks=everyone)
+    check_pg = dist.new_group(backend="gloo")
+
+    torch.manual_seed(0)  # the same initial weights on every rank
+    model = nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                          nn.Linear(128, 8)).to(dev)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=0.05, momentum=0.9)
+    teacher = torch.randn(32, 8, generator=torch.Generator().manual_seed(7)).to(dev)
+    gen = torch.Generator(device=dev).manual_seed(2000 + rank)
+    wrong = 0
+
+    for step in range(args.steps):
+        x = torch.randn(args.batch, 32, device=dev, generator=gen)
+        y = (x @ teacher).argmax(dim=1)
+        opt.zero_grad()
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        correct = (out.argmax(dim=1) == y).sum().float()
+        mine = torch.cat([p.grad.reshape(-1) for p in params]
+                         + [loss.detach().reshape(1), correct.reshape(1)]).cpu()
+
+        def sync_gradients():
+            found_inf = torch.zeros(1, device=dev)
+            for p in params:
+                found_inf = torch.maximum(found_inf, (~torch.isfinite(p.grad)).any().float())
+                dist.all_reduce(p.grad, group=grad_group)
+                p.grad /= world
+            dist.all_reduce(found_inf, op=dist.ReduceOp.MAX, group=grad_group)
+            return found_inf.item() > 0  # waits for the grad group
+
+        def log_metrics():
+            stats = torch.stack([loss.detach(), correct, torch.tensor(float(args.batch), device=dev)])
+            dist.all_reduce(stats, group=metrics_group)
+            return stats.tolist()  # waits for the metrics group
+
+        if args.bug == "opposite" and rank == 1 and step >= args.bug_step:
+            if step == args.bug_step:
+                log(rank, f"step {step}: metrics group first, then grad group (bug)")
+            stats = log_metrics()
+            skip = sync_gradients()
+        else:
+            skip = sync_gradients()
+            stats = log_metrics()
+
+        contrib = gather_cpu(mine, check_pg, world)
+        want = contrib.sum(dim=0)
+        off = 0
+        for i, p in enumerate(params):
+            n = p.numel()
+            bad, err = mismatch(p.grad.reshape(-1).cpu(), want[off:off + n] / world, world)
+            if bad:
+                wrong += 1
+                log(rank, f"WRONG: step {step} all_reduce of parameter {i}'s gradient off by {err:.3g}")
+            off += n
+        got = torch.tensor(stats[:2])
+        bad, err = mismatch(got, want[off:off + 2], world)
+        if bad or stats[2] != float(args.batch * world):
+            wrong += 1
+            log(rank, f"WRONG: step {step} metrics all_reduce gave {stats}, "
+                      f"expected {want[off:off + 2].tolist() + [float(args.batch * world)]}")
+
+        if not skip:
+            opt.step()
+        if rank == 0 and step % 5 == 0:
+            log(rank, f"step {step:3d} loss {stats[0] / world:.4f} acc {stats[1] / stats[2]:.3f}")
+
+    torch.cuda.synchronize()
+    log(rank, f"done: {wrong} wrong results")
+    results.put((rank, wrong))
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=29617)
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--bug", choices=["opposite", "none"], default="opposite")
+    ap.add_argument("--bug-step", type=int, default=3)
+    args = ap.parse_args()
+
+    results = multiprocessing.get_context("spawn").SimpleQueue()
+    mp.spawn(worker, args=(args.world, args, results), nprocs=args.world, join=True)
+    per_rank = dict(results.get() for _ in range(args.world))
+    total = sum(per_rank.values())
+    print("wrong results per rank: " + ", ".join(f"{r}: {per_rank[r]}" for r in sorted(per_rank)),
+          flush=True)
+    print(f"#wrong {total}", flush=True)
+    sys.exit(0 if total == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Real framework training jobs with injected collective bugs (tests/gpu/realjobs/, see its
+# README.md), recorded with `ncclrr record` on real NCCL: PyTorch (hand-written gradient
+# averaging, DDP, FSDP2, two process groups) and JAX (multi-process pmap/psum). Two ranks share
+# one GPU (NCCL_HOSTID per rank, set by the jobs). Per variant: record under a timeout (the hang
+# variants are ended by it), then `check`, `check --json`, `dump --stable` (last 200 lines),
+# `info`, and for the swap variants `replay --order recorded,canonical` on the host backend and
+# on the nccl backend (which may refuse: more ranks than GPUs; logged). One summary line per
+# variant: record rc, the job's "#wrong N", check rc, each finding (kind, comm, seq), the
+# expected kind and whether it was found.
+#
+# Usage: tests/gpu/realjobs_acceptance.sh   (from anywhere; build/ or build-dev/ built with CUDA)
+#   REALJOBS_ONLY="grad-clean two-groups"   run a subset (names or globs, e.g. "grad-*")
+#   REALJOBS_HANG_S=45 REALJOBS_RUN_S=180 REALJOBS_JAX_BRANCH_S=90   record time limits
+#   REALJOBS_PORT_BASE=29610                 first port (each variant uses its own)
+#   REALJOBS_KEEP=1                          keep $OUT/realjobs after packing it
+# Writes $OUT/realjobs-summary.log, $OUT/realjobs-logs.tar.gz (every output, NAME.*.txt, and
+# summary.log) and $OUT/realjobs-traces.tar.gz (the trace directories t-NAME); $OUT/realjobs is
+# removed after packing unless REALJOBS_KEEP=1, so that the few files under $OUT come back from
+# the device machine. Exit 0 when every variant gave what was expected, 1 otherwise, 2 when it
+# cannot run.
+set -u
+source "$(dirname "$0")/gputiming_env.sh"
+N=$BUILD/bin/ncclrr
+J=$ROOT/tests/gpu/realjobs
+W=$OUT/realjobs
+HANG_S=${REALJOBS_HANG_S:-45}
+RUN_S=${REALJOBS_RUN_S:-180}
+JAX_BRANCH_S=${REALJOBS_JAX_BRANCH_S:-90}
+PORT0=${REALJOBS_PORT_BASE:-29610}
+read -ra ONLY <<<"${REALJOBS_ONLY:-}"
+rm -rf "$W"
+mkdir -p "$W"
+: >"$W/summary.log"
+say() { echo "$*" | tee -a "$W/summary.log"; }
+
+if [ ! -x "$N" ]; then echo "no $N: build first"; exit 2; fi
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$NGPU" -lt 1 ]; then echo "needs a GPU (found none)"; exit 2; fi
+TORCHRUN=("$(dirname "$PY")/torchrun")
+[ -x "${TORCHRUN[0]}" ] || TORCHRUN=("$PY" -m torch.distributed.run)
+TORCHRUN+=(--nnodes 1 --nproc-per-node 2 --master-addr 127.0.0.1)
+
+say "== realjobs on $(hostname): $NGPU GPU(s), 2 ranks per job; build $BUILD; python $PY"
+nvidia-smi -L 2>&1 | tee -a "$W/summary.log"
+HAVE_TORCH=1 HAVE_JAX=1
+"$PY" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())' \
+  2>&1 | tail -n 1 | tee -a "$W/summary.log"
+"$PY" -c 'import torch' >/dev/null 2>&1 || HAVE_TORCH=0
+"$PY" -c 'import jax; print("jax", jax.__version__)' 2>&1 | tail -n 1 | tee -a "$W/summary.log"
+"$PY" -c 'import jax' >/dev/null 2>&1 || HAVE_JAX=0
+
+selected() {  # selected NAME: in REALJOBS_ONLY (all when it is empty)
+  [ ${#ONLY[@]} -eq 0 ] && return 0
+  local pat
+  for pat in "${ONLY[@]}"; do
+    # shellcheck disable=SC2053  # a glob on purpose
+    [[ $1 == $pat ]] && return 0
+  done
+  return 1
+}
+
+# findings JSON-FILE: line 1 the sorted distinct kinds ("none", or "UNREADABLE" without JSON),
+# line 2 each finding as "kind comm=NAME(0xHASH) seq=S [x repeats, last L] [conf C]".
+findings() {
+  "$PY" - "$1" <<'PYEOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception:
+    print("UNREADABLE"); print("-"); sys.exit()
+fs = r.get("findings", [])
+print(" ".join(sorted({f["kind"] for f in fs})) or "none")
+out = []
+for f in fs:
+    comm = f.get("comm")
+    if f.get("comm_name"):
+        comm = "%s(%s)" % (f["comm_name"], comm)
+    s = "%s comm=%s seq=%s" % (f["kind"], comm, f.get("seq"))
+    if f.get("ranks"):
+        s += " ranks=%s" % ",".join(str(x) for x in f["ranks"])
+    if f.get("repeats"):
+        s += " x%d more, last seq %s" % (f["repeats"], f.get("last_seq"))
+    if f.get("confidence") is not None:
+        s += " conf %.2f" % f["confidence"]
+    out.append(s)
+print("; ".join(out) if out else "-")
+PYEOF
+}
+
+verdict() {  # verdict EXPECT KINDS RECORD-RC
+  local k
+  if [ "$1" = "-" ]; then
+    if [ "$2" = none ] && [ "$3" = 0 ]; then echo as-expected; else echo DIFFERENT; fi
+    return
+  fi
+  for k in ${1//|/ }; do
+    case " $2 " in *" $k "*) echo as-expected; return ;; esac
+  done
+  echo DIFFERENT
+}
+
+different=0
+ran=0
+# variant NAME SECONDS EXPECT REPLAY(yes|no) [RECORD-FLAGS...] -- COMMAND...
+# EXPECT: "-" (no finding, job exit 0) or kinds separated by "|" (any of them found).
+variant() {
+  local name=$1 secs=$2 expect=$3 replay=$4
+  shift 4
+  local flags=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do flags+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  selected "$name" || return 0
+  ran=$((ran + 1))
+  local t=$W/t-$name start
+  start=$(date +%s)
+  rm -rf "$t"
+  echo "== $name (limit ${secs}s): ncclrr record ${flags[*]-} -o $t -- $*"
+  echo "# ncclrr record ${flags[*]-} -o $t -- $*" >"$W/$name.record.txt"
+  timeout -s TERM -k 10 "$secs" "$N" record ${flags[@]+"${flags[@]}"} -o "$t" -- "$@" \
+    >>"$W/$name.record.txt" 2>&1
+  local rec=$?
+  sleep 1  # let killed ranks go before the next job takes the GPU
+  local left
+  left=$(pgrep -af "$J/" 2>/dev/null | grep -v "^$$ ")
+  [ -n "$left" ] && echo "# still running after the record ended: $left" >>"$W/$name.record.txt"
+  "$N" check "$t" >"$W/$name.check.txt" 2>&1
+  local chk=$?
+  "$N" check "$t" --json >"$W/$name.check-json.txt" 2>"$W/$name.check-json-stderr.txt"
+  "$N" dump "$t" --stable 2>&1 | tail -n 200 >"$W/$name.dump.txt"
+  "$N" info "$t" >"$W/$name.info.txt" 2>&1
+  local rep=""
+  if [ "$replay" = yes ]; then
+    timeout 300 "$N" replay "$t" --order recorded,canonical --timeout 20 \
+      >"$W/$name.replay-host.txt" 2>&1
+    local rh=$?
+    NCCLRR_NCCL_LIBRARY=$NCCL_DIR/libnccl.so.2 timeout 300 "$N" replay "$t" --backend nccl \
+      --order recorded,canonical --timeout 20 >"$W/$name.replay-nccl.txt" 2>&1
+    local rn=$?
+    rep=" | replay host rc=$rh nccl rc=$rn"
+  fi
+  local wrong kinds detail v
+  wrong=$(grep -o '#wrong [0-9][0-9]*' "$W/$name.record.txt" | paste -sd, -)
+  { read -r kinds; read -r detail; } < <(findings "$W/$name.check-json.txt")
+  v=$(verdict "$expect" "$kinds" "$rec")
+  [ "$v" = as-expected ] || different=$((different + 1))
+  say "$(printf '%-22s record rc=%-3s %-18s check rc=%-2s | findings: %s%s | expect %s: %s %ss' \
+    "$name" "$rec" "${wrong:-no-#wrong}" "$chk" "$detail" "$rep" "$expect" "$v" \
+    "$(($(date +%s) - start))")"
+}
+
+P=$PORT0
+if [ "$HAVE_TORCH" = 1 ]; then
+  G=$J/torch_grad_loop.py
+  variant grad-clean "$RUN_S" - no -- "$PY" "$G" --port $((P + 1)) --bug none
+  variant grad-swap-same "$RUN_S" suspected_swap yes -- \
+    "$PY" "$G" --port $((P + 2)) --bug swap-same --swap-steps 5,12,20
+  variant grad-swap-same-sketch "$RUN_S" suspected_swap yes --sketch -- \
+    "$PY" "$G" --port $((P + 3)) --bug swap-same --swap-steps 5,12,20
+  variant grad-swap-diff "$HANG_S" order_swap yes -- \
+    "$PY" "$G" --port $((P + 4)) --bug swap-diff --swap-steps 5,12,20
+  variant ddp-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 5)) "$J/torch_ddp.py"
+  variant fsdp2-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 6)) "$J/torch_fsdp2.py"
+  variant two-groups "$HANG_S" cross_comm_order no -- \
+    "$PY" "$J/torch_two_groups.py" --port $((P + 7)) --bug opposite
+  # Opposite orders from the first collective: each rank blocks inside it (lazy connection).
+  variant two-groups-first "$HANG_S" cross_comm_order yes -- \
+    "$PY" "$J/torch_two_groups.py" --port $((P + 10)) --bug opposite --bug-step 0
+else
+  say "SKIP the PyTorch jobs: $PY cannot import torch"
+fi
+
+# Two JAX processes started in the background by one shell (its exit status: the first
+# failure), each on GPU (process id mod the GPU count).
+JAX_LAUNCH='py=$1 job=$2 ngpu=$3; shift 3; '\
+'CUDA_VISIBLE_DEVICES=$((0 % ngpu)) "$py" "$job" --process-id 0 "$@" & p0=$!; '\
+'CUDA_VISIBLE_DEVICES=$((1 % ngpu)) "$py" "$job" --process-id 1 "$@" & p1=$!; '\
+'wait $p0; r0=$?; wait $p1; r1=$?; [ $r0 -ne 0 ] && exit $r0; exit $r1'
+if [ "$HAVE_JAX" = 1 ]; then
+  variant jax-clean "$RUN_S" - no -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_psum.py" "$NGPU" --port $((P + 8)) --bug none
+  variant jax-branch "$JAX_BRANCH_S" "missing_call|count_mismatch|op_mismatch|dtype_mismatch" no -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_psum.py" "$NGPU" --port $((P + 9)) --bug branch
+else
+  say "SKIP the JAX jobs: $PY cannot import jax"
+fi
+
+say "== $ran variant(s), $different not as expected; details: NAME.check.txt, .dump.txt, .record.txt"
+cp "$W/summary.log" "$OUT/realjobs-summary.log"
+shopt -s nullglob
+(
+  cd "$W" || exit 1
+  traces=(t-*)
+  logs=(*.txt summary.log)
+  rm -f "$OUT/realjobs-traces.tar.gz" "$OUT/realjobs-logs.tar.gz"
+  [ ${#traces[@]} -gt 0 ] && tar -czf "$OUT/realjobs-traces.tar.gz" "${traces[@]}"
+  tar -czf "$OUT/realjobs-logs.tar.gz" "${logs[@]}"
+)
+ls -l "$OUT"/realjobs-*.tar.gz 2>/dev/null
+[ "${REALJOBS_KEEP:-0}" = 1 ] || rm -rf "$W"
+[ "$different" -eq 0 ]
