@@ -140,12 +140,15 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs, const std::vector
   if (pairs.size() < kMinPairs) return;
   std::unordered_map<uint64_t, uint32_t> delta_count;
   for (const auto& [i, j] : pairs) delta_count[addrs[i] - ref_addrs[j]]++;
+  // The most common offset, and others only as common as a segment of the allocator is: the
+  // offsets between two crossed buffers recur at every swapped step, and must not pass for one.
   std::vector<std::pair<uint32_t, uint64_t>> frequent;  // (count, delta)
-  const uint32_t min_count = std::max<uint32_t>(2, static_cast<uint32_t>(pairs.size() / 20));
-  for (const auto& [d, n] : delta_count)
-    if (n >= min_count) frequent.push_back({n, d});
+  for (const auto& [d, n] : delta_count) frequent.push_back({n, d});
   std::sort(frequent.rbegin(), frequent.rend());
-  if (frequent.size() > 8) frequent.resize(8);
+  const uint32_t min_count = std::max<uint32_t>(4, static_cast<uint32_t>(pairs.size() / 5));
+  size_t keep = 1;
+  while (keep < frequent.size() && keep < 8 && frequent[keep].first >= min_count) ++keep;
+  frequent.resize(keep);
   const auto& shapes = out->shapes[r.rank];
   const auto& ref_shapes = out->shapes[ref.rank];
   auto same = [&](uint32_t i, uint32_t j) {

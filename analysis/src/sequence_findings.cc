@@ -92,6 +92,23 @@ class EventView {
     return {id.buffer_agreement[r], id.aligned_calls[r]};
   }
 
+  // Buffers that cannot name a tensor here: a buffer the reference used only once (an
+  // allocator's one-off choice), or one it used for most of its calls (a staging buffer that
+  // every collective passes through, as XLA's are). Then a differing buffer tells nothing.
+  bool BuffersCannotTell() const {
+    const CommIdentity& id = sc_.ctx.identity().comm(sc_.ci);
+    const auto& ref_ids = id.ids[sc_.ref];
+    if (ref_ids.empty()) return true;
+    auto count = [&](uint32_t t) {
+      return static_cast<size_t>(std::count(ref_ids.begin(), ref_ids.end(), t));
+    };
+    for (uint32_t s : e_.ref_slots)
+      if (count(ref_ids[s]) < 2 || count(ref_ids[s]) * 2 > ref_ids.size()) return true;
+    for (uint32_t s : e_.rank_slots[0])
+      if (count(Tensor(e_.ranks[0], s)) * 2 > ref_ids.size()) return true;
+    return false;
+  }
+
   // The least identity confidence of the deviating ranks' calls.
   float Confidence() const { return LeastOverSlots(&LogicalIdentity::Confidence); }
   // The same over ConfidenceLowerBound: what the confidence is worth given how often the
@@ -357,6 +374,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       DataSwapVerdict data;
       double conf = 0;
       if (suspected) {
+        if (!evidence.crossed && v.BuffersCannotTell()) return;
         if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
         f.confidence = conf;
       }
@@ -441,6 +459,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           // only a buffer that almost always sits beside one tensor makes this a suspicion.
           // A dropped suspicion claims nothing: the data checks go on checking the position.
           if (v.Confidence() < kMismatchIdentityFloor) return;
+          if (v.BuffersCannotTell()) return;
           if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
           // Unless the data confirm it, the buffers must have been seen often enough for the
           // floor to hold at 95%: a fresh buffer seen 4 times, 3 of them at one position, is

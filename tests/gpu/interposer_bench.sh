@@ -35,7 +35,7 @@ wrap() {
   esac
 }
 
-MODES="none record record-preload ring colllog"
+MODES=${NCCLRR_BENCH_MODES:-"none record record-preload ring colllog"}
 for round in $(seq 1 "$ROUNDS"); do
   for mode in $MODES; do
     tag=$mode.r$round

@@ -1,0 +1,95 @@
+// Traces recorded from real PyTorch and JAX jobs on real NCCL 2.28.9 (tests/gpu/realjobs, two
+// ranks on one H200; tests/data/real/README.md says how each was made): `check --stable` of each
+// must give its golden text, so the analysis is tested on what real allocators, interleaved
+// collectives and killed hangs look like, not only on scripted traces.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/report_format.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path RealDir() {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  return fs::path(src ? src : ".") / "tests/data/real";
+}
+
+struct RealTrace {
+  std::string name;
+  std::optional<FindingKind> kind;  // the one finding expected; nullopt: none
+  uint64_t seq = 0;
+  uint64_t repeats = 0;
+};
+
+void PrintTo(const RealTrace& t, std::ostream* os) { *os << t.name; }
+
+class RealTraceTest : public ::testing::TestWithParam<RealTrace> {};
+
+TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
+  const RealTrace& want = GetParam();
+  auto model = TraceModel::Load((RealDir() / want.name).string());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  CheckOptions o;
+  o.stable = true;
+  const Report r = Check(*model, o);
+  FormatOptions fo;
+  fo.stable = true;
+  const std::string text = FormatText(r, &*model, fo);
+  if (!want.kind) {
+    EXPECT_TRUE(r.findings.empty()) << text;
+  } else {
+    ASSERT_EQ(r.findings.size(), 1u) << text;
+    const Finding& f = r.findings[0];
+    EXPECT_EQ(FindingKindName(f.kind), FindingKindName(*want.kind)) << text;
+    ASSERT_TRUE(f.seq.has_value()) << text;
+    EXPECT_EQ(*f.seq, want.seq) << text;
+    EXPECT_EQ(f.repeats, want.repeats) << text;
+  }
+  const fs::path golden = RealDir() / (want.name + ".check.txt");
+  if (const char* u = std::getenv("NCCLRR_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(golden) << text;
+    return;
+  }
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << golden << " is missing; run with NCCLRR_UPDATE_GOLDEN=1";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(expected.str(), text) << "differs from " << golden;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Real, RealTraceTest,
+    ::testing::Values(
+        // Clean training: no finding.
+        RealTrace{"grad-clean", std::nullopt}, RealTrace{"ddp-clean", std::nullopt},
+        RealTrace{"fsdp2-clean", std::nullopt}, RealTrace{"jax-clean", std::nullopt},
+        // Autograd gradients (new tensors each step) of one shape swapped on rank 1 at steps
+        // 5, 12 and 20: one finding with its repeats.
+        RealTrace{"grad-swap-same", FindingKind::kSuspectedSwap, 56, 2},
+        // Two gradients of different sizes swapped once: the job hung and was killed.
+        RealTrace{"grad-swap-diff", FindingKind::kOrderSwap, 56},
+        // Two process groups used in opposite orders, from the first collective (each rank
+        // blocked inside it: in the trace as in-flight records) and from step 3.
+        RealTrace{"two-groups-first", FindingKind::kCrossCommOrder, 0},
+        RealTrace{"two-groups", FindingKind::kCrossCommOrder, 21},
+        // A JAX process takes a rank-dependent branch with an extra psum.
+        RealTrace{"jax-branch", FindingKind::kMissingCall, 8}),
+    [](const auto& param_info) {
+      std::string n = param_info.param.name;
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
+
+}  // namespace
+}  // namespace ncclrr::analysis
