@@ -209,7 +209,8 @@ SyntheticScript FreshBuffers(std::vector<int> swap_steps, bool diff_size, bool c
   ScriptBuilder b(2);
   b.s.same_addresses = true;
   const int dp = b.Comm(0x81, "default_pg", {0, 1});
-  const std::vector<uint64_t> grads = {4096, 16384, 16384, 128, diff_size ? 2048 : 128};
+  const uint64_t last = diff_size ? 2048 : 128;
+  const std::vector<uint64_t> grads = {4096, 16384, 16384, 128, last};
   const int steps = 10;
   int next_tensor = 1;
   b.All(dp, Collective(Api::kBroadcast, 20000, next_tensor++, 0));
