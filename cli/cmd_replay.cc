@@ -22,7 +22,8 @@ class ReplayCommand : public Command {
   const char* name() const override { return "replay"; }
   const char* synopsis() const override {
     return "DIR [--backend host|nccl] [--order recorded|canonical|permute[:N]|file:F] "
-           "[--data synthetic|captured] [--seed S] [--timeout SEC] [--no-verify] [--mpi] [--json]";
+           "[--data synthetic|captured] [--seed S] [--timeout SEC] [--no-verify] [--mpi] "
+           "[--processes] [--json]";
   }
   const char* help() const override {
     return "Re-executes every rank's calls of a trace and checks each output against an fp64\n"
@@ -30,11 +31,13 @@ class ReplayCommand : public Command {
            "canonical (every rank follows the logical order: the fix), permute[:N] (N seeded\n"
            "reorderings of calls the trace shows to be unordered; default 8), file:F (an order\n"
            "file, docs/replay.md); several separated by commas. --backend host (default) replays\n"
-           "offline on the host NCCL; nccl uses the real NCCL, one GPU per rank. --data synthetic\n"
+           "offline on the host NCCL; nccl uses the real NCCL on the GPUs there are (more ranks\n"
+           "than GPUs: one process per rank, several sharing a GPU). --data synthetic\n"
            "(default, seeded by --seed) or captured (buffers recorded with --capture).\n"
            "--timeout SEC (default 30): no progress for that long aborts the communicators and\n"
            "reports where each rank was stuck. --no-verify: pure speed run. --mpi: one process\n"
-           "per rank under mpirun (nccl backend). Exit 0 all right, 1 wrong or hang, 2 error.";
+           "per rank under mpirun (nccl backend). --processes: one child process per rank.\n"
+           "Exit 0 all right, 1 wrong or hang, 2 error.";
   }
 
   int Run(const std::vector<std::string>& raw) override {
@@ -44,7 +47,7 @@ class ReplayCommand : public Command {
         .Option("--data")
         .Option("--seed")
         .Option("--timeout");
-    args.Flag("--no-verify").Flag("--mpi").Flag("--json");
+    args.Flag("--no-verify").Flag("--mpi").Flag("--processes").Flag("--json");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
     replay::ReplayOptions o;
@@ -69,9 +72,14 @@ class ReplayCommand : public Command {
       throw UsageError("--timeout must be a positive number of seconds, got '" + timeout + "'");
     o.verify = !args.Has("--no-verify");
     o.mpi = args.Has("--mpi");
-    o.progress = [](std::string_view s) {
-      std::fprintf(stderr, "ncclrr replay: %.*s\n", static_cast<int>(s.size()), s.data());
-    };
+    o.processes = args.Has("--processes");
+    if (o.mpi && o.processes) throw UsageError("--mpi and --processes exclude each other");
+    o.command_line = {"replay"};
+    o.command_line.insert(o.command_line.end(), raw.begin(), raw.end());
+    if (!replay::IsReplayChild())  // children keep quiet: the parent reports
+      o.progress = [](std::string_view s) {
+        std::fprintf(stderr, "ncclrr replay: %.*s\n", static_cast<int>(s.size()), s.data());
+      };
     const bool json = args.Has("--json");
 
     analysis::LoadOptions lo;
@@ -80,7 +88,7 @@ class ReplayCommand : public Command {
     if (!model.ok()) return Fail(json, model.status().message());
     auto report = replay::Replay(*model, o);
     if (!report.ok()) return Fail(json, report.status().message());
-    if (report->mpi_secondary) return report->ExitCode();  // MPI rank 0 prints the report
+    if (report->secondary) return report->ExitCode();  // the root process prints the report
     const std::string out = json ? replay::FormatJson(*report) : replay::FormatText(*report);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
@@ -113,7 +121,8 @@ namespace ncclrr::cli {
 NCCLRR_PENDING_COMMAND(
     Replay, "replay",
     "DIR [--backend host|nccl] [--order recorded|canonical|permute[:N]|file:F] "
-    "[--data synthetic|captured] [--seed S] [--timeout SEC] [--no-verify] [--mpi] [--json]",
+    "[--data synthetic|captured] [--seed S] [--timeout SEC] [--no-verify] [--mpi] [--processes] "
+    "[--json]",
     "re-executes a trace; this build has no replayer (nccl.h was not found)")
 }  // namespace ncclrr::cli
 #endif

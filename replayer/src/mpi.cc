@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "replay_env.h"
-#include "stuck.h"
 
 namespace ncclrr::replay {
 
@@ -78,6 +77,7 @@ StatusOr<std::unique_ptr<MpiWorld>> MpiWorld::Init() {
   w->api_->CommSize(w->api_->world, &w->size_);
   w->local_rank_ = w->rank_;
   if (Env().mpi_local_rank >= 0) w->local_rank_ = Env().mpi_local_rank;
+  w->local_size_ = Env().mpi_local_size > 0 ? Env().mpi_local_size : w->size_;
   return w;
 }
 
@@ -85,11 +85,19 @@ MpiWorld::~MpiWorld() {
   if (api_ && api_->Finalize) api_->Finalize();
 }
 
-void MpiWorld::Broadcast(void* data, size_t bytes) {
-  api_->Bcast(data, static_cast<int>(bytes), api_->byte, 0, api_->world);
+GpuPlacement MpiWorld::Place(int gpus, int nccl_version) {
+  placement_ = PlaceOnGpus(local_size_, gpus, nccl_version);
+  for (const auto& [k, v] : placement_.EnvFor(local_rank_, HostName())) setenv(k.c_str(), v.c_str(), 1);
+  return placement_;
 }
 
-std::vector<std::string> MpiWorld::GatherToRoot(const std::string& blob) {
+Status MpiWorld::Broadcast(void* data, size_t bytes) {
+  if (api_->Bcast(data, static_cast<int>(bytes), api_->byte, 0, api_->world) != 0)
+    return IoError("--mpi: MPI_Bcast failed");
+  return Status::Ok();
+}
+
+Status MpiWorld::GatherToRoot(const std::string& blob, std::vector<std::string>* out) {
   const int mine = static_cast<int>(blob.size());
   std::vector<int> sizes(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
   api_->Gather(&mine, 1, api_->int32, sizes.data(), 1, api_->int32, 0, api_->world);
@@ -101,123 +109,8 @@ std::vector<std::string> MpiWorld::GatherToRoot(const std::string& blob) {
   std::string all(static_cast<size_t>(total), '\0');
   api_->Gatherv(blob.data(), mine, api_->byte, all.data(), sizes.data(), offsets.data(), api_->byte,
                 0, api_->world);
-  std::vector<std::string> out;
-  for (int i = 0; i < size_ && rank_ == 0; ++i) out.push_back(all.substr(offsets[i], sizes[i]));
-  return out;
-}
-
-namespace {
-
-// What one process sends rank 0: its actor's call outcomes and report, its hang flag, error and
-// times. Plain bytes: every process runs this same binary.
-class Blob {
- public:
-  explicit Blob(std::string s = {}) : s_(std::move(s)) {}
-  template <typename T>
-  void Put(const T& v) {
-    s_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void PutString(const std::string& v) {
-    Put<uint64_t>(v.size());
-    s_ += v;
-  }
-  template <typename T>
-  T Get() {
-    T v{};
-    if (pos_ + sizeof v <= s_.size()) std::memcpy(&v, s_.data() + pos_, sizeof v);
-    pos_ += sizeof v;
-    return v;
-  }
-  std::string GetString() {
-    const uint64_t n = Get<uint64_t>();
-    std::string v = pos_ + n <= s_.size() ? s_.substr(pos_, n) : std::string();
-    pos_ += n;
-    return v;
-  }
-  const std::string& str() const { return s_; }
-
- private:
-  std::string s_;
-  size_t pos_ = 0;
-};
-
-std::string Pack(const ReplayPlan& plan, uint32_t actor, const ExecResult& r) {
-  Blob b;
-  b.Put<uint32_t>(actor);
-  b.Put<uint8_t>(r.hang);
-  b.PutString(r.error);
-  b.Put<double>(r.seconds);
-  b.Put<double>(r.setup_seconds);
-  const ActorReport& a = r.actors[actor];
-  b.Put<uint64_t>(a.issued_units);
-  b.Put<uint8_t>(a.waiting_for_memory);
-  b.Put<uint64_t>(a.in_flight_heads.size());
-  for (uint32_t u : a.in_flight_heads) b.Put<uint32_t>(u);
-  for (uint32_t i = 0; i < plan.calls.size(); ++i) {
-    if (plan.calls[i].actor != actor) continue;
-    const CallOutcome& o = r.calls[i];
-    b.Put<uint32_t>(i);
-    b.Put<uint8_t>(static_cast<uint8_t>(o.issued | o.completed << 1 | o.failed << 2));
-    b.Put<CallCheck>(o.check);
-  }
-  return b.str();
-}
-
-void Unpack(const ReplayPlan& plan, const std::string& s, ExecResult* merged) {
-  Blob b(s);
-  const uint32_t actor = b.Get<uint32_t>();
-  if (actor >= plan.actors.size()) return;
-  merged->hang |= b.Get<uint8_t>() != 0;
-  const std::string error = b.GetString();
-  if (merged->error.empty()) merged->error = error;
-  merged->seconds = std::max(merged->seconds, b.Get<double>());
-  merged->setup_seconds = std::max(merged->setup_seconds, b.Get<double>());
-  ActorReport& a = merged->actors[actor];
-  a.issued_units = b.Get<uint64_t>();
-  a.waiting_for_memory = b.Get<uint8_t>() != 0;
-  const uint64_t heads = b.Get<uint64_t>();
-  for (uint64_t k = 0; k < heads && k < plan.units.size(); ++k)
-    a.in_flight_heads.push_back(b.Get<uint32_t>());
-  for (uint32_t i = 0; i < plan.calls.size(); ++i) {
-    if (plan.calls[i].actor != actor) continue;
-    const uint32_t idx = b.Get<uint32_t>();
-    const uint8_t flags = b.Get<uint8_t>();
-    const CallCheck check = b.Get<CallCheck>();
-    if (idx >= plan.calls.size()) return;
-    CallOutcome& o = merged->calls[idx];
-    o.issued = flags & 1;
-    o.completed = flags & 2;
-    o.failed = flags & 4;
-    o.check = check;
-  }
-}
-
-}  // namespace
-
-ExecResult ExecuteUnderMpi(MpiWorld& mpi, const ReplayPlan& plan, Backend& backend,
-                           const DataSource& data, const IssueOrder& order, ExecOptions options) {
-  const uint32_t actor = static_cast<uint32_t>(mpi.rank());
-  options.ids.assign(plan.comms.size(), ncclUniqueId{});
-  if (mpi.rank() == 0)
-    for (size_t ci = 0; ci < plan.comms.size(); ++ci)
-      if (plan.comms[ci].used) backend.nccl().GetUniqueId(&options.ids[ci]);
-  mpi.Broadcast(options.ids.data(), options.ids.size() * sizeof(ncclUniqueId));
-  options.run_actors = {actor};
-  options.device_slot = mpi.local_rank();
-  options.abort_grace_s = std::min(1.0, options.timeout_s / 2);
-  ExecResult local = Execute(plan, backend, data, order, options);
-  const std::vector<std::string> all = mpi.GatherToRoot(Pack(plan, actor, local));
-  if (mpi.rank() != 0) return local;
-  ExecResult merged;
-  merged.calls.resize(plan.calls.size());
-  merged.actors.resize(plan.actors.size());
-  for (const std::string& s : all) Unpack(plan, s, &merged);
-  const std::vector<uint64_t> positions = ReplayPositions(plan, order);
-  for (size_t i = 0; i < merged.calls.size(); ++i) merged.calls[i].position = positions[i];
-  if (merged.hang) merged.error.clear();
-  if (merged.hang || !merged.error.empty())
-    merged.stuck = ExplainStuck(plan, order, positions, merged.actors);
-  return merged;
+  for (int i = 0; i < size_ && rank_ == 0; ++i) out->push_back(all.substr(offsets[i], sizes[i]));
+  return Status::Ok();
 }
 
 }  // namespace ncclrr::replay

@@ -1,46 +1,45 @@
 #pragma once
 // --mpi: one process per actor under Open MPI, libmpi loaded at run time (its ABI: handles are
-// the addresses of ompi_mpi_comm_world, ompi_mpi_byte, ...). Every process loads the trace and
-// builds the same plan and orders; for each ordering, MPI rank 0 makes the communicator ids,
-// every process runs the actor whose index is its MPI rank, and rank 0 gathers the outcomes and
-// writes the report.
+// the addresses of ompi_mpi_comm_world, ompi_mpi_byte, ...). MPI rank 0 is the group's root;
+// every process runs the actor whose index is its MPI rank (process_group.h).
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "executor.h"
-#include "ncclrr/analysis/model.h"
-#include "ncclrr/replay/options.h"
-#include "ncclrr/replay/report.h"
+#include "gpu_sharing.h"
+#include "process_group.h"
 
 namespace ncclrr::replay {
 
-class MpiWorld {
+class MpiWorld : public ProcessGroup {
  public:
   // Loads libmpi ($NCCLRR_MPI_LIBRARY, libmpi.so.40, libmpi.so) and initializes it.
   static StatusOr<std::unique_ptr<MpiWorld>> Init();
-  ~MpiWorld();  // MPI_Finalize
+  ~MpiWorld() override;  // MPI_Finalize
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;
 
-  int rank() const { return rank_; }
   int size() const { return size_; }
-  int local_rank() const { return local_rank_; }
-  void Broadcast(void* data, size_t bytes);  // from rank 0
-  // Every process's blob, on rank 0 (empty elsewhere).
-  std::vector<std::string> GatherToRoot(const std::string& blob);
+  // This host's ranks over its GPUs (local rank modulo GPUs): sets what NCCL needs when ranks
+  // share a GPU. Call before the first NCCL call.
+  GpuPlacement Place(int gpus, int nccl_version);
+
+  bool root() const override { return rank_ == 0; }
+  int actor() const override { return rank_; }
+  int device_slot() const override { return placement_.SlotOf(local_rank_); }
+  uint64_t memory_budget(uint64_t per_gpu) const override {
+    return per_gpu / static_cast<uint64_t>(placement_.SharersOf(device_slot()));
+  }
+  Status Broadcast(void* data, size_t bytes) override;
+  Status GatherToRoot(const std::string& blob, std::vector<std::string>* all) override;
 
   struct Api;
 
  private:
   MpiWorld() = default;
   std::unique_ptr<Api> api_;
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  GpuPlacement placement_;
 };
-
-// Execute() for one process of an MPI job: runs actor rank(), then merges every process's
-// outcomes on rank 0 (other ranks return only their own).
-ExecResult ExecuteUnderMpi(MpiWorld& mpi, const ReplayPlan& plan, Backend& backend,
-                           const DataSource& data, const IssueOrder& order, ExecOptions options);
 
 }  // namespace ncclrr::replay

@@ -20,6 +20,8 @@ ReplayEnv Read() {
   e.timing = Str("NCCLRR_REPLAY_TIMING") == "1";
   if (const std::string lr = Str("OMPI_COMM_WORLD_LOCAL_RANK"); !lr.empty())
     e.mpi_local_rank = std::atoi(lr.c_str());
+  if (const std::string ls = Str("OMPI_COMM_WORLD_LOCAL_SIZE"); !ls.empty())
+    e.mpi_local_size = std::atoi(ls.c_str());
   return e;
 }
 

@@ -13,6 +13,7 @@ struct ReplayEnv {
   uint64_t memory_budget = 0;    // NCCLRR_REPLAY_MEMORY_MB, in bytes (0: unset)
   bool timing = false;           // NCCLRR_REPLAY_TIMING=1
   int mpi_local_rank = -1;       // OMPI_COMM_WORLD_LOCAL_RANK (-1: unset)
+  int mpi_local_size = 0;        // OMPI_COMM_WORLD_LOCAL_SIZE (0: unset)
 };
 
 const ReplayEnv& Env();

@@ -8,9 +8,11 @@
 #include <utility>
 
 #include "backend.h"
+#include "child_processes.h"
 #include "data.h"
 #include "executor.h"
 #include "explain.h"
+#include "gpu_sharing.h"
 #include "mpi.h"
 #include "order.h"
 #include "plan.h"
@@ -46,8 +48,11 @@ double BusBytes(const PlanCall& c, int n) {
 
 class Replayer {
  public:
-  Replayer(const analysis::TraceModel& model, const ReplayOptions& options, MpiWorld* mpi)
-      : model_(model), opt_(options), mpi_(mpi) {}
+  // `group`: this process's part of a one-process-per-rank replay (a child's link); `mpi` when it
+  // runs under mpirun; neither: this process replays every rank, or starts a child per rank.
+  Replayer(const analysis::TraceModel& model, const ReplayOptions& options, ProcessGroup* group,
+           MpiWorld* mpi)
+      : model_(model), opt_(options), group_(mpi ? mpi : group), mpi_(mpi) {}
 
   StatusOr<ReplayReport> Run() {
     auto plan = BuildPlan(model_);
@@ -92,19 +97,7 @@ class Replayer {
     auto backend = opt_.backend == BackendKind::kHost ? MakeHostBackend(cfg) : MakeNcclBackend(cfg);
     if (!backend.ok()) return backend.status();
     backend_ = std::move(*backend);
-    if (mpi_ != nullptr && static_cast<int>(plan_.actors.size()) != mpi_->size())
-      return InvalidArgument("--mpi: the trace has " + std::to_string(plan_.actors.size()) +
-                             " ranks to replay (one per recorded process and device), so run "
-                             "it with mpirun -np " +
-                             std::to_string(plan_.actors.size()) + " (this job has " +
-                             std::to_string(mpi_->size()) + " processes)");
-    if (mpi_ == nullptr && static_cast<int>(plan_.actors.size()) > backend_->MaxActors())
-      return InvalidArgument(
-          "--backend nccl: the trace has " + std::to_string(plan_.actors.size()) +
-          " ranks to replay (one per recorded process and device) but this machine has " +
-          std::to_string(backend_->MaxActors()) +
-          " GPU(s), and NCCL refuses two ranks of one communicator on one GPU; replay with "
-          "--backend host (any number of ranks), or across hosts with mpirun ... --mpi");
+    NCCLRR_RETURN_IF_ERROR(PlaceRanks());
     auto data = DataSource::Create(plan_, opt_.data, opt_.seed);
     if (!data.ok()) return data.status();
     data_ = std::move(*data);
@@ -129,7 +122,67 @@ class Replayer {
       report_.warnings.insert(report_.warnings.end(), list->begin(), list->end());
     budget_ = opt_.memory_budget_bytes ? opt_.memory_budget_bytes : Env().memory_budget;
     if (budget_ == 0) budget_ = opt_.backend == BackendKind::kHost ? (1ull << 30) : (8ull << 30);
+    if (group_ == nullptr && spawn_) return StartChildren();
+    if (mpi_ != nullptr) {
+      NCCLRR_RETURN_IF_ERROR(CheckMemoryFits(plan_, placement_, budget_));
+      report_.mode = "one process per rank under mpirun (" + std::to_string(mpi_->size()) +
+                     " processes); on MPI rank 0's host: " + placement_.Describe() +
+                     MemoryText(mpi_->memory_budget(budget_));
+    }
     return Status::Ok();
+  }
+
+  // One process replays every rank (a thread each), or one process per rank: under mpirun, as
+  // asked (--processes), or because the trace has more ranks than this machine has GPUs.
+  Status PlaceRanks() {
+    const int actors = static_cast<int>(plan_.actors.size());
+    const bool nccl = opt_.backend == BackendKind::kNccl;
+    const int gpus = nccl ? backend_->MaxActors() : 0;
+    if (mpi_ != nullptr) {
+      if (actors != mpi_->size())
+        return InvalidArgument("--mpi: the trace has " + std::to_string(actors) +
+                               " ranks to replay (one per recorded process and device), so run "
+                               "it with mpirun -np " +
+                               std::to_string(actors) + " (this job has " +
+                               std::to_string(mpi_->size()) + " processes)");
+      placement_ = mpi_->Place(gpus, backend_->nccl().version);
+      return Status::Ok();
+    }
+    if (group_ != nullptr) return Status::Ok();  // a child: the parent placed it
+    spawn_ = opt_.processes || (nccl && actors > gpus);
+    if (!spawn_) {
+      report_.mode = std::string("one process, a thread per rank") +
+                     (nccl ? ", one GPU per rank" : "");
+      return Status::Ok();
+    }
+    if (opt_.command_line.empty())
+      return InvalidArgument(
+          "--backend nccl: the trace has " + std::to_string(actors) +
+          " ranks to replay but this machine has " + std::to_string(gpus) +
+          " GPU(s); replaying them as one process per rank needs the replay's command line "
+          "(`ncclrr replay` sets it; library callers set ReplayOptions::command_line)");
+    placement_ = PlaceOnGpus(actors, gpus, backend_->nccl().version);
+    return Status::Ok();
+  }
+
+  Status StartChildren() {
+    NCCLRR_RETURN_IF_ERROR(CheckMemoryFits(plan_, placement_, budget_));
+    auto children = ChildProcesses::Start(opt_.command_line, placement_, budget_,
+                                          2 * opt_.timeout_s + 30);
+    if (!children.ok()) return children.status();
+    children_ = std::move(*children);
+    group_ = children_.get();
+    const uint64_t per_rank = budget_ / static_cast<uint64_t>(placement_.MaxPerGpu());
+    report_.mode = "one process per rank: " + placement_.Describe() +
+                   (opt_.backend == BackendKind::kNccl ? MemoryText(per_rank) : "");
+    return Status::Ok();
+  }
+
+  std::string MemoryText(uint64_t per_rank) const {
+    if (opt_.backend != BackendKind::kNccl || placement_.sharing == GpuSharing::kNone) return "";
+    return "; replay memory " + std::to_string(per_rank >> 20) + " MiB per rank (" +
+           std::to_string(budget_ >> 20) + " MiB per GPU, NCCLRR_REPLAY_MEMORY_MB, shared by " +
+           "its ranks)";
   }
 
   void Permute(const OrderSpec& spec) {
@@ -166,12 +219,12 @@ class Replayer {
     ExecOptions eo;
     eo.verify = opt_.verify;
     eo.timeout_s = opt_.timeout_s;
-    eo.memory_budget = budget_;
+    eo.memory_budget = group_ ? group_->memory_budget(budget_) : budget_;
     eo.warmup = opt_.backend == BackendKind::kNccl;
     eo.label = label + " order";
     eo.progress = opt_.progress;
-    const ExecResult ex = mpi_ ? ExecuteUnderMpi(*mpi_, plan_, *backend_, *data_, order, eo)
-                               : Execute(plan_, *backend_, *data_, order, eo);
+    const ExecResult ex = group_ ? ExecuteInGroup(*group_, plan_, *backend_, *data_, order, eo)
+                                 : Execute(plan_, *backend_, *data_, order, eo);
     OrderResult r;
     r.order = label;
     r.moved_calls = order.moved_calls;
@@ -243,7 +296,11 @@ class Replayer {
 
   const analysis::TraceModel& model_;
   const ReplayOptions& opt_;
+  ProcessGroup* group_;
   MpiWorld* mpi_;
+  bool spawn_ = false;
+  GpuPlacement placement_;
+  std::unique_ptr<ChildProcesses> children_;
   ReplayPlan plan_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DataSource> data_;
@@ -256,17 +313,28 @@ class Replayer {
 }  // namespace
 
 StatusOr<ReplayReport> Replay(const analysis::TraceModel& model, const ReplayOptions& options) {
-  if (!options.mpi) return Replayer(model, options, nullptr).Run();
+  auto child = ChildLink::FromEnvironment();
+  if (!child.ok()) return child.status();
+  if (*child) {  // one rank of a parent replay: its report is the parent's to write
+    ReplayOptions quiet = options;
+    quiet.progress = nullptr;
+    auto report = Replayer(model, quiet, child->get(), nullptr).Run();
+    if (!report.ok()) return report.status();
+    report->secondary_exit_code = report->ExitCode();
+    report->secondary = true;
+    return report;
+  }
+  if (!options.mpi) return Replayer(model, options, nullptr, nullptr).Run();
   auto mpi = MpiWorld::Init();
   if (!mpi.ok()) return mpi.status();
-  auto report = Replayer(model, options, mpi->get()).Run();
+  auto report = Replayer(model, options, nullptr, mpi->get()).Run();
   // Every process leaves with rank 0's verdict (an error on one rank is an error for all).
   int code = report.ok() ? report->ExitCode() : 2;
-  (*mpi)->Broadcast(&code, sizeof code);
+  (void)(*mpi)->Broadcast(&code, sizeof code);
   if (!report.ok()) return report.status();
-  if ((*mpi)->rank() != 0) {
-    report->mpi_secondary = true;
-    report->mpi_exit_code = code;
+  if (!(*mpi)->root()) {
+    report->secondary = true;
+    report->secondary_exit_code = code;
   }
   return report;
 }

@@ -186,7 +186,7 @@ const char* OutcomeName(Outcome o) {
 }
 
 int ReplayReport::ExitCode() const {
-  if (mpi_secondary) return mpi_exit_code;
+  if (secondary) return secondary_exit_code;
   int code = 0;
   for (const OrderResult& r : results) {
     if (r.outcome == Outcome::kError) return 2;
@@ -234,6 +234,7 @@ std::string FormatText(const ReplayReport& rep) {
                     (rep.options.data == DataMode::kCaptured ? "captured" : "synthetic") +
                     " (seed " + std::to_string(rep.options.seed) + ")" +
                     (rep.options.verify ? "" : ", not verified (--no-verify)") + "\n";
+  if (!rep.mode.empty()) out += "mode: " + rep.mode + "\n";
   for (const std::string& w : rep.warnings) out += "note: " + w + "\n";
   std::string last_permute;
   for (const OrderResult& r : rep.results) {
@@ -255,6 +256,7 @@ std::string FormatJson(const ReplayReport& rep) {
   j.Set("seed", Json::Uint(rep.options.seed));
   j.Set("verify", Json::Bool(rep.options.verify));
   j.Set("timeout_s", Json::Number(rep.options.timeout_s));
+  j.Set("mode", Json::Str(rep.mode));
   Json v = Json::Object();
   v.Set("recorded", Json::Int(rep.recorded_nccl_version));
   v.Set("replay", Json::Int(rep.replay_nccl_version));

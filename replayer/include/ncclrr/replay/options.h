@@ -52,6 +52,11 @@ struct ReplayOptions {
   double timeout_s = 30;  // no progress for this long: abort the communicators, report a hang
   bool verify = true;     // false: pure speed run (no data generation or checking per call)
   bool mpi = false;       // one process per rank under Open MPI (nccl backend only)
+  // One child process per rank, started by the replay itself (always on the nccl backend when
+  // the trace has more ranks than there are GPUs). The children run `command_line` (the replay's
+  // arguments after the executable: "replay", DIR, ...) of this same executable.
+  bool processes = false;
+  std::vector<std::string> command_line;
 
   // Where the backends' libraries are. Empty: the host NCCL is found relative to the running
   // executable (../lib/libncclrr-hostnccl.so) or through $NCCLRR_HOSTNCCL_LIBRARY; the real NCCL

@@ -81,10 +81,13 @@ struct ReplayReport {
   std::vector<std::string> warnings;  // version differences, unsupported features, data notes
   std::vector<OrderResult> results;
   bool include_timing = false;  // add "timing" to each JSON result and text line
-  // --mpi: processes other than MPI rank 0 hold only their own part; rank 0 prints the report
-  // and every process exits with rank 0's code.
-  bool mpi_secondary = false;
-  int mpi_exit_code = 0;
+  // How the replay ran: "one process, a thread per rank", "one process per rank: 4 process(es)
+  // on 1 GPU(s) (up to 4 per GPU; ...)" and the replay memory per rank.
+  std::string mode;
+  // One process per rank (--mpi, --processes): processes other than the root hold only their
+  // own part and print nothing; under --mpi every process exits with rank 0's code.
+  bool secondary = false;
+  int secondary_exit_code = 0;
 
   // 0: every replayed call matched its reference; 1: any wrong result or hang; 2: any error.
   int ExitCode() const;
