@@ -1,5 +1,5 @@
 // ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] [--group]
-//                        [--race-elems N]
+//                        [--race-elems N] [--processes]
 //
 // Small NCCL programs with the bug classes ncclrr explains. Exit 0: every result right; 1: #wrong
 // > 0; 2: usage or setup error; 3: hang (an NCCL error, or the 20 s watchdog).
@@ -18,6 +18,7 @@
 #include <string>
 
 #include "backend.h"
+#include "processes.h"
 #include "runner.h"
 #include "sweep.h"
 
@@ -28,7 +29,7 @@ namespace {
 int Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: ncclrr-example SCENARIO [--ranks N] [--backend host|nccl] [--steps K] "
-               "[--group] [--race-elems N]\nscenarios: %s\n",
+               "[--group] [--race-elems N] [--processes]\nscenarios: %s\n",
                msg, (ScenarioNames() + ", sweep").c_str());
   return 2;
 }
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return Usage("missing SCENARIO");
   Options opt;
   std::string backend = "host";
+  bool processes = false;
   opt.scenario = std::strcmp(argv[1], "sweep") == 0 ? &SweepScenario() : FindScenario(argv[1]);
   if (opt.scenario == nullptr) return Usage((std::string("unknown scenario ") + argv[1]).c_str());
   for (int i = 2; i < argc; ++i) {
@@ -99,6 +101,8 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--group") {
       opt.group = true;
+    } else if (a == "--processes") {
+      processes = true;
     } else if (a == "--ranks" || a == "--steps" || a == "--backend" || a == "--race-elems") {
       const char* v = value();
       if (v == nullptr) return Usage(("missing value for " + a).c_str());
@@ -120,7 +124,19 @@ int main(int argc, char** argv) {
   if (opt.race_elems > 0 && opt.scenario->race_rank < 0)
     return Usage("--race-elems applies to send-race only");
   if (backend != "host" && backend != "nccl") return Usage("--backend must be host or nccl");
+  if (processes && (opt.group || opt.scenario->run != nullptr))
+    return Usage("--processes runs one rank per process: not with --group or sweep");
   if (backend == "nccl" && LoadedHostNccl()) return ReexecWithRealNccl(argv);
+  if (processes && ChildRank() < 0) {
+    std::printf("ncclrr-example %s: %d ranks as %d processes, backend %s\n", opt.scenario->name,
+                opt.ranks, opt.ranks, backend.c_str());
+    std::fflush(stdout);
+    return RunRankProcesses(argv, opt.ranks, backend == "nccl");
+  }
+  if (processes) {
+    opt.only_rank = ChildRank();
+    if (opt.only_rank >= opt.ranks) return Usage("NCCLRR_EXAMPLE_RANK is past --ranks");
+  }
 
   std::string error;
   std::unique_ptr<Backend> be =
@@ -135,7 +151,10 @@ int main(int argc, char** argv) {
   }
   std::printf("ncclrr-example %s: %s; %d ranks, %d steps, %s, backend %s\n", opt.scenario->name,
               opt.scenario->what, opt.ranks, opt.steps,
-              opt.group ? "one thread drives all ranks" : "one thread per rank", backend.c_str());
+              opt.group            ? "one thread drives all ranks"
+              : opt.only_rank >= 0 ? "one process per rank"
+                                   : "one thread per rank",
+              backend.c_str());
   std::fflush(stdout);
   StartWatchdog(watchdog_s);
   const int rc = Run(opt, *be);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "processes.h"
 #include "rank_threads.h"
 
 namespace ncclrr::example {
@@ -44,6 +45,11 @@ class Runner {
   Runner(const Options& opt, Backend& be)
       : opt_(opt), be_(be), ranks_(opt.ranks), tensors_(opt.scenario->tensors) {
     if (opt.race_elems > 0) tensors_[0].count = opt.race_elems;
+    if (opt.only_rank >= 0) {
+      ids_ = SharedIds(opt.scenario->comms, opt.only_rank);
+      prefix_ = "rank " + std::to_string(opt.only_rank) + " ";
+      return;
+    }
     ids_.resize(opt.scenario->comms);
     for (auto& id : ids_) ncclGetUniqueId(&id);
   }
@@ -155,7 +161,7 @@ class Runner {
 
   void Report(int step, long wrong) {
     total_ += wrong;
-    std::printf("step %d: #wrong %ld\n", step, wrong);
+    std::printf("%sstep %d: #wrong %ld\n", prefix_.c_str(), step, wrong);
     std::fflush(stdout);
     Heartbeat();
   }
@@ -189,6 +195,25 @@ class Runner {
         [&](int rank) { Finish(ranks_[rank]); });
   }
 
+  // --processes: this process is one rank; NCCL's collectives keep the steps aligned. On the host
+  // NCCL the send-race write is then not ordered before the peers' calls.
+  void RunOneRank(int rank) {
+    Rank& r = ranks_[rank];
+    Init(r, rank);
+    for (int step = 0; step < opt_.steps; ++step) {
+      Fill(r, step);
+      if (rank == opt_.scenario->race_rank)
+        IssueRacing(r, step);
+      else
+        Issue(r, step);
+      Sync(r, step);
+      Report(step, Wrong(r, step));
+    }
+    Finish(r);
+  }
+
+  const std::string& prefix() const { return prefix_; }
+
   // One thread drives every rank with group calls (TensorFlow's NcclManager, nccl-tests -g).
   void RunGroup() {
     ncclGroupStart();
@@ -221,6 +246,7 @@ class Runner {
   std::vector<Rank> ranks_;
   std::vector<TensorSpec> tensors_;  // the scenario's, with --race-elems applied
   std::vector<ncclUniqueId> ids_;
+  std::string prefix_;  // "rank 1 " when this process is one rank of several
   long total_ = 0;
 };
 
@@ -250,11 +276,13 @@ void StartWatchdog(int seconds) {
 int Run(const Options& opt, Backend& be) {
   if (opt.scenario->run != nullptr) return opt.scenario->run(opt, be);
   Runner runner(opt, be);
-  if (opt.group)
+  if (opt.only_rank >= 0)
+    runner.RunOneRank(opt.only_rank);
+  else if (opt.group)
     runner.RunGroup();
   else
     runner.RunThreads();
-  std::printf("total: #wrong %ld\n", runner.total());
+  std::printf("%stotal: #wrong %ld\n", runner.prefix().c_str(), runner.total());
   return runner.total() > 0 ? 1 : 0;
 }
 

@@ -15,6 +15,8 @@ struct Options {
   // send-race: elements of the raced tensor (0: the scenario's 1024). On a GPU a larger tensor
   // keeps NCCL reading long enough for the racing write to land mid-call.
   size_t race_elems = 0;
+  // --processes: this process runs only this rank (-1: every rank, a thread each).
+  int only_rank = -1;
 };
 
 // Returns the exit code: 0 all right, 1 wrong results. A hang (NCCL error or the watchdog) ends

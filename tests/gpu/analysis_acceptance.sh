@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `ncclrr check` acceptance on real NCCL (2 GPUs): every ncclrr-example scenario is recorded with
+# `ncclrr check` acceptance on real NCCL (2 GPUs, or 2 processes sharing one): every ncclrr-example scenario is recorded with
 # `ncclrr record`, checked, and its first finding compared with the expected kind and seq (clean
 # runs: no finding). The must-pass set is swap-diff-size, count-mismatch,
 # missing-collective (the example's watchdog ends it; the trace must still tell the story) and
@@ -12,7 +12,9 @@ mkdir -p "$W"
 N=$BUILD/bin/ncclrr
 EX=$BUILD/bin/ncclrr-example
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
-if [ "$NGPU" -lt 2 ]; then echo "needs 2 GPUs (found $NGPU)"; exit 2; fi
+# One GPU: the two ranks run as two processes sharing it, each its own NCCL host.
+PROC=()
+if [ "$NGPU" -lt 2 ]; then PROC=(--processes); export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}; fi
 fail=0
 say() { echo "$*" | tee -a "$W/summary.log"; }
 
@@ -22,7 +24,7 @@ while read -r sc kind seq must; do
   rm -rf "$t"
   start=$(date +%s%N)
   NCCLRR_NCCL_LIBRARY=$NCCL_DIR/libnccl.so.2 NCCLRR_EXAMPLE_WATCHDOG_S=${WATCHDOG_S:-20} \
-    timeout 240 "$N" record -o "$t" -- "$EX" "$sc" --backend nccl --ranks 2 --steps 4 \
+    timeout 240 "$N" record -o "$t" -- "$EX" "$sc" --backend nccl --ranks 2 --steps 4 "${PROC[@]}" \
     >"$W/$sc.record.log" 2>&1
   rec=$?
   "$N" check "$t" >"$W/$sc.check.txt" 2>&1

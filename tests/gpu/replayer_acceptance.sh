@@ -2,14 +2,17 @@
 # GPU acceptance and benchmark of the replayer (issue 7), on the GPU test machine.
 #  1. (one GPU) the nccl backend replays 1-rank communicators: a recorded PyTorch allreduce loop
 #     and a synthetic trace, recorded order, exit 0; the host backend agrees.
-#  2. (two GPUs) ncclrr-example swap-same-size and a PyTorch job with swapped same-size
+#  2. (two GPUs, or two processes sharing one) ncclrr-example swap-same-size and a PyTorch job with swapped same-size
 #     allreduces, recorded on real NCCL: `replay --backend nccl --order recorded` reproduces the
 #     wrong results (exit 1), `--order canonical` gives 0 wrong (exit 0), `--backend host` reaches
 #     the same verdicts offline. cross-comm-order replayed with permute shows orders that hang
-#     and orders that don't, and every hang ends at --timeout. More ranks than GPUs is refused.
+#     and orders that don't, and every hang ends at --timeout. More ranks than GPUs replay as
+#     processes sharing the GPUs.
 #  3. Benchmark: replay --no-verify of a recorded large-allreduce loop vs the recording's own bus
 #     bandwidth (>= 95% at >= 1 MiB), setup time for 10 k calls, verification cost.
-# The two-GPU steps are skipped (and say so) on a one-GPU machine.
+# On a one-GPU machine the two ranks of section 2 share the GPU (tests/gpu/
+# replay_shared_gpu_acceptance.sh covers that mode in full), and section 3 reports the ratio
+# without its 95% target (ranks sharing a GPU talk over sockets).
 #
 # Usage: tests/gpu/replayer_acceptance.sh   (from the repository root, build/ built)
 # Writes $OUT/replayer_acceptance.log, $OUT/replayer_bench.txt and the reports under
@@ -90,11 +93,13 @@ expect_rc "recorded PyTorch 1-rank loop, nccl backend" 0
 replay loop1-host "$WORK/loop1" --backend host
 expect_rc "recorded PyTorch 1-rank loop, host backend" 0
 
-if [ "$GPUS" -ge 2 ]; then
-  say "== 2. two GPUs: the motivating bug recorded on real NCCL, replayed on both backends"
+PROC=()
+if [ "$GPUS" -lt 2 ]; then PROC=(--processes); export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}; fi
+if true; then
+  say "== 2. two ranks ($([ "$GPUS" -ge 2 ] && echo "two GPUs" || echo "two processes sharing one GPU")): the motivating bug recorded on real NCCL, replayed on both backends"
   for job in example torch; do
     if [ $job = example ]; then
-      record "$WORK/swap-$job" "$EXAMPLE" swap-same-size --backend nccl
+      record "$WORK/swap-$job" "$EXAMPLE" swap-same-size --backend nccl "${PROC[@]}"
     else
       record "$WORK/swap-$job" "${TORCHRUN[@]}" --nproc-per-node 2 "$JOB" swap
     fi
@@ -115,7 +120,7 @@ if [ "$GPUS" -ge 2 ]; then
   done
 
   say "== 2b. cross-comm-order: permutations that hang and ones that don't"
-  NCCLRR_EXAMPLE_WATCHDOG_S=10 record "$WORK/cross" "$EXAMPLE" cross-comm-order --backend nccl --steps 2
+  NCCLRR_EXAMPLE_WATCHDOG_S=10 record "$WORK/cross" "$EXAMPLE" cross-comm-order --backend nccl --steps 2 "${PROC[@]}"
   for be in nccl host; do
     start=$(date +%s)
     replay "cross-$be-permute" "$WORK/cross" --backend $be --order recorded,canonical,permute:8 --timeout 5
@@ -128,18 +133,17 @@ if [ "$GPUS" -ge 2 ]; then
       fail "cross-comm $be: canonical"
   done
 
-  say "== 2c. more ranks than GPUs is refused"
+  say "== 2c. more ranks than GPUs replay as processes sharing them"
   "$BENCH" gen "$WORK/syn-many" $((GPUS + 1)) 4 1024 >>"$LOG" 2>&1
   replay many "$WORK/syn-many" --backend nccl
-  expect_rc "$((GPUS + 1)) ranks on $GPUS GPUs" 2
-  grep -q "GPU" "$REP/many.err" && pass "the refusal says why" || fail "refusal message"
-else
-  say "== 2. SKIPPED: the two-GPU steps need two GPUs (this machine has $GPUS)"
+  expect_rc "$((GPUS + 1)) ranks on $GPUS GPUs" 0
+  grep -q "^mode: one process per rank" "$REP/many.txt" && pass "the report says how it ran" ||
+    fail "mode line"
 fi
 fi  # NCCLRR_REPLAYER_ONLY_BENCH
 
 say "== 3. benchmark (details in $BENCHLOG)"
-ranks=$([ "$GPUS" -ge 2 ] && echo 2 || echo 1)
+ranks=2
 {
   echo "replay --no-verify vs the recording's bus bandwidth ($ranks rank(s), NCCL_ALGO=Ring NCCL_PROTO=Simple, pinned on both)"
   printf "%8s %14s %14s %8s\n" MiB record_GB/s replay_GB/s ratio
@@ -152,7 +156,9 @@ for mb in 1 16 64 256; do
   rep=$(json "$JSON" 'd["results"][0]["timing"]["bus_gbps"]')
   ratio=$("$PY" -c "print(f'{float(\"${rep:-0}\")/float(\"${rec:-1}\"):.3f}')" 2>/dev/null)
   printf "%8s %14s %14s %8s\n" "$mb" "${rec:-?}" "${rep:-?}" "${ratio:-?}" | tee -a "$BENCHLOG" >>"$LOG"
-  if "$PY" -c "import sys; sys.exit(0 if float('${ratio:-0}') >= 0.95 else 1)"; then
+  if [ "$GPUS" -lt 2 ]; then
+    say "   (ranks share one GPU: the ratio is reported, not held to 95%)"
+  elif "$PY" -c "import sys; sys.exit(0 if float('${ratio:-0}') >= 0.95 else 1)"; then
     pass "replay reaches >= 95% of the recording's bus bandwidth at $mb MiB"
   else
     fail "replay bandwidth at $mb MiB: ratio ${ratio:-?}"

@@ -1,4 +1,5 @@
-"""PyTorch jobs for tests/gpu/replayer_acceptance.sh (run with torchrun --nproc-per-node N).
+"""PyTorch jobs for tests/gpu/replayer_acceptance.sh (run with torchrun --nproc-per-node N; more
+ranks than GPUs share them, each process with its own NCCL_HOSTID).
 
   loop --mb M --iters K   one M-MiB float32 allreduce K times (after 5 warm-up calls); prints
                           the bus bandwidth nccl-tests would report: "busbw_gbps X"
@@ -8,6 +9,7 @@
 """
 import argparse
 import os
+import socket
 
 import torch
 import torch.distributed as dist
@@ -16,6 +18,11 @@ import torch.distributed as dist
 def setup():
     rank = int(os.environ["RANK"])
     local = int(os.environ.get("LOCAL_RANK", rank))
+    if int(os.environ.get("LOCAL_WORLD_SIZE", 1)) > torch.cuda.device_count():
+        # More ranks than GPUs: each process its own NCCL host, so ranks may share a GPU (NCCL
+        # then connects them through its network transport; results are real, speed is not).
+        os.environ.setdefault("NCCL_HOSTID", f"{socket.gethostname()}-rank{rank}")
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
     torch.cuda.set_device(local % torch.cuda.device_count())
     dist.init_process_group("nccl", device_id=torch.device("cuda", local % torch.cuda.device_count()))
     return rank, dist.get_world_size()
