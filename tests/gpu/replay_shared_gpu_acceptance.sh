@@ -44,7 +44,7 @@ mode() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("mode
 replay() {
   local label=$1 dir=$2; shift 2
   local t0=$(date +%s.%N)
-  timeout 600 "$N" replay "$dir" "$@" --json >"$REP/$label.json" 2>"$REP/$label.err"
+  timeout 120 "$N" replay "$dir" "$@" --json >"$REP/$label.json" 2>"$REP/$label.err"
   RC=$?
   SECS=$("$PY" -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
   [ "${REPLAY_TEXT:-0}" = 1 ] && "$N" replay "$dir" "$@" >"$REP/$label.txt" 2>/dev/null
