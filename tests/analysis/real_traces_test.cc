@@ -83,7 +83,10 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"two-groups-first", FindingKind::kCrossCommOrder, 0},
         RealTrace{"two-groups", FindingKind::kCrossCommOrder, 21},
         // A JAX process takes a rank-dependent branch with an extra psum.
-        RealTrace{"jax-branch", FindingKind::kMissingCall, 8}),
+        RealTrace{"jax-branch", FindingKind::kMissingCall, 8},
+        // Four PyTorch processes sharing one GPU; rank 1 swaps two same-size allreduces on odd
+        // steps: one finding, repeated twice.
+        RealTrace{"torch4-swap", FindingKind::kSuspectedSwap, 2, 2}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -81,6 +81,21 @@ TEST(ExampleRuns, RaceElemsResizesTheRacedTensor) {
   EXPECT_THAT(r.out, ::testing::HasSubstr("step 0: #wrong 10000\nstep 1: #wrong 10000\n"));
 }
 
+// --processes: one process per rank, as launchers run real jobs; each prints its own steps.
+TEST(ExampleRuns, ProcessesRunOneRankEach) {
+  const Result swap = RunExample("swap-same-size --ranks 3 --processes");
+  EXPECT_EQ(swap.code, 1) << swap.out;
+  for (const char* line : {"rank 0 step 1: #wrong 2048\n", "rank 1 step 1: #wrong 2048\n",
+                           "rank 2 step 1: #wrong 2048\n", "rank 1 step 2: #wrong 0\n",
+                           "processes: 3 rank(s), exit 1\n"})
+    EXPECT_THAT(swap.out, ::testing::HasSubstr(line));
+  EXPECT_EQ(RunExample("clean --processes").code, 0);
+  const Result hang = RunExample("missing-collective --processes");
+  EXPECT_EQ(hang.code, 3) << hang.out;
+  EXPECT_THAT(hang.out, ::testing::HasSubstr("#hang"));
+  EXPECT_EQ(RunExample("clean --processes --group").code, 2);
+}
+
 TEST(ExampleRuns, UsageErrors) {
   EXPECT_EQ(RunExample("no-such-scenario").code, 2);
   EXPECT_EQ(RunExample("clean --ranks 0").code, 2);

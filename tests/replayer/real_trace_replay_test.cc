@@ -5,6 +5,8 @@
 // that `check` uses, is right.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -35,6 +37,26 @@ TEST(RealTraceReplay, SameShapeSwapOfFreshGradientsIsWrongOnlyWhereSwapped) {
   EXPECT_EQ(recorded.wrong_calls, 12u);
   EXPECT_EQ(canonical.outcome, replay::Outcome::kRight);
   EXPECT_EQ(canonical.wrong_calls, 0u);
+}
+
+// tests/data/real/torch4-swap: four PyTorch processes on one GPU (real NCCL), rank 1 swapping two
+// same-size allreduces on odd steps. The replay as one process and as one process per rank (as
+// the nccl backend runs it on one GPU) gives the same report: 3 of 6 steps wrong, canonical right.
+TEST(RealTraceReplay, FourProcessJobReplaysAlikeInOneProcessAndAsProcesses) {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  const std::string dir =
+      (std::filesystem::path(src ? src : ".") / "tests/data/real/torch4-swap").string();
+  const std::string args = "replay " + dir + " --order recorded,canonical";
+  const CommandResult one = RunNcclrr(args);
+  const CommandResult many = RunNcclrr(args + " --processes");
+  EXPECT_EQ(one.code, 1);
+  EXPECT_EQ(many.code, 1);
+  const std::string summary =
+      "summary: recorded order: 3 of 6 steps wrong (seq 2\u20133, 6\u20137, 10\u201311 swapped on "
+      "rank 1); canonical order: 0 wrong\n";
+  EXPECT_NE(one.out.find(summary), std::string::npos) << one.out;
+  EXPECT_NE(many.out.find(summary), std::string::npos) << many.out;
+  EXPECT_NE(many.out.find("mode: one process per rank: 4 process(es)"), std::string::npos);
 }
 
 }  // namespace
