@@ -4,15 +4,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <unordered_set>
 
-#include "frame_io.h"
-#include "ncclrr/crc32c.h"
+#include "frame_reader.h"
 #include "ncclrr/format.h"
 #include "ncclrr/schema/trace_generated.h"
 
@@ -41,143 +39,24 @@ class MappedFile {
   }
   const uint8_t* data() const { return static_cast<const uint8_t*>(data_); }
   size_t size() const { return size_; }
+  internal::ByteView view() const { return {data(), size_}; }
 
  private:
   void* data_ = nullptr;
   size_t size_ = 0;
 };
 
-template <typename T>
-T Load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
-
-Status ParseHeader(const std::string& path, const MappedFile& f, HeaderData* out, size_t* end) {
-  const uint8_t* p = f.data();
-  const std::string expect =
-      "; expected an ncclrr trace (a file written by `ncclrr record`, starting with the bytes "
-      "\\x89NCCLRR)";
-  if (f.size() == 0) return Corrupt("'" + path + "' is empty" + expect);
-  if (std::memcmp(p, format::kFileMagic, std::min<size_t>(8, f.size())) != 0)
-    return Corrupt("'" + path + "' is not an ncclrr trace: wrong magic bytes" + expect);
-  if (f.size() < format::kFilePreambleSize)
-    return Corrupt("'" + path + "' ends inside its file header (" + std::to_string(f.size()) +
-                   " of at least 20 bytes); the recording process died before writing anything");
-  out->format_major = Load<uint16_t>(p + 8);
-  out->format_minor = Load<uint16_t>(p + 10);
-  if (out->format_major > format::kMajor)
-    return Unsupported("'" + path + "' uses trace format " + std::to_string(out->format_major) +
-                       "." + std::to_string(out->format_minor) + ", newer than this ncclrr (" +
-                       std::to_string(format::kMajor) + "." + std::to_string(format::kMinor) +
-                       "); read it with a newer ncclrr");
-  if (out->format_major == 0)
-    return Corrupt("'" + path +
-                   "' has trace format major version 0, which no ncclrr wrote; the "
-                   "file is damaged");
-  const uint32_t hsize = Load<uint32_t>(p + 12);
-  const uint32_t hcrc = Load<uint32_t>(p + 16);
-  if (f.size() < format::kFilePreambleSize + hsize)
-    return Corrupt("'" + path + "' ends inside its file header (" + std::to_string(f.size()) +
-                   " of " + std::to_string(format::kFilePreambleSize + hsize) + " bytes)");
-  const uint8_t* hp = p + format::kFilePreambleSize;
-  if (Crc32c(hp, hsize, Crc32c(p + 8, 8)) != hcrc)
-    return Corrupt("'" + path + "': the file header fails its checksum; the file is damaged");
-  flatbuffers::Verifier v(hp, hsize);
-  if (!v.VerifyBuffer<fb::Header>(nullptr))
-    return Corrupt("'" + path + "': the file header is malformed");
-  const fb::Header* h = flatbuffers::GetRoot<fb::Header>(hp);
-  out->schema_hash = Str(h->schema_hash());
-  out->host = Str(h->host());
-  out->pid = h->pid();
-  out->ppid = h->ppid();
-  out->start_mono_ns = h->start_mono_ns();
-  out->start_real_ns = h->start_real_ns();
-  out->nccl_version = h->nccl_version();
-  out->cuda_version = h->cuda_version();
-  out->route = static_cast<Route>(h->route());
-  out->ring_mode = h->ring_mode();
-  out->ring_capacity = h->ring_capacity();
-  if (h->argv())
-    for (const auto* a : *h->argv()) out->argv.push_back(Str(a));
-  if (h->env())
-    for (const auto* kv : *h->env()) out->env[Str(kv->key())] = Str(kv->value());
-  *end = format::kFilePreambleSize + hsize;
-  return Status::Ok();
-}
-
-// Checks the frame at `off`; on success sets the decoded payload.
-enum class FrameCheck { kOk, kTorn, kBad };
-FrameCheck CheckFrame(const MappedFile& f, size_t off, internal::FrameHeader* h,
-                      std::vector<uint8_t>* scratch, const uint8_t** payload, size_t* psize,
-                      size_t* frame_bytes) {
-  if (off + format::kFrameHeaderSize > f.size()) return FrameCheck::kTorn;
-  std::memcpy(h, f.data() + off, sizeof *h);
-  if (h->magic != format::kFrameMagic || h->stored_size > format::kMaxFrameBytes ||
-      h->raw_size > format::kMaxFrameBytes || (h->flags & ~format::kFlagTransposed) != 0)
-    return FrameCheck::kBad;
-  const size_t ext = (h->flags & format::kFlagTransposed) ? format::kFrameExtensionSize : 0;
-  *frame_bytes = format::kFrameHeaderSize + ext + h->stored_size;
-  if (off + *frame_bytes > f.size()) return FrameCheck::kTorn;
-  const uint8_t* extension = f.data() + off + format::kFrameHeaderSize;
-  const uint8_t* stored = extension + ext;
-  if (internal::FrameCrc(*h, extension, stored) != h->crc) return FrameCheck::kBad;
-  if (h->codec == static_cast<uint16_t>(format::Codec::kNone)) {
-    *payload = stored;
-    *psize = h->stored_size;
-  } else if (h->codec == static_cast<uint16_t>(format::Codec::kZstd)) {
-    scratch[0].resize(h->raw_size);
-    const size_t n = ZSTD_decompress(scratch[0].data(), scratch[0].size(), stored, h->stored_size);
-    if (ZSTD_isError(n) || n != h->raw_size) return FrameCheck::kBad;
-    *payload = scratch[0].data();
-    *psize = n;
-  } else {
-    return FrameCheck::kBad;
-  }
-  if (ext) {
-    uint32_t e[3];
-    std::memcpy(e, extension, sizeof e);
-    const internal::TransposedRegion r{e[0], e[1], e[2]};
-    if (r.row_words == 0 || size_t{r.offset} + r.bytes() > *psize) return FrameCheck::kBad;
-    scratch[1].resize(*psize);
-    uint8_t* out = scratch[1].data();
-    std::memcpy(out, *payload, r.offset);
-    internal::UntransposeDelta(*payload + r.offset, out + r.offset, r.rows, r.row_words);
-    const size_t tail = r.offset + r.bytes();
-    std::memcpy(out + tail, *payload + tail, *psize - tail);
-    *payload = out;
-  }
-  flatbuffers::Verifier v(*payload, *psize, 64, 100'000'000);
-  if (!v.VerifyBuffer<fb::Batch>(fb::BatchIdentifier())) return FrameCheck::kBad;
-  return FrameCheck::kOk;
-}
-
-// Finds the next offset after `from` where a valid frame starts, or f.size().
-size_t Resync(const MappedFile& f, size_t from, std::vector<uint8_t>* scratch) {
-  // `scratch` is the reader's pair of buffers (see ForEachBatch).
-  internal::FrameHeader h;
-  const uint8_t* payload;
-  size_t psize, frame_bytes;
-  for (size_t off = from; off + format::kFrameHeaderSize <= f.size(); ++off) {
-    if (Load<uint32_t>(f.data() + off) != format::kFrameMagic) continue;
-    if (CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes) == FrameCheck::kOk)
-      return off;
-  }
-  return f.size();
-}
-
 }  // namespace
 
 Status ForEachBatch(const std::string& path, HeaderData* header,
                     const std::function<void(const fb::Batch&)>& on_batch,
                     std::vector<std::string>* warnings, TraceFile* stats) {
-  MappedFile f;
-  NCCLRR_RETURN_IF_ERROR(f.Open(path));
+  using internal::FrameCheck;
+  MappedFile file;
+  NCCLRR_RETURN_IF_ERROR(file.Open(path));
+  const internal::ByteView f = file.view();
   size_t off = 0;
-  NCCLRR_RETURN_IF_ERROR(ParseHeader(path, f, header, &off));
+  NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, f, header, &off));
   std::vector<uint8_t> scratch[2];  // decompressed payload, un-transposed payload
   uint64_t frames = 0, bad = 0;
   bool torn = false;
@@ -185,14 +64,14 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
     internal::FrameHeader h;
     const uint8_t* payload = nullptr;
     size_t psize = 0, frame_bytes = 0;
-    const FrameCheck c = CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes);
+    const FrameCheck c = internal::CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes);
     if (c == FrameCheck::kOk) {
       on_batch(*flatbuffers::GetRoot<fb::Batch>(payload));
       ++frames;
       off += frame_bytes;
       continue;
     }
-    const size_t next = Resync(f, off + 1, scratch);
+    const size_t next = internal::Resync(f, off + 1, scratch);
     if (c == FrameCheck::kTorn && next == f.size()) {
       torn = true;
       warnings->push_back(path + ": torn tail at byte offset " + std::to_string(off) + " of " +
@@ -220,59 +99,6 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
 }
 
 namespace {
-
-template <typename Pod, typename Fb>
-void AppendStructs(const flatbuffers::Vector<const Fb*>* v, std::vector<Pod>* out) {
-  static_assert(sizeof(Pod) == sizeof(Fb));
-  if (!v || v->size() == 0) return;
-  // One copy, no zero-fill: the layouts are identical (checked in tests/recorder).
-  const Pod* first = reinterpret_cast<const Pod*>(v->Data());
-  out->insert(out->end(), first, first + v->size());
-}
-
-void Collect(const fb::Batch& b, TraceFile* t) {
-  if (b.strings())
-    for (const auto* s : *b.strings()) t->strings[s->id()] = Str(s->text());
-  AppendStructs(b.comms(), &t->comms);
-  AppendStructs(b.calls(), &t->calls);
-  AppendStructs(b.clocks(), &t->clocks);
-  AppendStructs(b.drops(), &t->drops);
-  AppendStructs(b.gpu_times(), &t->gpu_times);
-  AppendStructs(b.graph_events(), &t->graph_events);
-  AppendStructs(b.queries(), &t->queries);
-  if (b.notes())
-    for (const auto* n : *b.notes())
-      t->notes.push_back({n->time_ns(), static_cast<NoteLevel>(n->level()), Str(n->text())});
-  if (b.sketches()) {
-    for (const auto* s : *b.sketches()) {
-      SketchData d;
-      d.call_uid = s->call_uid();
-      d.which = static_cast<SketchWhich>(s->which());
-      d.dtype = s->dtype();
-      d.count = s->count();
-      d.first = s->first();
-      if (s->dots())
-        for (size_t i = 0; i < std::min<size_t>(kSketchDots, s->dots()->size()); ++i)
-          d.dots[i] = s->dots()->Get(i);
-      d.sumsq = s->sumsq();
-      d.nan = s->nan();
-      d.posinf = s->posinf();
-      d.neginf = s->neginf();
-      if (s->sample_idx()) d.sample_idx.assign(s->sample_idx()->begin(), s->sample_idx()->end());
-      if (s->samples()) d.samples.assign(s->samples()->begin(), s->samples()->end());
-      d.launch = s->launch();
-      t->sketches.push_back(std::move(d));
-    }
-  }
-  if (b.captures())
-    for (const auto* c : *b.captures())
-      t->captures.push_back({c->call_uid(), static_cast<SketchWhich>(c->which()), Str(c->file()),
-                             c->offset(), c->bytes()});
-  if (b.footer())
-    t->footer = FooterData{b.footer()->clean(), b.footer()->calls(), b.footer()->dropped(),
-                           b.footer()->end_ns(), Str(b.footer()->reason())};
-  if (b.nccl_version() != 0) t->nccl_version = b.nccl_version();
-}
 
 // A call written while in flight and written again when it returned is kept once, as returned.
 void DropSupersededInFlight(TraceFile* t) {
@@ -306,7 +132,8 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path) {
   TraceFile t;
   t.path = path;
   NCCLRR_RETURN_IF_ERROR(ForEachBatch(
-      path, &t.header, [&](const fb::Batch& b) { Collect(b, &t); }, &t.warnings, &t));
+      path, &t.header, [&](const fb::Batch& b) { internal::CollectBatch(b, &t); }, &t.warnings,
+      &t));
   if (t.nccl_version == 0) t.nccl_version = t.header.nccl_version;
   DropSupersededInFlight(&t);
   if (!t.footer && !t.torn)

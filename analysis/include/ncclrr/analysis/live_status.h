@@ -1,0 +1,121 @@
+#pragma once
+// `ncclrr status DIR`: which rank is stuck where, while the job still runs. The trace files of a
+// running job grow (records are flushed every few tens of milliseconds; calls blocked in NCCL are
+// written as in-flight records); LiveStatus follows every file, reading only what was appended
+// since the last refresh, and keeps per communicator rank the last collectives it issued and the
+// call it is blocked in. From those it tells, per communicator:
+//   running    every rank keeps up;
+//   straggler  some ranks have not yet issued a collective the others issued a while ago
+//              (shorter than hang_after_s): who, and how far behind;
+//   hung       a collective issued by some ranks has waited hang_after_s or more for ranks that
+//              never issued it (named, with their last NCCL call on any communicator and how long
+//              ago), or every rank issued it and some are blocked inside it that long.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ncclrr/status.h"
+
+namespace ncclrr::analysis {
+
+struct LiveStatusOptions {
+  double hang_after_s = 10;       // waiting at least this long: hung
+  double straggler_after_s = 0.2;  // waiting at least this long (less than hang_after_s): straggler
+};
+
+// One NCCL call as status shows it.
+struct LiveCall {
+  uint64_t comm_id = 0;
+  std::string comm_name;
+  uint64_t seq = 0;
+  std::string call;      // "AllReduce(1024 float32, sum)"
+  double ago_s = 0;      // since it was issued
+  bool in_flight = false;  // the host call has not returned
+};
+
+struct LiveRank {
+  int rank = 0;
+  std::string process;  // "host pid 1234"
+  bool has_call = false;
+  LiveCall last;  // last collective issued on this communicator
+  bool blocked = false;
+  LiveCall blocked_in;  // the oldest call of this rank on the communicator still in flight
+  bool behind = false;  // has not issued the collective the others wait in
+};
+
+// A rank the others wait for.
+struct LiveMissing {
+  int rank = 0;
+  std::string process;            // "" when no trace file of this rank was seen
+  uint64_t calls_behind = 0;      // collectives on this communicator it has not issued
+  bool has_elsewhere = false;
+  LiveCall last_anywhere;         // its last NCCL call on any communicator
+};
+
+enum class LiveState : uint8_t { kRunning, kStraggler, kHung, kFinished };
+const char* LiveStateName(LiveState s);  // "running", "straggler", "hung", "finished"
+
+struct LiveComm {
+  uint64_t id = 0;
+  std::string name;
+  int nranks = 0;
+  LiveState state = LiveState::kRunning;
+  std::vector<LiveRank> ranks;  // the ranks seen, by rank
+  int unseen_ranks = 0;         // ranks with no trace file here
+  // straggler / hung: the collective waited in, since when, by whom, for whom.
+  uint64_t wait_seq = 0;
+  std::string wait_call;
+  double wait_s = 0;
+  std::vector<int> waiting;
+  std::vector<LiveMissing> missing;
+  std::string why;  // one line: the verdict's reason
+};
+
+enum class LiveVerdict : uint8_t { kNoData, kRunning, kStraggler, kHung, kFinished };
+const char* LiveVerdictName(LiveVerdict v);  // "no data", "running", "straggler", "hung", ...
+
+struct LiveReport {
+  std::string dir;
+  LiveVerdict verdict = LiveVerdict::kNoData;
+  int files = 0;
+  int open_files = 0;  // not closed yet: their processes run, or were killed
+  int ring_files = 0;  // flight-recorder mode: visible only after a dump
+  uint64_t calls = 0;
+  std::vector<LiveComm> comms;
+  std::vector<std::string> notes;  // unreadable files, stale processes, ring mode
+  // 0 running, straggler or finished; 1 hung; 2 no data.
+  int ExitCode() const;
+};
+
+class LiveStatus {
+ public:
+  explicit LiveStatus(std::string dir, LiveStatusOptions options = {});
+  ~LiveStatus();
+  LiveStatus(const LiveStatus&) = delete;
+  LiveStatus& operator=(const LiveStatus&) = delete;
+
+  // Reads what the files gained since the last refresh (and files that appeared) and tells
+  // where every communicator stands at `now_real_ns` (CLOCK_REALTIME). Errors: `dir` is not a
+  // directory or trace file.
+  StatusOr<LiveReport> Refresh(int64_t now_real_ns);
+
+  struct State;
+
+ private:
+  std::string dir_;
+  LiveStatusOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+std::string FormatLiveText(const LiveReport& report);
+std::string FormatLiveJson(const LiveReport& report);
+
+// The request file in a trace directory that asks every recording process (ring mode) to write
+// its ring now (docs/recording.md "Dump on demand").
+inline constexpr const char* kDumpRequestFile = "ncclrr-dump-request";
+// Writes a new request into `dir`, naming `who`. Returns the request's id.
+StatusOr<std::string> RequestDump(const std::string& dir, const std::string& who);
+
+}  // namespace ncclrr::analysis

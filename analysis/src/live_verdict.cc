@@ -1,0 +1,233 @@
+// Where each communicator stands: which collective its ranks wait in, for how long, and which
+// ranks never issued it (live_status.h).
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+
+#include "live_state.h"
+#include "ncclrr/analysis/model.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+struct CommRankView {
+  const LiveFile* file;
+  const LiveCommRank* cr;
+  int64_t issued() const { return cr->recent.empty() ? -1 : static_cast<int64_t>(cr->recent.back().seq); }
+};
+
+LiveCall CallOf(const LiveFile& f, const CallRecord& c, int64_t now, bool in_flight) {
+  LiveCall l;
+  l.comm_id = c.comm_id;
+  l.comm_name = f.CommName(c.comm_id);
+  l.seq = c.seq == kNoSeq ? 0 : c.seq;
+  l.call = ShortCall(c);
+  l.ago_s = f.Ago(c.enter_ns, now);
+  l.in_flight = in_flight;
+  return l;
+}
+
+// When the collective `seq` was first issued by a rank that issued it (for ranks that issued
+// more than the kept window, the oldest kept call: a lower bound on the wait).
+bool FirstIssued(const std::vector<CommRankView>& ranks, uint64_t seq, int64_t now, double* ago,
+                 std::string* call) {
+  bool found = false;
+  for (const CommRankView& r : ranks) {
+    if (r.issued() < static_cast<int64_t>(seq)) continue;
+    const CallRecord* c = &r.cr->recent.front();
+    for (const CallRecord& k : r.cr->recent)
+      if (k.seq == seq) c = &k;
+    const double a = r.file->Ago(c->enter_ns, now);
+    if (!found || a > *ago) {
+      *ago = a;
+      *call = c->seq == seq ? ShortCall(*c) : "";
+    }
+    found = true;
+  }
+  return found;
+}
+
+std::string Seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", std::max(0.0, s));
+  return b;
+}
+
+std::string Ranks(const std::vector<int>& r) {
+  std::string s;
+  for (size_t i = 0; i < r.size(); ++i) s += (i ? (i + 1 == r.size() ? " and " : ", ") : "") + std::to_string(r[i]);
+  return s;
+}
+
+void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatusOptions& o,
+           int64_t now, LiveComm* out) {
+  out->id = id;
+  int nranks = 0;
+  for (const CommRankView& v : views) nranks = std::max({nranks, v.cr->nranks, v.cr->rank + 1});
+  out->nranks = nranks;
+  bool all_closed = true;
+  int64_t ahead = -1, low = INT64_MAX;
+  for (const CommRankView& v : views) {
+    if (out->name.empty()) out->name = v.file->CommName(id);
+    all_closed &= v.file->closed;
+    LiveRank r;
+    r.rank = v.cr->rank;
+    r.process = v.file->Process();
+    if (!v.cr->recent.empty()) {
+      r.has_call = true;
+      r.last = CallOf(*v.file, v.cr->recent.back(), now, v.cr->in_flight.count(v.cr->recent.back().uid) > 0);
+    }
+    if (!v.cr->in_flight.empty()) {
+      const CallRecord* oldest = nullptr;
+      for (const auto& [uid, c] : v.cr->in_flight)
+        if (!oldest || c.enter_ns < oldest->enter_ns) oldest = &c;
+      r.blocked = true;
+      r.blocked_in = CallOf(*v.file, *oldest, now, true);
+    }
+    out->ranks.push_back(r);
+    ahead = std::max(ahead, v.issued());
+    low = std::min(low, v.issued());
+  }
+  std::sort(out->ranks.begin(), out->ranks.end(),
+            [](const LiveRank& a, const LiveRank& b) { return a.rank < b.rank; });
+  out->unseen_ranks = std::max(0, nranks - static_cast<int>(views.size()));
+  if (all_closed) {
+    out->state = LiveState::kFinished;
+    out->why = "every rank's process closed its trace";
+    return;
+  }
+  if (ahead < 0) {
+    out->why = "no collective issued yet";
+    return;
+  }
+  if (low < ahead) {
+    // Some ranks have not issued seq low + 1, which the others did: how long have they waited?
+    const uint64_t seq = static_cast<uint64_t>(low + 1);
+    double wait = 0;
+    std::string call;
+    FirstIssued(views, seq, now, &wait, &call);
+    out->wait_seq = seq;
+    out->wait_call = call;
+    out->wait_s = wait;
+    for (const CommRankView& v : views) {
+      const int64_t issued = v.issued();
+      if (issued >= static_cast<int64_t>(seq)) {
+        out->waiting.push_back(v.cr->rank);
+        continue;
+      }
+      LiveMissing m;
+      m.rank = v.cr->rank;
+      m.process = v.file->Process();
+      m.calls_behind = static_cast<uint64_t>(ahead - issued);
+      if (v.file->has_last) {
+        m.has_elsewhere = true;
+        m.last_anywhere = CallOf(*v.file, v.file->last, now, v.file->open_calls.count(v.file->last.uid) > 0);
+      }
+      out->missing.push_back(m);
+      for (LiveRank& r : out->ranks)
+        if (r.rank == m.rank) r.behind = true;
+    }
+    std::sort(out->waiting.begin(), out->waiting.end());
+    std::sort(out->missing.begin(), out->missing.end(),
+              [](const LiveMissing& a, const LiveMissing& b) { return a.rank < b.rank; });
+    std::vector<int> missing;
+    for (const LiveMissing& m : out->missing) missing.push_back(m.rank);
+    if (wait >= o.hang_after_s) {
+      out->state = LiveState::kHung;
+      out->why = "seq " + std::to_string(seq) + " has waited " + Seconds(wait) + " for rank(s) " +
+                 Ranks(missing) + ", which never issued it";
+    } else if (wait >= o.straggler_after_s) {
+      out->state = LiveState::kStraggler;
+      out->why = "rank(s) " + Ranks(missing) + " behind: seq " + std::to_string(seq) +
+                 " issued by the others " + Seconds(wait) + " ago";
+    } else {
+      out->why = "every rank keeps up";
+    }
+    return;
+  }
+  // Every rank seen issued the same last collective: are some blocked inside it?
+  double longest = 0;
+  std::vector<int> blocked;
+  uint64_t seq = 0;
+  std::string call;
+  for (const LiveRank& r : out->ranks)
+    if (r.blocked && r.blocked_in.ago_s >= o.hang_after_s) {
+      blocked.push_back(r.rank);
+      if (r.blocked_in.ago_s > longest) {
+        longest = r.blocked_in.ago_s;
+        seq = r.blocked_in.seq;
+        call = r.blocked_in.call;
+      }
+    }
+  if (blocked.empty()) {
+    out->why = "every rank keeps up";
+    return;
+  }
+  out->state = LiveState::kHung;
+  out->wait_seq = seq;
+  out->wait_call = call;
+  out->wait_s = longest;
+  out->waiting = blocked;
+  if (out->unseen_ranks > 0) {
+    out->why = "rank(s) " + Ranks(blocked) + " blocked in seq " + std::to_string(seq) + " for " +
+               Seconds(longest) + "; " + std::to_string(out->unseen_ranks) +
+               " rank(s) of this communicator have no trace file here (not recorded, or on "
+               "another host whose files are elsewhere)";
+    for (int r = 0; r < nranks; ++r)
+      if (std::none_of(out->ranks.begin(), out->ranks.end(),
+                       [&](const LiveRank& x) { return x.rank == r; })) {
+        LiveMissing m;
+        m.rank = r;
+        out->missing.push_back(m);
+      }
+    return;
+  }
+  out->why = "every rank issued seq " + std::to_string(seq) + "; rank(s) " + Ranks(blocked) +
+             " have been blocked inside it for " + Seconds(longest) +
+             " (NCCL cannot finish it: a peer's GPU is stuck, a network fault, or a crash)";
+}
+
+}  // namespace
+
+void JudgeComms(const std::map<std::string, LiveFile>& files, const LiveStatusOptions& o,
+                int64_t now, LiveReport* report) {
+  std::map<uint64_t, std::vector<CommRankView>> by_comm;
+  for (const auto& [path, f] : files)
+    for (const auto& [key, cr] : f.comm_ranks) by_comm[key.first].push_back({&f, &cr});
+  bool any_call = false;
+  for (const auto& [id, views] : by_comm) {
+    LiveComm c;
+    Judge(id, views, o, now, &c);
+    for (const LiveRank& r : c.ranks) any_call |= r.has_call || r.blocked;
+    report->comms.push_back(std::move(c));
+  }
+  // Processes of this machine that are gone without closing their trace were killed.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  for (const auto& [path, f] : files) {
+    if (f.closed || !f.follower.has_header() || f.follower.header().host != host) continue;
+    const pid_t pid = f.follower.header().pid;
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+      report->notes.push_back(f.Process() + " is gone without closing its trace (killed)");
+  }
+  auto any = [&](LiveState s) {
+    return std::any_of(report->comms.begin(), report->comms.end(),
+                       [&](const LiveComm& c) { return c.state == s; });
+  };
+  if (report->files == 0 || !any_call)
+    report->verdict = LiveVerdict::kNoData;
+  else if (any(LiveState::kHung))
+    report->verdict = LiveVerdict::kHung;
+  else if (any(LiveState::kStraggler))
+    report->verdict = LiveVerdict::kStraggler;
+  else if (report->open_files == 0)
+    report->verdict = LiveVerdict::kFinished;
+  else
+    report->verdict = LiveVerdict::kRunning;
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,233 @@
+// `ncclrr status`'s model on scripted traces of running jobs (files not closed, calls in flight):
+// hung, straggler, running and finished verdicts, the ranks named and what they do instead, and
+// following files that grow between refreshes (only what was appended is read; a frame being
+// written is no warning).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "ncclrr/analysis/live_status.h"
+#include "ncclrr/trace_follower.h"
+#include "ncclrr/trace_reader.h"
+#include "scenarios.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::AllReduce;
+using testing::ScriptBuilder;
+
+std::string Dir(const std::string& name) {
+  const auto d = std::filesystem::path(::testing::TempDir()) / ("live-" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+std::string Write(SyntheticScript s, const std::string& name) {
+  s.dir = Dir(name);
+  auto r = WriteSyntheticScript(s);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return s.dir;
+}
+
+// The real time of the latest call issued in `dir`, plus `later_s`: "now" for a refresh.
+int64_t LatestIssuePlus(const std::string& dir, double later_s) {
+  auto d = LoadTraceDir(dir);
+  EXPECT_TRUE(d.ok());
+  int64_t latest = 0;
+  for (const TraceFile& f : d->files)
+    for (const CallRecord& c : f.calls)
+      latest = std::max(latest, c.enter_ns + f.header.start_real_ns - f.header.start_mono_ns);
+  return latest + static_cast<int64_t>(later_s * 1e9);
+}
+
+LiveReport Refresh(const std::string& dir, double later_s) {
+  LiveStatus live(dir);
+  auto r = live.Refresh(LatestIssuePlus(dir, later_s));
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : LiveReport{};
+}
+
+// Three ranks of a training loop; rank 1 skips step 2's second allreduce and stops issuing.
+SyntheticScript SkippedCollective(bool close) {
+  ScriptBuilder b(3);
+  const int c = b.Comm(0xd1, "dp", {0, 1, 2});
+  for (int step = 0; step < 3; ++step)
+    for (int t = 1; t <= 2; ++t)
+      b.All(c, AllReduce(1024 * t, t), [&](int p, ScriptCall& call) {
+        if (p == 1 && step == 2 && t == 2) call.api = Api::kUnknown;  // dropped below
+      });
+  auto& calls = b.s.processes[1].calls;
+  calls.erase(std::remove_if(calls.begin(), calls.end(),
+                             [](const ScriptCall& k) { return k.api == Api::kUnknown; }),
+              calls.end());
+  for (ScriptProcess& p : b.s.processes) p.close = close;
+  return b.s;
+}
+
+TEST(LiveStatus, ARankThatNeverIssuedTheCollectiveIsNamedAfterTheHangThreshold) {
+  const std::string dir = Write(SkippedCollective(false), "skip");
+  const LiveReport r = Refresh(dir, 15);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung);
+  EXPECT_EQ(r.ExitCode(), 1);
+  ASSERT_EQ(r.comms.size(), 1u);
+  const LiveComm& c = r.comms[0];
+  EXPECT_EQ(c.state, LiveState::kHung);
+  EXPECT_EQ(c.name, "dp");
+  EXPECT_EQ(c.wait_seq, 5u);
+  EXPECT_EQ(c.wait_call, "AllReduce(2048 float32, sum)");
+  EXPECT_EQ(c.waiting, (std::vector<int>{0, 2}));
+  ASSERT_EQ(c.missing.size(), 1u);
+  EXPECT_EQ(c.missing[0].rank, 1);
+  EXPECT_EQ(c.missing[0].calls_behind, 1u);
+  ASSERT_TRUE(c.missing[0].has_elsewhere);
+  EXPECT_EQ(c.missing[0].last_anywhere.seq, 4u);
+  EXPECT_FALSE(c.missing[0].last_anywhere.in_flight);
+  EXPECT_GE(c.wait_s, 15.0);
+  const std::string text = FormatLiveText(r);
+  EXPECT_THAT(text, HasSubstr("<-- never issued seq 5"));
+  EXPECT_THAT(text, HasSubstr("it runs outside NCCL"));
+  EXPECT_THAT(text, HasSubstr("verdict: hung; comm 0x00000000000000d1 \"dp\" hung at seq 5, "
+                              "waiting for rank(s) 1"));
+  const std::string json = FormatLiveJson(r);
+  EXPECT_THAT(json, HasSubstr("\"verdict\":\"hung\""));
+  EXPECT_THAT(json, HasSubstr("\"missing\":[{\"rank\":1,"));
+  EXPECT_THAT(json, HasSubstr("\"exit_code\":1"));
+}
+
+TEST(LiveStatus, AShortWaitIsAStragglerNotAHang) {
+  const std::string dir = Write(SkippedCollective(false), "straggler");
+  const LiveReport r = Refresh(dir, 1);
+  EXPECT_EQ(r.verdict, LiveVerdict::kStraggler);
+  EXPECT_EQ(r.ExitCode(), 0);
+  EXPECT_THAT(r.comms[0].why, HasSubstr("rank(s) 1 behind"));
+  EXPECT_THAT(FormatLiveText(r), HasSubstr("verdict: straggler"));
+}
+
+TEST(LiveStatus, RanksAtTheSameCollectiveAreRunningAndClosedFilesFinished) {
+  ScriptBuilder b(2);
+  const int c = b.Comm(0xd2, "", {0, 1});
+  for (int i = 0; i < 4; ++i) b.All(c, AllReduce(256, 1));
+  for (ScriptProcess& p : b.s.processes) p.close = false;
+  EXPECT_EQ(Refresh(Write(b.s, "running"), 60).verdict, LiveVerdict::kRunning);
+  for (ScriptProcess& p : b.s.processes) p.close = true;
+  const LiveReport done = Refresh(Write(b.s, "finished"), 60);
+  EXPECT_EQ(done.verdict, LiveVerdict::kFinished);
+  EXPECT_EQ(done.comms[0].state, LiveState::kFinished);
+  EXPECT_EQ(done.open_files, 0);
+}
+
+// Two communicators used in opposite orders: each rank blocked in its first collective (the
+// golden scenario of `check`).
+SyntheticScript Scenario(const std::string& name) {
+  for (const testing::Scenario& s : testing::GoldenScenarios())
+    if (s.name == name) return s.build();
+  ADD_FAILURE() << "no scenario " << name;
+  return {};
+}
+
+TEST(LiveStatus, OppositeCommunicatorsShowEachRankBlockedOnTheOther) {
+  ScriptBuilder b(0);
+  b.s = Scenario("cross_comm_in_flight");
+  const LiveReport r = Refresh(Write(b.s, "cross"), 20);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung);
+  ASSERT_EQ(r.comms.size(), 2u);
+  for (const LiveComm& comm : r.comms) {
+    EXPECT_EQ(comm.state, LiveState::kHung);
+    ASSERT_EQ(comm.missing.size(), 1u);
+    EXPECT_TRUE(comm.missing[0].last_anywhere.in_flight);
+    EXPECT_NE(comm.missing[0].last_anywhere.comm_id, comm.id);
+  }
+  EXPECT_THAT(FormatLiveText(r), HasSubstr("communicators used in opposite orders"));
+}
+
+TEST(LiveStatus, EveryRankBlockedInsideOneCollectiveIsAHang) {
+  ScriptBuilder b(2);
+  const int c = b.Comm(0xd3, "", {0, 1});
+  b.All(c, AllReduce(64, 1));
+  ScriptCall stuck = AllReduce(64, 1);
+  stuck.in_flight = true;
+  b.All(c, stuck);
+  for (ScriptProcess& p : b.s.processes) p.close = false;
+  const LiveReport r = Refresh(Write(b.s, "inside"), 30);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung);
+  EXPECT_EQ(r.comms[0].waiting, (std::vector<int>{0, 1}));
+  EXPECT_THAT(r.comms[0].why, HasSubstr("every rank issued seq 1"));
+}
+
+TEST(LiveStatus, NoDataAndBadDirectories) {
+  const std::string empty = Dir("empty");
+  LiveStatus live(empty);
+  auto r = live.Refresh(0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verdict, LiveVerdict::kNoData);
+  EXPECT_EQ(r->ExitCode(), 2);
+  std::ofstream(empty + "/foreign.ncclrr") << "not a trace at all";
+  auto foreign = LiveStatus(empty).Refresh(0);
+  ASSERT_TRUE(foreign.ok());
+  ASSERT_EQ(foreign->notes.size(), 1u);
+  EXPECT_THAT(foreign->notes[0], HasSubstr("is not an ncclrr trace"));
+  EXPECT_FALSE(LiveStatus(empty + "/nope").Refresh(0).ok());
+}
+
+// A file copied over in pieces, as a running process appends it: every refresh reads only the
+// new bytes, a piece that ends inside a frame is no error, and the end result is the whole.
+TEST(LiveStatus, FollowsAGrowingFileReadingOnlyWhatWasAppended) {
+  const std::string src = Write(SkippedCollective(false), "grow-src");
+  std::string file;
+  for (const auto& e : std::filesystem::directory_iterator(src))
+    if (e.path().filename() == "synthetic-rank0.ncclrr") file = e.path().string();
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const std::string dst = Dir("grow") + "/rank0.ncclrr";
+  TraceFollower follower(dst);
+  std::ofstream(dst, std::ios::binary).close();
+  size_t calls = 0, polls = 0;
+  for (size_t end = 0; end <= bytes.size(); end += 37) {
+    std::ofstream out(dst, std::ios::binary | std::ios::app);
+    const size_t from = std::min(bytes.size(), end == 0 ? 0 : end - 37);
+    out.write(bytes.data() + from, static_cast<std::streamsize>(std::min(bytes.size(), end) - from));
+    out.close();
+    TraceFile delta;
+    ASSERT_TRUE(follower.Poll(&delta).ok());
+    calls += delta.calls.size();
+    EXPECT_LE(follower.bytes_read(), std::min(bytes.size(), end));
+    ++polls;
+  }
+  {
+    std::ofstream out(dst, std::ios::binary | std::ios::app);
+    const size_t done = (bytes.size() / 37) * 37;
+    out.write(bytes.data() + done, static_cast<std::streamsize>(bytes.size() - done));
+  }
+  TraceFile delta;
+  ASSERT_TRUE(follower.Poll(&delta).ok());
+  calls += delta.calls.size();
+  auto whole = ReadTraceFile(file);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(calls, whole->calls.size());
+  EXPECT_EQ(follower.bytes_read(), bytes.size());
+  EXPECT_EQ(follower.bad_frames(), 0u);
+  EXPECT_GT(polls, 3u);
+}
+
+TEST(LiveStatus, ADumpRequestIsWrittenWholeIntoTheDirectory) {
+  const std::string dir = Dir("dump");
+  auto id = RequestDump(dir, "test");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  std::ifstream in(dir + "/" + kDumpRequestFile);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, *id + " test");
+  auto again = RequestDump(dir, "test");
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(*again, *id);
+  EXPECT_FALSE(RequestDump(dir + "/missing", "test").ok());
+}
+
+}  // namespace
+}  // namespace ncclrr::analysis
