@@ -21,6 +21,7 @@
 #include "call_path.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
+#include "dump_requests.h"
 #include "env_config.h"
 #include "gpu_timing_hooks.h"
 #include "queries.h"
@@ -58,6 +59,13 @@ void Sleep(uint32_t seen, int ms) {
 }
 
 bool Ring() { return GetConfig().ring_calls > 0; }
+
+// Where this process's trace file is: dump requests live beside it.
+std::string TraceDir() {
+  const std::string& p = g_runtime.writer->path();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
 
 // A signal handler's request that the housekeeping thread write every call in flight.
 std::atomic<uint32_t> g_inflight_req{0};
@@ -98,6 +106,7 @@ void Watchdog(int64_t now) {
     Note(NoteLevel::kWarning, text);
     if (Ring()) {
       g_runtime.writer->Dump(text);
+      WriteDumpRequest(TraceDir(), text);  // every rank's ring, as of now (dump-on-timeout)
     } else {
       g_runtime.writer->Flush();
     }
@@ -121,6 +130,8 @@ void Housekeeping() {
     if (g_runtime.stage.load() != static_cast<int>(Stage::kRecording)) break;
     const int64_t now = MonotonicNs();
     if (g_usr1.exchange(false)) g_runtime.writer->Dump("SIGUSR1");
+    if (std::string request; Ring() && NewDumpRequest(TraceDir(), &request))
+      g_runtime.writer->Dump("requested: " + request);
     std::string reason;
     {
       std::lock_guard<std::mutex> lock(g_dump_mu);

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "run_util.h"
 
@@ -87,6 +90,61 @@ TEST(InterposerRing, WatchdogWritesTheRingWhileACallHangs) {
   for (const NoteData& n : t.notes)
     watchdog |= n.text.find("watchdog: CommInitRank") != std::string::npos;
   EXPECT_TRUE(watchdog);
+  std::filesystem::remove_all(dir);
+}
+
+// The notes of every trace file in `dir` that say a dump was requested.
+int RequestedDumps(const std::string& dir, const std::string& by) {
+  auto d = LoadTraceDir(dir);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  int n = 0;
+  for (const TraceFile& f : d->files)
+    for (const NoteData& note : f.notes)
+      n += note.text.find("flight recorder dump: requested: ") != std::string::npos &&
+           note.text.find(by) != std::string::npos;
+  return n;
+}
+
+// A ring-mode process blocked in a lonely init for `hold_ms` (its own watchdog off), started in
+// the background: the other processes of a job, as far as a dump request goes.
+std::thread BlockedRingProcess(const std::string& dir, int hold_ms) {
+  auto env = Ring(64);
+  env["NCCLRR_WATCHDOG_MS"] = "0";
+  env["NCCLRR_HOST_TIMEOUT_MS"] = std::to_string(hold_ms);
+  std::thread t([dir, env] {
+    const RunResult r = RunApp("interposer_app_direct", {"ring", "hang", "3"}, dir, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its housekeeping has looked
+  return t;
+}
+
+// Dump-on-timeout for any framework: one process's watchdog makes every process recording into
+// the directory write its ring, not just its own.
+TEST(InterposerRing, AWatchdogAsksEveryProcessInTheDirectoryToDump) {
+  const std::string dir = FreshDir("ring-everyone");
+  std::thread other = BlockedRingProcess(dir, 2500);
+  auto env = Ring(64);
+  env["NCCLRR_WATCHDOG_MS"] = "200";
+  env["NCCLRR_HOST_TIMEOUT_MS"] = "1000";
+  const RunResult r = RunApp("interposer_app_direct", {"ring", "hang", "3"}, dir, env);
+  other.join();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RequestedDumps(dir, "watchdog on"), 1) << "the other process dumped once, on request";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(InterposerRing, StatusDumpAsksEveryProcessToWriteItsRingNow) {
+  const std::string dir = FreshDir("ring-status-dump");
+  std::thread other = BlockedRingProcess(dir, 3000);
+  const ShellResult s = RunShell(std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr status " +
+                                 dir + " --dump --json 2>/dev/null");
+  other.join();
+  // Read while the process still ran: its ring's calls were on disk because it dumped.
+  EXPECT_NE(s.out.find("\"ring_files\":1"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("\"seq\":2,\"call\":\"AllReduce(16 float32, sum)\""), std::string::npos)
+      << s.out;  // the third of the 3 steps' allreduces
+  EXPECT_EQ(RequestedDumps(dir, "ncclrr status --dump"), 1);
   std::filesystem::remove_all(dir);
 }
 
