@@ -81,6 +81,7 @@ StatusOr<SyntheticTraceResult> WriteSyntheticTrace(const SyntheticTraceOptions& 
         c.flags = call_flags::kInPlace;
         tw.AppendCall(c);
         ++result.calls;
+        if (o.flush_every && seq % o.flush_every == 0) tw.Flush();
         t = c.exit_ns + 20'000;
       }
       t += 1'000'000;

@@ -30,6 +30,7 @@ struct SyntheticTraceOptions {
   uint64_t base_comm_id = 0x5a17c0de00000000ull;
   bool compress = true;
   bool close_files = true;  // false: leave files without footer (as a killed job would)
+  uint32_t flush_every = 0;  // > 0: a frame after every N calls (a running job's periodic flushes)
 };
 
 struct SyntheticTraceResult {
