@@ -17,7 +17,7 @@ std::string Hex(uint64_t v) {
 
 std::string Secs(double s) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.1f s", s < 0 ? 0.0 : s);
+  std::snprintf(b, sizeof b, s < 1 && s > 0 ? "%.2f s" : "%.1f s", s < 0 ? 0.0 : s);
   return b;
 }
 
@@ -35,6 +35,15 @@ std::string Elsewhere(const LiveMissing& m, uint64_t comm) {
     return "rank " + std::to_string(m.rank) +
            " has no trace file here (not recorded, or on another host whose files are elsewhere)";
   std::string s = "rank " + std::to_string(m.rank) + " (" + m.process + ")";
+  if (m.deadlock)
+    return s + " waits itself in comm " + Hex(m.deadlock_comm) + " seq " +
+           std::to_string(m.deadlock_seq) +
+           " for a rank that waits here: the two communicators are used in opposite orders, a "
+           "deadlock (`ncclrr check` shows where the orders differ)";
+  if (m.lag_s > 0)
+    return s + " issues its collectives " + Secs(m.lag_s) +
+           " after the first rank (median): the others wait for it; look at what it does "
+           "between collectives (data loading, compute, host work, a slower GPU)";
   if (!m.has_elsewhere) return s + " has made no NCCL call";
   const LiveCall& c = m.last_anywhere;
   if (c.in_flight && c.comm_id != comm)
@@ -168,6 +177,12 @@ std::string FormatLiveJson(const LiveReport& r) {
       j.Key("last_anywhere");
       if (m.has_elsewhere)
         CallJson(j, m.last_anywhere);
+      else
+        j.Null();
+      j.Key("lag_s").Double(m.lag_s);
+      j.Key("deadlock_comm");
+      if (m.deadlock)
+        j.Str(Hex(m.deadlock_comm));
       else
         j.Null();
       j.Key("explanation").Str(Elsewhere(m, c.id));

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 
 #include "live_state.h"
 #include "ncclrr/analysis/model.h"
@@ -63,6 +64,61 @@ std::string Ranks(const std::vector<int>& r) {
   return s;
 }
 
+// Over the recent collectives every rank issued, how long after the first rank each issued them
+// (median): a rank consistently late is the straggler the others wait for, even when a single
+// moment shows every rank at the same collective.
+void JudgeLag(const std::vector<CommRankView>& views, const LiveStatusOptions& o, int64_t now,
+              LiveComm* out) {
+  if (views.size() < 2) return;
+  std::map<uint64_t, std::vector<int64_t>> issued;  // seq -> real issue time per view
+  for (size_t v = 0; v < views.size(); ++v)
+    for (const CallRecord& c : views[v].cr->recent) {
+      auto& times = issued[c.seq];
+      times.resize(views.size(), INT64_MIN);
+      times[v] = c.enter_ns + views[v].file->real_minus_mono;
+    }
+  std::vector<std::vector<double>> lags(views.size());
+  for (const auto& [seq, times] : issued) {
+    if (std::count(times.begin(), times.end(), INT64_MIN) > 0 || times.size() < views.size())
+      continue;
+    const int64_t first = *std::min_element(times.begin(), times.end());
+    for (size_t v = 0; v < views.size(); ++v)
+      lags[v].push_back(static_cast<double>(times[v] - first) * 1e-9);
+  }
+  constexpr size_t kMinCollectives = 8;
+  std::vector<int> slow;
+  for (size_t v = 0; v < views.size(); ++v) {
+    if (lags[v].size() < kMinCollectives) return;
+    std::nth_element(lags[v].begin(), lags[v].begin() + lags[v].size() / 2, lags[v].end());
+    const double median = lags[v][lags[v].size() / 2];
+    if (median < o.straggler_lag_s) continue;
+    LiveMissing m;
+    m.rank = views[v].cr->rank;
+    m.process = views[v].file->Process();
+    m.lag_s = median;
+    const int64_t ahead = views[v].issued();
+    for (const CommRankView& w : views) m.calls_behind = std::max<uint64_t>(m.calls_behind, static_cast<uint64_t>(std::max<int64_t>(0, w.issued() - ahead)));
+    if (views[v].file->has_last) {
+      m.has_elsewhere = true;
+      m.last_anywhere = CallOf(*views[v].file, views[v].file->last, now,
+                               views[v].file->open_calls.count(views[v].file->last.uid) > 0);
+    }
+    out->missing.push_back(m);
+    slow.push_back(m.rank);
+  }
+  if (slow.empty()) return;
+  std::sort(out->missing.begin(), out->missing.end(),
+            [](const LiveMissing& a, const LiveMissing& b) { return a.rank < b.rank; });
+  std::sort(slow.begin(), slow.end());
+  char lag[32];
+  std::snprintf(lag, sizeof lag, "%.2f s", out->missing.front().lag_s);
+  out->state = LiveState::kStraggler;
+  out->why = "rank(s) " + Ranks(slow) + " issue the recent collectives late (rank " +
+             std::to_string(out->missing.front().rank) + ": " + lag +
+             " after the first rank, median of the last " +
+             std::to_string(lags.front().size()) + "): the others wait for them";
+}
+
 void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatusOptions& o,
            int64_t now, LiveComm* out) {
   out->id = id;
@@ -77,6 +133,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
     LiveRank r;
     r.rank = v.cr->rank;
     r.process = v.file->Process();
+    r.file = v.file->follower.path();
     if (!v.cr->recent.empty()) {
       r.has_call = true;
       r.last = CallOf(*v.file, v.cr->recent.back(), now, v.cr->in_flight.count(v.cr->recent.back().uid) > 0);
@@ -122,6 +179,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       LiveMissing m;
       m.rank = v.cr->rank;
       m.process = v.file->Process();
+      m.file = v.file->follower.path();
       m.calls_behind = static_cast<uint64_t>(ahead - issued);
       if (v.file->has_last) {
         m.has_elsewhere = true;
@@ -146,6 +204,10 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
                  " issued by the others " + Seconds(wait) + " ago";
     } else {
       out->why = "every rank keeps up";
+      out->missing.clear();
+      out->waiting.clear();
+      for (LiveRank& r : out->ranks) r.behind = false;
+      JudgeLag(views, o, now, out);
     }
     return;
   }
@@ -165,6 +227,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
     }
   if (blocked.empty()) {
     out->why = "every rank keeps up";
+    JudgeLag(views, o, now, out);
     return;
   }
   out->state = LiveState::kHung;
@@ -205,6 +268,29 @@ void JudgeComms(const std::map<std::string, LiveFile>& files, const LiveStatusOp
     for (const LiveRank& r : c.ranks) any_call |= r.has_call || r.blocked;
     report->comms.push_back(std::move(c));
   }
+  // Deadlocks: a rank waited for here waits itself in another communicator for a rank that
+  // waits here (communicators used in opposite orders).
+  auto file_of = [](const LiveComm& c, int rank) {
+    for (const LiveRank& r : c.ranks)
+      if (r.rank == rank) return r.file;
+    return std::string();
+  };
+  for (LiveComm& c : report->comms) {
+    if (c.state != LiveState::kHung) continue;
+    for (LiveMissing& m : c.missing)
+      for (const LiveComm& d : report->comms) {
+        if (&d == &c || d.state != LiveState::kHung || m.file.empty()) continue;
+        bool m_waits_in_d = false, d_waits_for_c = false;
+        for (int w : d.waiting) m_waits_in_d |= file_of(d, w) == m.file;
+        for (const LiveMissing& n : d.missing)
+          for (int w : c.waiting) d_waits_for_c |= !n.file.empty() && file_of(c, w) == n.file;
+        if (m_waits_in_d && d_waits_for_c && !m.deadlock) {
+          m.deadlock = true;
+          m.deadlock_comm = d.id;
+          m.deadlock_seq = d.wait_seq;
+        }
+      }
+  }
   // Processes of this machine that are gone without closing their trace were killed.
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -212,7 +298,9 @@ void JudgeComms(const std::map<std::string, LiveFile>& files, const LiveStatusOp
     if (f.closed || !f.follower.has_header() || f.follower.header().host != host) continue;
     const pid_t pid = f.follower.header().pid;
     if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-      report->notes.push_back(f.Process() + " is gone without closing its trace (killed)");
+      report->notes.push_back(f.Process() + " has not closed its trace and no process " +
+                              std::to_string(pid) + " runs on this machine: it was killed (or "
+                              "it ran on another machine of the same name)");
   }
   auto any = [&](LiveState s) {
     return std::any_of(report->comms.begin(), report->comms.end(),

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -143,7 +144,7 @@ TEST(LiveStatus, OppositeCommunicatorsShowEachRankBlockedOnTheOther) {
     EXPECT_TRUE(comm.missing[0].last_anywhere.in_flight);
     EXPECT_NE(comm.missing[0].last_anywhere.comm_id, comm.id);
   }
-  EXPECT_THAT(FormatLiveText(r), HasSubstr("communicators used in opposite orders"));
+  EXPECT_THAT(FormatLiveText(r), HasSubstr("used in opposite orders"));
 }
 
 TEST(LiveStatus, EveryRankBlockedInsideOneCollectiveIsAHang) {
@@ -227,6 +228,47 @@ TEST(LiveStatus, ADumpRequestIsWrittenWholeIntoTheDirectory) {
   ASSERT_TRUE(again.ok());
   EXPECT_NE(*again, *id);
   EXPECT_FALSE(RequestDump(dir + "/missing", "test").ok());
+}
+
+}  // namespace
+}  // namespace ncclrr::analysis
+
+namespace ncclrr::analysis {
+namespace {
+
+std::string RealTrace(const std::string& name) {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  return (std::filesystem::path(src ? src : ".") / "tests/data/real" / name).string();
+}
+
+// Real jobs (tests/data/real/README.md), looked at as if `status` ran `later_s` after the last
+// call any rank issued.
+TEST(LiveStatusRealJobs, ARankSleeping200msPerStepIsAStraggler) {
+  const LiveReport r = Refresh(RealTrace("torch-straggler"), 0.05);
+  ASSERT_EQ(r.comms.size(), 1u);
+  EXPECT_EQ(r.verdict, LiveVerdict::kStraggler) << FormatLiveText(r);
+  ASSERT_EQ(r.comms[0].missing.size(), 1u);
+  EXPECT_EQ(r.comms[0].missing[0].rank, 1);
+  EXPECT_NEAR(r.comms[0].missing[0].lag_s, 0.2, 0.05);
+  EXPECT_THAT(FormatLiveText(r), HasSubstr("issues its collectives 0.2"));
+}
+
+TEST(LiveStatusRealJobs, TwoGroupsInOppositeOrdersAreADeadlock) {
+  const LiveReport r = Refresh(RealTrace("two-groups"), 30);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung);
+  int deadlocked = 0;
+  for (const LiveComm& c : r.comms)
+    for (const LiveMissing& m : c.missing) deadlocked += m.deadlock;
+  EXPECT_EQ(deadlocked, 2) << FormatLiveText(r);
+  EXPECT_THAT(FormatLiveText(r), HasSubstr("used in opposite orders, a deadlock"));
+}
+
+TEST(LiveStatusRealJobs, AJaxProcessTakingAnExtraBranchIsNamed) {
+  const LiveReport r = Refresh(RealTrace("jax-branch"), 30);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung) << FormatLiveText(r);
+  ASSERT_EQ(r.comms.size(), 1u);
+  EXPECT_EQ(r.comms[0].wait_seq, 8u);
+  ASSERT_EQ(r.comms[0].missing.size(), 1u);
 }
 
 }  // namespace

@@ -23,6 +23,9 @@ namespace ncclrr::analysis {
 struct LiveStatusOptions {
   double hang_after_s = 10;       // waiting at least this long: hung
   double straggler_after_s = 0.2;  // waiting at least this long (less than hang_after_s): straggler
+  // A rank that issues the recent collectives (median of up to 64) at least this long after
+  // the first rank to issue them is a straggler, whatever the moment shows.
+  double straggler_lag_s = 0.05;
 };
 
 // One NCCL call as status shows it.
@@ -38,6 +41,7 @@ struct LiveCall {
 struct LiveRank {
   int rank = 0;
   std::string process;  // "host pid 1234"
+  std::string file;     // its trace file
   bool has_call = false;
   LiveCall last;  // last collective issued on this communicator
   bool blocked = false;
@@ -49,9 +53,16 @@ struct LiveRank {
 struct LiveMissing {
   int rank = 0;
   std::string process;            // "" when no trace file of this rank was seen
+  std::string file;
   uint64_t calls_behind = 0;      // collectives on this communicator it has not issued
   bool has_elsewhere = false;
   LiveCall last_anywhere;         // its last NCCL call on any communicator
+  double lag_s = 0;               // straggler: median delay behind the first rank to issue
+  // Hung: the rank waits itself in another communicator for a rank that waits here (a
+  // deadlock of communicators used in opposite orders).
+  bool deadlock = false;
+  uint64_t deadlock_comm = 0;
+  uint64_t deadlock_seq = 0;
 };
 
 enum class LiveState : uint8_t { kRunning, kStraggler, kHung, kFinished };
