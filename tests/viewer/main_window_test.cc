@@ -3,6 +3,7 @@
 #include "main_window.h"
 
 #include <gtest/gtest.h>
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QDropEvent>
@@ -14,6 +15,7 @@
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
+#include <filesystem>
 #include <fstream>
 
 #include "scenarios.h"
@@ -51,6 +53,33 @@ TEST(MainWindow, ACorruptTraceGivesAnErrorDialog) {
   EXPECT_EQ(box->text(), error);
   EXPECT_EQ(box->icon(), QMessageBox::Critical);
   EXPECT_EQ(w.session(), nullptr);
+}
+
+// A running job's directory: F5 reads it again and shows what was written since.
+TEST(MainWindow, ReloadShowsTheLatestStateOfALiveDirectory) {
+  testing::EnsureApp();
+  SyntheticScript script;
+  for (const auto& sc : ncclrr::testing::GoldenScenarios())
+    if (sc.name == "clean_two_ranks") script = sc.build();
+  ASSERT_FALSE(script.processes.empty());
+  for (ScriptProcess& p : script.processes) p.close = false;  // still running
+  const std::string dir = testing::WriteScript("live", script);
+  MainWindow w;
+  ASSERT_TRUE(OpenAndWait(w, dir).isEmpty());
+  const uint64_t before = w.session()->model().total_calls();
+  // The job went on: more calls (a second recording of the same script, as another process).
+  SyntheticScript more = script;
+  const std::string later = testing::WriteScript("live-more", more);
+  for (const auto& e : std::filesystem::directory_iterator(later))
+    std::filesystem::copy_file(e.path(), std::filesystem::path(dir) / ("later-" + e.path().filename().string()));
+  QSignalSpy loaded(w.loader(), &SessionLoader::loaded);
+  QAction* reload = w.findChild<QAction*>("reload");
+  ASSERT_NE(reload, nullptr);
+  EXPECT_EQ(reload->shortcut(), QKeySequence(QKeySequence::Refresh));
+  reload->trigger();
+  ASSERT_TRUE(loaded.wait(30000));
+  QApplication::processEvents();
+  EXPECT_EQ(w.session()->model().total_calls(), 2 * before);
 }
 
 TEST(MainWindow, AMissingOrEmptyDirectorySaysWhatToOpen) {

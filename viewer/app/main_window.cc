@@ -87,6 +87,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 void MainWindow::OpenPath(const QString& path) {
+  current_path_ = path;
   last_error_.clear();
   progress_->setValue(0);
   progress_->show();

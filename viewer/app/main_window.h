@@ -26,6 +26,8 @@ class MainWindow : public QMainWindow {
 
   // Loads in the background (progress in the status bar; errors as a dialog).
   void OpenPath(const QString& path);
+  // Reads the open trace again (F5): a running job's directory shows its latest state.
+  void Reload();
   // Shows an already loaded session (screenshots and tests load synchronously).
   void SetSession(std::shared_ptr<const TraceSession> session);
   bool SelectFinding(int finding);
@@ -57,6 +59,7 @@ class MainWindow : public QMainWindow {
 
   std::shared_ptr<const TraceSession> session_;
   SessionLoader* loader_ = nullptr;
+  QString current_path_;  // the trace last opened
   FilterBar* filter_ = nullptr;
   TimelineWidget* timeline_ = nullptr;
   AlignmentView* alignment_ = nullptr;

@@ -34,6 +34,9 @@ void MainWindow::BuildMenus() {
                                                    "ncclrr traces (*.ncclrr);;All files (*)");
     if (!f.isEmpty()) OpenPath(f);
   });
+  QAction* reload = file->addAction("Re&load", this, &MainWindow::Reload);
+  reload->setShortcut(QKeySequence::Refresh);  // F5
+  reload->setObjectName("reload");
   recent_menu_ = file->addMenu("Open &recent");
   recent_menu_->setObjectName("recent");
   RefreshRecentMenu();
@@ -60,8 +63,12 @@ void MainWindow::BuildMenus() {
         "Click: select a call; the calls NCCL pairs with it are outlined and joined.\n"
         "Click a host or rank label: collapse or expand it.\n"
         "+/- or W/S: zoom.  Left/Right or A/D: pan.  Up/Down: scroll.  F or Home: fit.  "
-        "Esc: clear the selection.");
+        "Esc: clear the selection.  F5: reload (a running job's latest state).");
   });
+}
+
+void MainWindow::Reload() {
+  if (!current_path_.isEmpty()) OpenPath(current_path_);
 }
 
 void MainWindow::RefreshRecentMenu() {
