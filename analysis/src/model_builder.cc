@@ -164,6 +164,19 @@ class ModelBuilder {
     return ci;
   }
 
+  // A call no analysis can use: it names no rank or no communicator where its operation needs
+  // one, its operation is unknown, or it moves more data than any GPU holds (sizes computed from
+  // it would overflow).
+  static bool Unplaceable(const CallRecord& c) {
+    const Api api = static_cast<Api>(c.api);
+    const bool on_comm = IsCollective(api) || IsP2p(api);
+    if (!on_comm) return ApiName(api) == "Unknown";  // the rare calls: a name lookup is cheap
+    if (c.comm_id == 0 || c.rank < 0) return true;
+    const size_t elem = DtypeSize(c.dtype);
+    constexpr uint64_t kMaxCallBytes = 1ull << 44;  // 16 TiB: more than any GPU's memory
+    return elem == 0 || c.count > kMaxCallBytes / elem;
+  }
+
   void AddCalls(uint32_t f) {
     const TraceFile& t = m_.dir_->files[f];
     std::map<std::tuple<size_t, int, uint64_t>, size_t> graph_of;  // (comm, rank, graph) -> index
@@ -176,9 +189,13 @@ class ModelBuilder {
     }
     for (uint32_t i = 0; i < t.calls.size(); ++i) {
       const CallRecord& c = t.calls[i];
+      if (Unplaceable(c)) {
+        ++m_.files_[f].unplaceable_calls;
+        continue;
+      }
       if (c.comm_id == 0) continue;
       const size_t ci = CommOfCall(f, c);
-      if (c.rank < 0) continue;
+      if (c.rank < 0) continue;  // lifecycle calls made before the rank was known
       const int nranks = m_.comms_[ci].nranks;
       if (c.rank >= kMaxRanks || (nranks > 0 && c.rank >= nranks)) {
         m_.comms_[ci].problems.push_back("a call names rank " + std::to_string(c.rank) + " of " +

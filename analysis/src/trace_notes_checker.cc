@@ -42,6 +42,16 @@ class TraceNotesChecker : public Checker {
                               who + " has " + std::to_string(v.bad_frames) +
                                   " corrupt frame(s) that were skipped; the calls in them are "
                                   "missing."));
+      if (v.unplaceable_calls > 0) {
+        Note n = MakeNote(NoteKind::kTraceIncomplete, m, f,
+                          who + " holds " + Thousands(v.unplaceable_calls) +
+                              " call record(s) no rank or communicator can hold (a negative "
+                              "rank, a collective without a communicator, an unknown operation, "
+                              "or more data than any GPU holds): the file is damaged; they are "
+                              "left out of every check.");
+        n.count = v.unplaceable_calls;
+        sink.AddNote(std::move(n));
+      }
       if (v.dropped > 0) {
         Note n = MakeNote(NoteKind::kRecordsDropped, m, f,
                           who + " dropped " + Thousands(v.dropped) +

@@ -115,7 +115,10 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h,
     uint32_t e[3];
     std::memcpy(e, extension, sizeof e);
     const TransposedRegion r{e[0], e[1], e[2]};
-    if (r.row_words == 0 || size_t{r.offset} + r.bytes() > *psize) return FrameCheck::kBad;
+    // Bounds by division: rows x row_words x 8 from the file may wrap around.
+    if (r.row_words == 0 || r.offset > *psize ||
+        uint64_t{r.rows} > (*psize - r.offset) / 8 / r.row_words)
+      return FrameCheck::kBad;
     scratch[1].resize(*psize);
     uint8_t* out = scratch[1].data();
     std::memcpy(out, *payload, r.offset);
@@ -130,12 +133,28 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h,
 }
 
 size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch) {
-  // `scratch` is the reader's pair of buffers (see ForEachBatch).
+  // `scratch` is the reader's pair of buffers (see ForEachBatch). Checking a candidate costs its
+  // claimed size (CRC, decompression): a file of headers each claiming megabytes would make the
+  // search quadratic. So a candidate is checked in full only when its frame ends where another
+  // frame starts (or at the end of the file), and the bytes checked in full in one search are
+  // bounded by a few times the file's size: past that, nothing more is read.
   FrameHeader h;
   const uint8_t* payload;
   size_t psize, frame_bytes;
+  uint64_t budget = 4 * static_cast<uint64_t>(f.size()) + (64u << 20);
   for (size_t off = from; off + format::kFrameHeaderSize <= f.size(); ++off) {
     if (Load<uint32_t>(f.data() + off) != format::kFrameMagic) continue;
+    std::memcpy(&h, f.data() + off, sizeof h);
+    if (h.stored_size > format::kMaxFrameBytes || h.raw_size > format::kMaxFrameBytes ||
+        (h.flags & ~format::kFlagTransposed) != 0)
+      continue;
+    const size_t ext = (h.flags & format::kFlagTransposed) ? format::kFrameExtensionSize : 0;
+    const size_t end = off + format::kFrameHeaderSize + ext + h.stored_size;
+    if (end > f.size()) continue;  // a frame that runs past the end is no place to resume
+    if (end + 4 <= f.size() && Load<uint32_t>(f.data() + end) != format::kFrameMagic) continue;
+    const uint64_t cost = h.stored_size + h.raw_size;
+    if (cost > budget) return f.size();
+    budget -= cost;
     if (CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes) == FrameCheck::kOk)
       return off;
   }

@@ -276,6 +276,10 @@ class ScriptedProcessWriter {
         sk.call_uid = c.uid;
         tw.AddSketch(std::move(sk));
       }
+      for (CaptureRefData cap : sc.captures) {
+        cap.call_uid = c.uid;
+        tw.AddCapture(std::move(cap));
+      }
       Record r{};
       r.kind = RecordKind::kCall;
       r.call = c;

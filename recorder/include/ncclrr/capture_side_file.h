@@ -9,7 +9,11 @@
 
 namespace ncclrr {
 
-// The file a CaptureRef names, relative to the trace directory `dir` unless absolute.
+// Whether a CaptureRef's file is a bare name (the only kind the recorder writes): no '/', not
+// "." or "..". Others are refused, so a crafted trace cannot make a reader open files elsewhere.
+bool CaptureFileNameIsSafe(const std::string& name);
+
+// The file a CaptureRef names, in the trace directory `dir`.
 std::string CaptureFilePath(const std::string& dir, const CaptureRefData& ref);
 
 // The referenced bytes. Errors name the file, what was expected and what was found (missing,

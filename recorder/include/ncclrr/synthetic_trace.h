@@ -77,6 +77,8 @@ struct ScriptCall {
   // Sketches recorded for this call (call_uid is filled in): data-check tests compute them
   // from real buffers with the sketch library.
   std::vector<SketchData> sketches;
+  // Capture references for this call (call_uid is filled in): crafted-input tests.
+  std::vector<CaptureRefData> captures;
 };
 
 struct ScriptProcess {

@@ -107,6 +107,9 @@ struct FileView {
   bool ring_mode = false;  // flight recorder: holds only the last calls
   uint64_t bad_frames = 0;
   uint64_t dropped = 0;
+  // Calls the model cannot place and leaves out (a damaged or crafted trace): a negative rank, a
+  // collective without a communicator, an unknown operation, more data than any GPU holds.
+  uint64_t unplaceable_calls = 0;
   int64_t last_alive_ns = 0;  // common time of the last sign of life (call, clock pair, footer)
   std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
 };

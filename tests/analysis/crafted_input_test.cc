@@ -1,0 +1,178 @@
+// Checksum-valid traces built on purpose (or by a buggy writer), the kind a byte-flipping fuzzer
+// never makes: every command that reads them answers with a message, never a crash, never reads
+// outside the trace directory, and a file of frame headers is not read in quadratic time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "frame_io.h"
+#include "ncclrr/format.h"
+#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/trace_reader.h"
+#include "scenarios.h"
+
+namespace ncclrr::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int code = -1;  // -1: killed by a signal
+  std::string out;
+};
+
+Result Ncclrr(const std::string& args) {
+  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string Dir(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("crafted-" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+// Every reading command on `dir`: none may die of a signal.
+void EveryCommandAnswers(const std::string& dir) {
+  const std::vector<std::string> verbs = {"info",         "dump",
+                                          "check",        "check --json",
+                                          "replay --timeout 2",
+                                          "export --format perfetto -o " + dir + "/out.json"};
+  for (const std::string& verb : verbs) {
+    const Result r = Ncclrr(verb + " " + dir);
+    EXPECT_NE(r.code, -1) << verb << " crashed: " << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr("basic_string"))) << verb;
+    EXPECT_THAT(r.out, Not(HasSubstr("std::")) ) << verb;
+  }
+}
+
+SyntheticScript ExampleLikeClean() {
+  for (const Scenario& sc : GoldenScenarios())
+    if (sc.name == "clean_two_ranks") return sc.build();
+  ADD_FAILURE() << "no clean_two_ranks scenario";
+  return {};
+}
+
+// A two-rank clean trace, then `extra` appended to rank 0's file.
+std::string TraceWithTail(const std::string& name, const std::vector<uint8_t>& extra) {
+  SyntheticScript s = ExampleLikeClean();
+  s.dir = Dir(name);
+  EXPECT_TRUE(WriteSyntheticScript(s).ok());
+  std::ofstream out(s.dir + "/synthetic-rank0.ncclrr", std::ios::binary | std::ios::app);
+  out.write(reinterpret_cast<const char*>(extra.data()), static_cast<std::streamsize>(extra.size()));
+  return s.dir;
+}
+
+// A frame with a valid checksum around `payload`; `region` set: stored transposed.
+std::vector<uint8_t> Frame(const std::vector<uint8_t>& payload,
+                           const uint32_t* region = nullptr) {
+  internal::FrameHeader h{};
+  h.magic = format::kFrameMagic;
+  h.codec = static_cast<uint16_t>(format::Codec::kNone);
+  h.flags = region ? format::kFlagTransposed : 0;
+  h.stored_size = h.raw_size = static_cast<uint32_t>(payload.size());
+  uint8_t ext[format::kFrameExtensionSize] = {};
+  if (region) std::memcpy(ext, region, sizeof ext);
+  h.crc = internal::FrameCrc(h, ext, payload.data());
+  const size_t ext_size = region ? sizeof ext : 0;
+  std::vector<uint8_t> out(sizeof h + ext_size + payload.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + sizeof h, ext, ext_size);
+  std::memcpy(out.data() + sizeof h + ext_size, payload.data(), payload.size());
+  return out;
+}
+
+TEST(CraftedInput, ATransposedRegionWhoseSizeWrapsIsACorruptFrame) {
+  // rows x row_words x 8 = 2^30 x 2^31 x 8 = 2^64: zero in 64 bits.
+  const uint32_t region[3] = {0, 1u << 31, 1u << 30};
+  const std::string dir = TraceWithTail("transposed", Frame(std::vector<uint8_t>(64, 0), region));
+  auto t = ReadTraceFile(dir + "/synthetic-rank0.ncclrr");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->bad_frames, 1u);
+  EveryCommandAnswers(dir);
+}
+
+TEST(CraftedInput, CallsThatClaimMoreDataThanAnyGpuHoldsAreANoteNotACrash) {
+  for (const uint64_t count : {1ull << 62, ~0ull}) {
+    SyntheticScript s = ExampleLikeClean();
+    s.processes[1].calls[2].count = count;
+    s.dir = Dir("count");
+    ASSERT_TRUE(WriteSyntheticScript(s).ok());
+    EveryCommandAnswers(s.dir);
+    const Result check = Ncclrr("check " + s.dir);
+    EXPECT_THAT(check.out, HasSubstr("more data than any GPU holds")) << check.out;
+  }
+}
+
+// A capture reference on every call of rank 0, as a buggy or hostile writer would put it.
+std::string TraceWithCapture(const std::string& name, const CaptureRefData& ref) {
+  SyntheticScript s = ExampleLikeClean();
+  s.dir = Dir(name);
+  for (ScriptCall& c : s.processes[0].calls) c.captures.push_back(ref);
+  EXPECT_TRUE(WriteSyntheticScript(s).ok());
+  return s.dir;
+}
+
+TEST(CraftedInput, CaptureReferencesStayInsideTheTraceDirectory) {
+  for (const std::string file : {"/etc/hostname", "../outside.capture", "..", "a/b.capture"}) {
+    const std::string dir = TraceWithCapture("capture-path", {0, SketchWhich::kSendBefore, file, 0, 4});
+    EveryCommandAnswers(dir);
+    const Result replay = Ncclrr("replay " + dir + " --data captured");
+    EXPECT_THAT(replay.out, HasSubstr("not a file of the trace directory")) << file << replay.out;
+  }
+}
+
+TEST(CraftedInput, ACaptureReferenceOfImpossibleSizeIsRefused) {
+  const std::string dir =
+      TraceWithCapture("capture-size", {0, SketchWhich::kSendBefore, "crafted.capture", 1, ~0ull});
+  std::ofstream(dir + "/crafted.capture") << "0123456789";
+  EveryCommandAnswers(dir);
+  EXPECT_THAT(Ncclrr("replay " + dir + " --data captured").out, HasSubstr("is truncated"));
+}
+
+// Headers every few bytes, each claiming a frame of megabytes: resynchronising after the first
+// bad one must not check each claim in full (before: 16 MiB took more than 30 s).
+TEST(CraftedInput, AFileOfFrameHeadersIsNotReadInQuadraticTime) {
+  const std::string dir = Dir("headers");
+  SyntheticScript s = ExampleLikeClean();
+  s.dir = dir;
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  const std::string file = dir + "/synthetic-rank0.ncclrr";
+  std::vector<uint8_t> headers;
+  internal::FrameHeader h{};
+  h.magic = format::kFrameMagic;
+  h.stored_size = h.raw_size = 8u << 20;
+  for (size_t i = 0; i < (16u << 20) / sizeof h; ++i) {
+    h.crc = static_cast<uint32_t>(i);
+    const auto* p = reinterpret_cast<const uint8_t*>(&h);
+    headers.insert(headers.end(), p, p + sizeof h);
+  }
+  std::ofstream(file, std::ios::binary | std::ios::app)
+      .write(reinterpret_cast<const char*>(headers.data()), static_cast<std::streamsize>(headers.size()));
+  const auto start = std::chrono::steady_clock::now();
+  auto t = ReadTraceFile(file);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(t.ok());
+  EXPECT_GE(t->bad_frames, 1u);
+  EXPECT_LT(seconds, 20.0) << "a hang guard, not a speed target (bench: well under 2 s)";
+}
+
+}  // namespace
+}  // namespace ncclrr::testing
