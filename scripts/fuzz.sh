@@ -1,24 +1,51 @@
 #!/usr/bin/env bash
-# Builds the trace-reader fuzzer with clang (libFuzzer + ASan + UBSan) in build-fuzz/ and runs
-# it for SECONDS (default 30), seeded with real traces. Exit status is the fuzzer's.
+# Builds the fuzzers with clang (libFuzzer + ASan + UBSan) in build-fuzz/ and runs each for
+# SECONDS (default 30), seeded with real traces:
+#   reader_fuzzer      arbitrary bytes as a trace file (the reader's framing and checksums)
+#   structured_fuzzer  checksum-valid mutations of real traces through every reading path
+#                      (reader, follower, model, checkers, replay plan, export, live status)
+# Exit status: the first fuzzer that failed, else 0. FUZZ_RUNS=N runs the structured fuzzer for
+# N inputs instead (reports the count); crashers land in build-fuzz/crashes/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-30}"
 build="$root/build-fuzz"
 "$root/scripts/install-deps.sh"
-if [ ! -f "$build/build.ninja" ]; then
+flags="-fsanitize=address,undefined -fsanitize=fuzzer-no-link"
+if [ ! -f "$build/build.ninja" ] || ! grep -q "CMAKE_CXX_FLAGS:STRING=$flags\$" "$build/CMakeCache.txt"; then
+  rm -rf "$build"
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DNCCLRR_BUILD_FUZZERS=ON -DNCCLRR_BUILD_VIEWER=OFF -DCMAKE_CUDA_COMPILER=OFF >/dev/null
+    -DNCCLRR_BUILD_FUZZERS=ON -DNCCLRR_BUILD_VIEWER=OFF -DCMAKE_CUDA_COMPILER=OFF \
+    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 fi
-cmake --build "$build" --target reader_fuzzer >/dev/null
+cmake --build "$build" --target reader_fuzzer structured_fuzzer >"$build/build.log" 2>&1 ||
+  { tail -n 30 "$build/build.log"; exit 1; }
 corpus="$build/fuzz-corpus"
-mkdir -p "$corpus"
-# Seeds: real traces from the main build's demo, when it exists.
+mkdir -p "$corpus" "$build/crashes"
+# Seeds: real traces from the main build's demo, and the real-job traces of tests/data/real.
 ncclrr="${NCCLRR_BUILD_DIR:-$root/build}/bin/ncclrr"
-if [ -z "$(ls -A "$corpus")" ] && [ -x "$ncclrr" ]; then
-  "$ncclrr" demo -o "$build/fuzz-seed" >/dev/null 2>&1 || true
-  find "$build/fuzz-seed" -name '*.ncclrr' -exec cp {} "$corpus/" \; 2>/dev/null || true
+if [ -z "$(ls -A "$corpus")" ]; then
+  if [ -x "$ncclrr" ]; then
+    "$ncclrr" demo -o "$build/fuzz-seed" >/dev/null 2>&1 || true
+    find "$build/fuzz-seed" -name '*.ncclrr' -exec cp {} "$corpus/" \; 2>/dev/null || true
+  fi
+  find "$root/tests/data/real" -name '*.ncclrr' -size -12k | while read -r f; do
+    cp "$f" "$corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
+  done
 fi
+export UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
+status=0
 echo "== fuzzing the trace reader for ${seconds}s"
 "$build/bin/reader_fuzzer" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
-  -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
+  -artifact_prefix="$build/crashes/" -print_final_stats=1 "$corpus" 2>&1 | tail -n 12 ||
+  status=$?
+limit="-max_total_time=$seconds"
+[ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
+echo "== structure-aware fuzzing of every reading path (${FUZZ_RUNS:-${seconds}s})"
+scorpus="$build/structured-corpus"
+mkdir -p "$scorpus"
+"$build/bin/structured_fuzzer" "$limit" -max_len=16384 -rss_limit_mb=4096 -timeout=20 \
+  -artifact_prefix="$build/crashes/" -print_final_stats=1 "$scorpus" "$corpus" 2>&1 |
+  grep -E "^(Done|==|SUMMARY|stat::number_of_executed_units|stat::peak_rss)" | tail -n 12 ||
+  status=${status:-0}
+exit "$status"

@@ -30,6 +30,23 @@ uint32_t FrameCrc(const FrameHeader& h, const uint8_t* extension, const uint8_t*
   return Crc32c(stored, h.stored_size, c);
 }
 
+std::vector<uint8_t> EncodeStoredFrame(const std::vector<uint8_t>& stored, const uint32_t* region) {
+  FrameHeader h{};
+  h.magic = format::kFrameMagic;
+  h.codec = static_cast<uint16_t>(format::Codec::kNone);
+  h.flags = region ? format::kFlagTransposed : 0;
+  h.stored_size = h.raw_size = static_cast<uint32_t>(stored.size());
+  uint8_t ext[format::kFrameExtensionSize] = {};
+  if (region) std::memcpy(ext, region, sizeof ext);
+  h.crc = FrameCrc(h, ext, stored.data());
+  const size_t e = region ? sizeof ext : 0;
+  std::vector<uint8_t> out(sizeof h + e + stored.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + sizeof h, ext, e);
+  if (!stored.empty()) std::memcpy(out.data() + sizeof h + e, stored.data(), stored.size());
+  return out;
+}
+
 // Tiles of 256 rows keep the source rows in cache while each column is written.
 constexpr uint32_t kTileRows = 256;
 

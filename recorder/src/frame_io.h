@@ -41,6 +41,11 @@ struct FrameHeader {
 };
 static_assert(sizeof(FrameHeader) == format::kFrameHeaderSize);
 
+// A frame around bytes stored as given (codec none; `region`, three words, or null: marked
+// transposed with that extension, whatever it says): fuzzers and crafted-input tests build
+// checksum-valid frames the writer never would with it.
+std::vector<uint8_t> EncodeStoredFrame(const std::vector<uint8_t>& stored, const uint32_t* region);
+
 // CRC over the first 16 header bytes, the extension (if any) and the stored payload.
 uint32_t FrameCrc(const FrameHeader& h, const uint8_t* extension, const uint8_t* stored);
 

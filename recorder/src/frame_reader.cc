@@ -102,6 +102,10 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h,
   if (h->codec == static_cast<uint16_t>(format::Codec::kNone)) {
     *payload = stored;
     *psize = h->stored_size;
+    if (reinterpret_cast<uintptr_t>(stored) % 8 != 0) {  // FlatBuffers reads aligned scalars
+      scratch[0].assign(stored, stored + h->stored_size);
+      *payload = scratch[0].data();
+    }
   } else if (h->codec == static_cast<uint16_t>(format::Codec::kZstd)) {
     scratch[0].resize(h->raw_size);
     const size_t n = ZSTD_decompress(scratch[0].data(), scratch[0].size(), stored, h->stored_size);

@@ -30,6 +30,7 @@ TraceFollower::TraceFollower(TraceFollower&& o) noexcept
       bad_frames_(o.bad_frames_) {}
 
 Status TraceFollower::ReadHeader() {
+  if (pending_.empty()) return Status::Ok();  // nothing written yet
   const internal::ByteView v{pending_.data(), pending_.size()};
   const size_t magic = std::min<size_t>(pending_.size(), 8);
   if (std::memcmp(pending_.data(), format::kFileMagic, magic) != 0)

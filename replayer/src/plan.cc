@@ -210,7 +210,8 @@ class PlanBuilder {
         const auto it = ref.find(tensor);
         const size_t n_ref = it == ref.end() ? 0 : it->second.size();
         size_t j = 0, extra = 0;
-        for (const auto& [seq, idx] : occ) {
+        for (const auto& [seq_binding, idx] : occ) {
+          const uint64_t seq = seq_binding;  // a plain variable: lambdas capture it everywhere
           uint32_t step;
           if (j < n_ref) {
             auto dist = [&](size_t k) {

@@ -79,29 +79,10 @@ std::string TraceWithTail(const std::string& name, const std::vector<uint8_t>& e
   return s.dir;
 }
 
-// A frame with a valid checksum around `payload`; `region` set: stored transposed.
-std::vector<uint8_t> Frame(const std::vector<uint8_t>& payload,
-                           const uint32_t* region = nullptr) {
-  internal::FrameHeader h{};
-  h.magic = format::kFrameMagic;
-  h.codec = static_cast<uint16_t>(format::Codec::kNone);
-  h.flags = region ? format::kFlagTransposed : 0;
-  h.stored_size = h.raw_size = static_cast<uint32_t>(payload.size());
-  uint8_t ext[format::kFrameExtensionSize] = {};
-  if (region) std::memcpy(ext, region, sizeof ext);
-  h.crc = internal::FrameCrc(h, ext, payload.data());
-  const size_t ext_size = region ? sizeof ext : 0;
-  std::vector<uint8_t> out(sizeof h + ext_size + payload.size());
-  std::memcpy(out.data(), &h, sizeof h);
-  std::memcpy(out.data() + sizeof h, ext, ext_size);
-  std::memcpy(out.data() + sizeof h + ext_size, payload.data(), payload.size());
-  return out;
-}
-
 TEST(CraftedInput, ATransposedRegionWhoseSizeWrapsIsACorruptFrame) {
   // rows x row_words x 8 = 2^30 x 2^31 x 8 = 2^64: zero in 64 bits.
   const uint32_t region[3] = {0, 1u << 31, 1u << 30};
-  const std::string dir = TraceWithTail("transposed", Frame(std::vector<uint8_t>(64, 0), region));
+  const std::string dir = TraceWithTail("transposed", internal::EncodeStoredFrame(std::vector<uint8_t>(64, 0), region));
   auto t = ReadTraceFile(dir + "/synthetic-rank0.ncclrr");
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->bad_frames, 1u);
