@@ -47,5 +47,5 @@ mkdir -p "$scorpus"
 "$build/bin/structured_fuzzer" "$limit" -max_len=16384 -rss_limit_mb=4096 -timeout=20 \
   -artifact_prefix="$build/crashes/" -print_final_stats=1 "$scorpus" "$corpus" 2>&1 |
   grep -E "^(Done|==|SUMMARY|stat::number_of_executed_units|stat::peak_rss)" | tail -n 12 ||
-  status=${status:-0}
+  status=$?
 exit "$status"

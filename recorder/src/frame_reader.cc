@@ -120,7 +120,8 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h,
     std::memcpy(e, extension, sizeof e);
     const TransposedRegion r{e[0], e[1], e[2]};
     // Bounds by division: rows x row_words x 8 from the file may wrap around.
-    if (r.row_words == 0 || r.offset > *psize ||
+    if (r.row_words == 0 || r.rows == 0 || r.offset > *psize ||
+        uint64_t{r.row_words} > (*psize - r.offset) / 8 ||
         uint64_t{r.rows} > (*psize - r.offset) / 8 / r.row_words)
       return FrameCheck::kBad;
     scratch[1].resize(*psize);
@@ -141,11 +142,11 @@ size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch) {
   // claimed size (CRC, decompression): a file of headers each claiming megabytes would make the
   // search quadratic. So a candidate is checked in full only when its frame ends where another
   // frame starts (or at the end of the file), and the bytes checked in full in one search are
-  // bounded by a few times the file's size: past that, nothing more is read.
+  // bounded by four times the file's size (plus 1 MiB): past that, nothing more is read.
   FrameHeader h;
   const uint8_t* payload;
   size_t psize, frame_bytes;
-  uint64_t budget = 4 * static_cast<uint64_t>(f.size()) + (64u << 20);
+  uint64_t budget = 4 * static_cast<uint64_t>(f.size()) + (1u << 20);
   for (size_t off = from; off + format::kFrameHeaderSize <= f.size(); ++off) {
     if (Load<uint32_t>(f.data() + off) != format::kFrameMagic) continue;
     std::memcpy(&h, f.data() + off, sizeof h);
@@ -168,12 +169,36 @@ size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch) {
 void CollectBatch(const fb::Batch& b, TraceFile* t) {
   if (b.strings())
     for (const auto* s : *b.strings()) t->strings[s->id()] = Str(s->text());
+  const size_t comms = t->comms.size(), calls = t->calls.size(), clocks = t->clocks.size(),
+               gpu = t->gpu_times.size(), graph = t->graph_events.size();
   AppendStructs(b.comms(), &t->comms);
   AppendStructs(b.calls(), &t->calls);
   AppendStructs(b.clocks(), &t->clocks);
+  // Timestamps are nanoseconds since boot or since 1970: a value outside [0, 2^62] (146 years)
+  // is damage, and sums or differences of such values would overflow. Clamped and counted.
+  auto sane = [t](int64_t& v) {
+    constexpr int64_t kMax = int64_t{1} << 62;
+    if (v >= 0 && v <= kMax) return;
+    v = v < 0 ? 0 : kMax;
+    ++t->clamped_times;
+  };
+  for (size_t i = comms; i < t->comms.size(); ++i) sane(t->comms[i].create_ns);
+  for (size_t i = calls; i < t->calls.size(); ++i) {
+    sane(t->calls[i].enter_ns);
+    sane(t->calls[i].exit_ns);
+  }
+  for (size_t i = clocks; i < t->clocks.size(); ++i) {
+    sane(t->clocks[i].mono_ns);
+    sane(t->clocks[i].real_ns);
+  }
   AppendStructs(b.drops(), &t->drops);
   AppendStructs(b.gpu_times(), &t->gpu_times);
   AppendStructs(b.graph_events(), &t->graph_events);
+  for (size_t i = gpu; i < t->gpu_times.size(); ++i) {
+    sane(t->gpu_times[i].start_ns);
+    sane(t->gpu_times[i].end_ns);
+  }
+  for (size_t i = graph; i < t->graph_events.size(); ++i) sane(t->graph_events[i].time_ns);
   AppendStructs(b.queries(), &t->queries);
   if (b.notes())
     for (const auto* n : *b.notes())

@@ -43,6 +43,8 @@ Status TraceFollower::ReadHeader() {
   if (pending_.size() < format::kFilePreambleSize + hsize) return Status::Ok();
   size_t end = 0;
   NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path_, v, &header_, &end));
+  for (int64_t* t : {&header_.start_mono_ns, &header_.start_real_ns})
+    if (*t < 0 || *t > (int64_t{1} << 62)) *t = 0;  // damage (as ReadTraceFile clamps it)
   have_header_ = true;
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(end));
   offset_ += end;

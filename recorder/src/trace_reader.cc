@@ -135,6 +135,15 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path) {
       path, &t.header, [&](const fb::Batch& b) { internal::CollectBatch(b, &t); }, &t.warnings,
       &t));
   if (t.nccl_version == 0) t.nccl_version = t.header.nccl_version;
+  for (int64_t* v : {&t.header.start_mono_ns, &t.header.start_real_ns})
+    if (*v < 0 || *v > (int64_t{1} << 62)) {
+      *v = 0;
+      ++t.clamped_times;
+    }
+  if (t.clamped_times > 0)
+    t.warnings.push_back(path + ": " + std::to_string(t.clamped_times) +
+                         " timestamp(s) outside any clock's range were clamped: the file is "
+                         "damaged, and times in it are not to be trusted");
   DropSupersededInFlight(&t);
   if (!t.footer && !t.torn)
     t.warnings.push_back(path +

@@ -87,6 +87,11 @@ TEST(CraftedInput, ATransposedRegionWhoseSizeWrapsIsACorruptFrame) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->bad_frames, 1u);
   EveryCommandAnswers(dir);
+  // No rows but 2^32-1 words per row (found by the structured fuzzer: a 32 GiB allocation).
+  const uint32_t empty[3] = {0, 0xffffffffu, 0};
+  auto e = ReadTraceFile(TraceWithTail("transposed-empty", internal::EncodeStoredFrame(std::vector<uint8_t>(64, 0), empty)) + "/synthetic-rank0.ncclrr");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->bad_frames, 1u);
 }
 
 TEST(CraftedInput, CallsThatClaimMoreDataThanAnyGpuHoldsAreANoteNotACrash) {

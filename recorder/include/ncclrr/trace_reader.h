@@ -42,6 +42,7 @@ struct TraceFile {
   uint64_t frames = 0;      // frames read
   uint64_t bad_frames = 0;  // frames skipped as corrupt
   uint64_t file_bytes = 0;
+  uint64_t clamped_times = 0;  // timestamps outside [0, 2^62] ns, clamped (a damaged file)
 
   uint64_t DroppedRecords() const;        // sum over threads of the last DropCount, or the footer's
   std::string String(uint32_t id) const;  // "" when unknown
