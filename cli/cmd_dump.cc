@@ -31,6 +31,8 @@ class DumpCommand : public Command {
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
     const bool stable = args.Has("--stable");
     const long long rank = args.GetInt("--rank", -1);
+    if (args.Has("--rank") && rank < 0)
+      throw UsageError("--rank must be a rank (0 or more), got " + std::to_string(rank));
     uint64_t comm = 0;
     if (auto c = args.Get("--comm")) {
       char* end = nullptr;
@@ -44,10 +46,10 @@ class DumpCommand : public Command {
     }
     for (const TraceFile& f : loaded->files) {
       if (stable)
-        std::printf("# process %s\n", f.header.host.c_str());
+        std::printf("# process %s\n", Printable(f.header.host).c_str());
       else
-        std::printf("# process %s pid %d (%s)\n", f.header.host.c_str(), f.header.pid,
-                    f.path.c_str());
+        std::printf("# process %s pid %d (%s)\n", Printable(f.header.host).c_str(), f.header.pid,
+                    Printable(f.path).c_str());
       for (const auto& c : f.comms)
         if ((!comm || c.comm_id == comm) && (rank < 0 || c.rank == rank))
           std::printf("%s\n", DescribeComm(c, f.String(c.name_id), stable).c_str());
@@ -81,13 +83,13 @@ class DumpCommand : public Command {
             std::printf("    captured %s: %llu bytes", SketchWhichName(r->which),
                         static_cast<unsigned long long>(r->bytes));
             if (!stable)
-              std::printf(" in %s at %llu", r->file.c_str(),
+              std::printf(" in %s at %llu", Printable(r->file).c_str(),
                           static_cast<unsigned long long>(r->offset));
             std::printf("\n");
           }
       }
-      for (const auto& n : f.notes) std::printf("# note: %s\n", n.text.c_str());
-      for (const auto& w : f.warnings) std::printf("# warning: %s\n", w.c_str());
+      for (const auto& n : f.notes) std::printf("# note: %s\n", Printable(n.text).c_str());
+      for (const auto& w : f.warnings) std::printf("# warning: %s\n", Printable(w).c_str());
     }
     return kExitOk;
   }

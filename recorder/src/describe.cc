@@ -72,6 +72,22 @@ std::string DescribeCall(const CallRecord& c, bool stable) {
   return s;
 }
 
+std::string Printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+      continue;
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
 std::string DescribeComm(const CommRecord& c, const std::string& name, bool stable) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "comm %s rank %d/%d dev %d via %s", Hex64(c.comm_id).c_str(),
@@ -84,7 +100,7 @@ std::string DescribeComm(const CommRecord& c, const std::string& name, bool stab
   }
   if (c.lineage) s += " lineage " + std::to_string(c.lineage);
   if (!c.blocking) s += " nonblocking";
-  if (!name.empty()) s += " name \"" + name + "\"";
+  if (!name.empty()) s += " name \"" + Printable(name) + "\"";
   if (!stable) {
     std::snprintf(buf, sizeof buf, " handle 0x%" PRIx64, c.handle);
     s += buf;

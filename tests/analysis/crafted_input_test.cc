@@ -162,3 +162,31 @@ TEST(CraftedInput, AFileOfFrameHeadersIsNotReadInQuadraticTime) {
 
 }  // namespace
 }  // namespace ncclrr::testing
+
+namespace ncclrr::testing {
+namespace {
+
+// Strings from a trace never reach the terminal as escape sequences.
+TEST(CraftedInput, TerminalEscapesInTraceStringsArePrintedEscaped) {
+  SyntheticScript s = ExampleLikeClean();
+  ASSERT_FALSE(s.comms.empty());
+  s.comms[0].name = "dp\x1b]0;owned\x07\x1b[2J";
+  s.dir = Dir("escapes");
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  const Result dump = Ncclrr("dump " + s.dir);
+  EXPECT_EQ(dump.code, 0);
+  EXPECT_EQ(dump.out.find('\x1b'), std::string::npos);
+  EXPECT_THAT(dump.out, HasSubstr("name \"dp\\x1b]0;owned\\x07\\x1b[2J\""));
+}
+
+TEST(CraftedInput, ANegativeRankIsAUsageError) {
+  SyntheticScript s = ExampleLikeClean();
+  s.dir = Dir("rank");
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  const Result r = Ncclrr("dump " + s.dir + " --rank -5");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--rank must be a rank"));
+}
+
+}  // namespace
+}  // namespace ncclrr::testing

@@ -1,6 +1,7 @@
 #pragma once
 // Human-readable text for records, shared by `ncclrr dump`, `check` and the viewer's details.
 #include <string>
+#include <string_view>
 
 #include "ncclrr/records.h"
 #include "ncclrr/trace_data.h"
@@ -8,6 +9,9 @@
 namespace ncclrr {
 
 std::string Hex64(uint64_t v);  // "0x%016llx"
+// `text` with control bytes (and DEL) written as \xNN: strings from a trace (names, notes,
+// hosts, paths) never reach a terminal as escape sequences.
+std::string Printable(std::string_view text);
 // One line in the spirit of NCCL's COLL log: "AllReduce: opCount 3 sendbuff 0x.. ...".
 // `stable` leaves out addresses, thread ids and times (golden tests).
 std::string DescribeCall(const CallRecord& c, bool stable);
