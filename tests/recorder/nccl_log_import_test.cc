@@ -1,6 +1,7 @@
 // NCCL INFO logs (format of NCCL 2.28's init.cc / enqueue.cc) into traces.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "ncclrr/nccl_log_import.h"
@@ -83,6 +84,30 @@ TEST(NcclLogImport, ClearErrors) {
   auto missing = ImportNcclLogs({dir.path() + "/nope.log"}, dir.path() + "/t2");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("cannot read log"), std::string::npos);
+}
+
+// The log's host names a file: it may not climb out of the output directory; numbers too big
+// for their field skip the line with a warning instead of "error: stoi".
+TEST(NcclLogImport, HostileLogsStayInsideTheOutputDirectory) {
+  ScratchDir dir("import-hostile");
+  const std::string log = dir.path() + "/hostile.log";
+  std::ofstream(log)
+      << "../../victim:101:111 [0] NCCL INFO ncclCommInitRank comm 0x5600aa rank 0 nranks 1 "
+         "cudaDev 0 nvmlDev 0 busId 1b000 commId 0xfeedbeef12345678 - Init COMPLETE\n"
+      << "../../victim:101:111 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f0010 recvbuff "
+         "0x7f0010 count 36864 datatype 7 op 0 root 0 comm 0x5600aa [nranks=1] stream 0x9a\n"
+      << "gpu0:99999999999999999999:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff "
+         "0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=1] stream 0x9a\n";
+  auto r = ImportNcclLogs({log}, dir.path() + "/t");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->files.size(), 1u);
+  EXPECT_EQ(std::filesystem::path(r->files[0]).parent_path(),
+            std::filesystem::path(dir.path() + "/t"));
+  EXPECT_EQ(std::filesystem::path(r->files[0]).filename(), ".._.._victim-101.ncclrr");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/../victim-101.ncclrr"));
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("out of range"), std::string::npos);
+  EXPECT_EQ(r->calls, 1u);
 }
 
 }  // namespace
