@@ -12,10 +12,15 @@ std::string Range(uint64_t a, uint64_t b) {
   return a == b ? std::to_string(a) : std::to_string(a) + "\u2013" + std::to_string(b);
 }
 
-std::string Ranges(const std::vector<std::pair<uint64_t, uint64_t>>& runs) {
+// `pairs`: each run is two positions that traded places ("4–5", "56 and 58"), not a range.
+std::string Ranges(const std::vector<std::pair<uint64_t, uint64_t>>& runs, bool pairs = false) {
   std::string s;
   const size_t shown = std::min<size_t>(runs.size(), 4);
-  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + Range(runs[i].first, runs[i].second);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto [a, b] = runs[i];
+    s += (i ? ", " : "") +
+         (pairs && b > a + 1 ? std::to_string(a) + " and " + std::to_string(b) : Range(a, b));
+  }
   if (runs.size() > shown) s += " and " + std::to_string(runs.size() - shown) + " more";
   return s;
 }
@@ -69,8 +74,9 @@ class OrderExplainer {
     for (int r = 0; r < pc.nranks; ++r) {
       std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> kinds;
       std::vector<std::string> details;
+      std::set<size_t> exchanged;  // the far ends of exchanges already reported
       for (size_t p = 0; p < len;) {
-        if (value(r, p) == majority[p]) {
+        if (value(r, p) == majority[p] || exchanged.count(p)) {
           ++p;
           continue;
         }
@@ -97,13 +103,17 @@ class OrderExplainer {
         if (complete && k <= q) {
           q = k;
           kinds[q == p + 1 ? "swapped" : "reordered"].push_back({p, q});
+        } else if (const size_t e = Exchanged(at[r], majority, p); e != 0) {
+          kinds["swapped"].push_back({p, e});  // two calls traded places across matching ones
+          exchanged.insert(e);
+          q = p;
         } else if (value(r, p) == kNone) {
           kinds["missing"].push_back({p, q});
         } else if (const int d = Shift(at[r], majority, p, q); d != 0) {
           details.push_back(
               "rank " + std::to_string(r) + where + " is " + std::to_string(std::abs(d)) +
               (d > 0 ? " call(s) ahead" : " call(s) behind") + " from seq " + std::to_string(p) +
-              (d > 0 ? " (it skipped " + Logical(ci, majority[p]) + ")" : ""));
+              (d > 0 ? " (the call it skipped: " + Logical(ci, majority[p]) + ")" : ""));
         } else {
           kinds["differ"].push_back({p, q});
         }
@@ -117,7 +127,7 @@ class OrderExplainer {
         else if (kind == "differ")
           lines_.push_back("seq " + Ranges(runs) + " differ on " + r_s);
         else
-          lines_.push_back("seq " + Ranges(runs) + " " + kind + " on " + r_s);
+          lines_.push_back("seq " + Ranges(runs, kind == "swapped") + " " + kind + " on " + r_s);
       }
       for (std::string& d : details) lines_.push_back(std::move(d));
     }
@@ -149,6 +159,19 @@ class OrderExplainer {
     }
   }
 
+  // e > p when the rank's calls at p and e are the majority's at e and p and every call between
+  // them matches (a loop that issues two same-size gradients in the other order, with a bias
+  // between them), else 0. Looks a few calls ahead only.
+  static size_t Exchanged(const std::vector<uint32_t>& mine, const std::vector<uint32_t>& maj,
+                          size_t p) {
+    if (p >= mine.size() || mine[p] == kNone) return 0;
+    for (size_t e = p + 2; e < p + 16 && e < mine.size() && e < maj.size(); ++e) {
+      if (mine[e] == maj[e]) continue;
+      return mine[e] == maj[p] && mine[p] == maj[e] ? e : 0;
+    }
+    return 0;
+  }
+
   // d > 0 when the rank's calls from p on are the majority's from p + d on (it skipped d).
   static int Shift(const std::vector<uint32_t>& mine, const std::vector<uint32_t>& maj, size_t p,
                    size_t q) {
@@ -167,10 +190,7 @@ class OrderExplainer {
   }
 
   std::string Logical(uint32_t ci, uint32_t logical) const {
-    if (logical == kNone) return "a call";
-    const LogicalColl& l = plan_.comms[ci].logical[logical];
-    if (l.tensor == kNone) return "recorded seq " + std::to_string(l.step);
-    return "tensor " + std::to_string(l.tensor) + ", step " + std::to_string(l.step);
+    return DescribeLogical(plan_, ci, logical);
   }
 
   // Adjacent units of one actor on two communicators: the order of the two logical calls. Two

@@ -7,6 +7,7 @@
 #include "ncclrr/analysis/collective_shape.h"
 #include "ncclrr/analysis/logical_identity.h"
 #include "ncclrr/describe.h"
+#include "loop_steps.h"
 #include "tensor_ids.h"
 
 namespace ncclrr::replay {
@@ -56,6 +57,7 @@ class PlanBuilder {
     NCCLRR_RETURN_IF_ERROR(CheckOneRankPerActor());
     for (size_t ci = 0; ci < m_.comms().size(); ++ci)
       if (plan_.comms[ci].used) AddComm(ci);
+    for (const PlanComm& pc : plan_.comms) plan_.steps = std::max(plan_.steps, pc.loop_steps);
     MatchP2p();
     BuildUnits();
     OrderLogical();
@@ -175,6 +177,7 @@ class PlanBuilder {
     // [rank][tensor] -> the recorded seqs of its occurrences, and the calls
     std::vector<std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>>> occurrences(
         c.ranks.size());
+    std::vector<uint32_t> reference_calls;  // the reference rank's calls, slot by slot
     for (const RankView& r : c.ranks) {
       pc.actor_of_rank[r.rank] = ActorOf(r);
       pc.device_of_rank[r.rank] = r.device;
@@ -186,6 +189,7 @@ class PlanBuilder {
         const uint32_t tensor = ids.of_slot[r.rank][k];
         const uint32_t idx = static_cast<uint32_t>(plan_.calls.size());
         plan_.calls.push_back(p);
+        if (r.rank == ids.reference_rank) reference_calls.push_back(idx);
         if (tensor == analysis::kNoLogicalId)
           unknown.push_back(idx);
         else
@@ -225,7 +229,6 @@ class PlanBuilder {
           }
           const uint32_t l = Join(pc, logical_of, tensor, step, idx);
           logical_at_seq[seq][l]++;
-          plan_.steps = std::max(plan_.steps, step + 1);
         }
       }
     // A call of unknown identity (e.g. its count differs from every other rank's) means what
@@ -248,6 +251,34 @@ class PlanBuilder {
       }
     }
     for (LogicalColl& l : pc.logical) ChooseArguments(l);
+    PlaceInLoop(ci, ids, reference_calls);
+  }
+
+  // Steps as the user knows them: the loop of the reference rank's calls (loop_steps.h), found
+  // from its logical tensors where they recur (persistent buffers: two same-size tensors per
+  // step are two calls of one step, not two steps), else from the calls' shapes (fresh buffers).
+  void PlaceInLoop(size_t ci, const TensorIds& ids, const std::vector<uint32_t>& reference_calls) {
+    PlanComm& pc = plan_.comms[ci];
+    const analysis::CommIdentity& identity = identity_.comm(ci);
+    const std::vector<uint32_t>& tensors = ids.of_slot[ids.reference_rank];
+    const size_t ref = static_cast<size_t>(ids.reference_rank);
+    if (ref >= identity.shapes.size() || identity.shapes[ref].size() != reference_calls.size() ||
+        tensors.size() != reference_calls.size())
+      return;
+    const std::vector<uint64_t>& shapes = identity.shapes[ref];
+    std::vector<uint64_t> keys(shapes.size());
+    for (size_t k = 0; k < keys.size(); ++k) keys[k] = Mix(shapes[k], tensors[k]);
+    LoopSteps loop = FindLoop(keys);
+    if (!loop.found()) loop = FindLoop(shapes);
+    if (!loop.found() || loop.steps == 0) return;
+    pc.loop_period = static_cast<uint32_t>(loop.period);
+    pc.loop_steps = loop.steps;
+    for (size_t k = 0; k < reference_calls.size(); ++k) {
+      const uint32_t l = plan_.calls[reference_calls[k]].logical;
+      if (l == kNone || loop.step_of[k] == kNotInLoop) continue;
+      pc.logical[l].loop_step = loop.step_of[k];
+      pc.logical[l].loop_call = loop.call_of[k];
+    }
   }
 
   // Adds call `idx` to the logical call (tensor, step), creating it on first use.
@@ -457,9 +488,26 @@ std::string DescribeLogical(const ReplayPlan& plan, const PlanCall& c) {
     return "message " + std::to_string(c.step) + " from rank " + std::to_string(from) +
            " to rank " + std::to_string(to);
   }
-  const LogicalColl& l = plan.comms[c.comm].logical[c.logical];
-  if (l.tensor == kNone) return "recorded seq " + std::to_string(c.recorded_seq);
-  return "tensor " + std::to_string(l.tensor) + ", step " + std::to_string(l.step);
+  return DescribeLogical(plan, c.comm, c.logical);
+}
+
+std::string DescribeLogical(const ReplayPlan& plan, uint32_t comm, uint32_t logical) {
+  if (logical == kNone) return "a call";
+  const PlanComm& pc = plan.comms[comm];
+  const LogicalColl& l = pc.logical[logical];
+  if (pc.loop_period > 0) {
+    if (l.loop_step != kNone)
+      return "step " + std::to_string(l.loop_step) + ", call " + std::to_string(l.loop_call);
+    const PlanCall& first = plan.calls[l.call_of_rank[0] != kNone ? l.call_of_rank[0] : l.args];
+    return "setup, recorded seq " + std::to_string(first.recorded_seq);
+  }
+  if (l.tensor == kNone) return "recorded seq " + std::to_string(l.step);
+  return "tensor " + std::to_string(l.tensor) + ", occurrence " + std::to_string(l.step);
+}
+
+uint32_t StepOf(const ReplayPlan& plan, const PlanCall& c) {
+  if (!c.collective() || c.logical == kNone) return kNone;
+  return plan.comms[c.comm].logical[c.logical].loop_step;
 }
 
 }  // namespace ncclrr::replay

@@ -53,6 +53,10 @@ struct LogicalColl {
   uint64_t data_key = 0;  // seeds the synthetic data of every rank's input
   bool args_differ = false;  // participants disagree on api, count, dtype, op or root
   double canonical_key = 0;  // order of logical calls that every rank follows under `canonical`
+  // Where the reference rank issued it in the communicator's loop (loop_steps.h): step and call
+  // within the step; kNone when no loop was found or the call came before it.
+  uint32_t loop_step = kNone;
+  uint32_t loop_call = kNone;
 };
 
 struct PlanComm {
@@ -64,6 +68,8 @@ struct PlanComm {
   std::vector<uint32_t> actor_of_rank;
   std::vector<int> device_of_rank;
   std::vector<LogicalColl> logical;  // in canonical order
+  uint32_t loop_period = 0;          // calls per step of the loop found; 0: none
+  uint32_t loop_steps = 0;           // steps of that loop
   std::string Label() const;         // "comm 0x... (name)"
 };
 
@@ -90,7 +96,7 @@ struct ReplayPlan {
   std::vector<PlanUnit> units;
   std::vector<PlanComm> comms;
   std::vector<PlanActor> actors;
-  uint32_t steps = 0;  // most occurrences of one logical tensor
+  uint32_t steps = 0;  // of the longest loop found on any communicator (loop_steps.h); 0: none
   int32_t recorded_nccl_version = 0;
   std::vector<std::string> notes;  // what the replay cannot reproduce exactly
 };
@@ -101,7 +107,11 @@ StatusOr<ReplayPlan> BuildPlan(const analysis::TraceModel& model);
 
 // "AllReduce(1024 float32, sum)"
 std::string DescribeCall(const ReplayPlan& plan, const PlanCall& c);
-// "tensor 1, step 3" / "send 2 from rank 0"
+// "step 5, call 2" (the communicator's loop, loop_steps.h), "tensor 1, occurrence 3" (where no
+// loop was found), "message 2 from rank 0 to rank 1" (send/recv).
 std::string DescribeLogical(const ReplayPlan& plan, const PlanCall& c);
+std::string DescribeLogical(const ReplayPlan& plan, uint32_t comm, uint32_t logical);
+// The loop step a collective belongs to, as DescribeLogical names it; kNone when unknown.
+uint32_t StepOf(const ReplayPlan& plan, const PlanCall& c);
 
 }  // namespace ncclrr::replay

@@ -245,8 +245,7 @@ class Replayer {
       if (o.check.wrong == 0) continue;
       ++r.wrong_calls;
       r.wrong_elements += o.check.wrong;
-      if (c.collective() && plan_.comms[c.comm].logical[c.logical].tensor != kNone)
-        wrong_steps.insert(c.step);
+      if (const uint32_t step = StepOf(plan_, c); step != kNone) wrong_steps.insert(step);
       WrongCall w;
       w.comm_id = plan_.comms[c.comm].id;
       w.comm_name = plan_.comms[c.comm].name;
@@ -271,11 +270,12 @@ class Replayer {
       for (uint32_t i = 0; i < plan_.calls.size(); ++i) {
         const PlanCall& c = plan_.calls[i];
         if (c.collective() && plan_.comms[c.comm].id == s.comm_id && c.rank == s.rank &&
-            positions[i] == s.seq && plan_.comms[c.comm].logical[c.logical].tensor != kNone)
-          wrong_steps.insert(c.step);
+            positions[i] == s.seq)
+          if (const uint32_t step = StepOf(plan_, c); step != kNone) wrong_steps.insert(step);
       }
     r.steps = plan_.steps;
     r.wrong_steps = wrong_steps.size();
+    r.wrong_step_list.assign(wrong_steps.begin(), wrong_steps.end());
     if (!ex.error.empty()) {
       r.outcome = Outcome::kError;
       r.error = ex.error;

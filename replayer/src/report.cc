@@ -23,6 +23,15 @@ std::string CommText(uint64_t id, const std::string& name) {
 
 bool IsPermute(const OrderResult& r) { return r.trial >= 0; }
 
+// ": 5, 12, 20" (the first eight, then how many more).
+std::string StepList(const std::vector<uint64_t>& steps) {
+  std::string s;
+  for (size_t i = 0; i < steps.size() && i < 8; ++i)
+    s += (i ? ", " : ": ") + std::to_string(steps[i]);
+  if (steps.size() > 8) s += " and " + std::to_string(steps.size() - 8) + " more";
+  return s;
+}
+
 // "2 of 4 steps wrong (seq 4–5 swapped on rank 1)", "0 wrong", "hangs (...)".
 std::string Verdict(const OrderResult& r) {
   const std::string why = r.explanation.empty() ? "" : " (" + r.explanation.front() + ")";
@@ -32,7 +41,7 @@ std::string Verdict(const OrderResult& r) {
     case Outcome::kWrong:
       if (r.steps > 0 && r.wrong_steps > 0)
         return std::to_string(r.wrong_steps) + " of " + std::to_string(r.steps) + " steps wrong" +
-               why;
+               StepList(r.wrong_step_list) + why;
       return std::to_string(r.wrong_calls) + " of " + std::to_string(r.calls) + " calls wrong" +
              why;
     case Outcome::kHang: {
@@ -137,6 +146,9 @@ Json ResultJson(const ReplayReport& rep, const OrderResult& r) {
   j.Set("#wrong", Json::Uint(r.wrong_elements));
   j.Set("steps", Json::Uint(r.steps));
   j.Set("wrong_steps", Json::Uint(r.wrong_steps));
+  Json list = Json::Array();
+  for (uint64_t step : r.wrong_step_list) list.Push(Json::Uint(step));
+  j.Set("wrong_step_list", std::move(list));
   j.Set("moved_calls", Json::Uint(r.moved_calls));
   j.Set("reproduced", r.reproduced ? Json::Bool(*r.reproduced) : Json());
   j.Set("reproduced_calls", Json::Uint(r.reproduced_calls));

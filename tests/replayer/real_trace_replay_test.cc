@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "replay_scripts.h"
 
@@ -35,6 +36,12 @@ TEST(RealTraceReplay, SameShapeSwapOfFreshGradientsIsWrongOnlyWhereSwapped) {
     for (int rank : {0, 1}) swapped.insert({seq, rank});
   EXPECT_EQ(wrong, swapped);  // the job's own count: 12 wrong results
   EXPECT_EQ(recorded.wrong_calls, 12u);
+  // The steps are the job's loop iterations (steps are not marked in the trace, and buffers are
+  // new every step): 30 steps, swapped at 5, 12 and 20.
+  EXPECT_EQ(recorded.steps, 30u);
+  EXPECT_EQ(recorded.wrong_step_list, (std::vector<uint64_t>{5, 12, 20}));
+  EXPECT_EQ(recorded.explanation.front(),
+            "seq 56 and 58, 121 and 123, 194 and 196 swapped on rank 1");
   EXPECT_EQ(canonical.outcome, replay::Outcome::kRight);
   EXPECT_EQ(canonical.wrong_calls, 0u);
 }
@@ -52,7 +59,7 @@ TEST(RealTraceReplay, FourProcessJobReplaysAlikeInOneProcessAndAsProcesses) {
   EXPECT_EQ(one.code, 1);
   EXPECT_EQ(many.code, 1);
   const std::string summary =
-      "summary: recorded order: 3 of 6 steps wrong (seq 2\u20133, 6\u20137, 10\u201311 swapped on "
+      "summary: recorded order: 3 of 6 steps wrong: 1, 3, 5 (seq 2\u20133, 6\u20137, 10\u201311 swapped on "
       "rank 1); canonical order: 0 wrong\n";
   EXPECT_NE(one.out.find(summary), std::string::npos) << one.out;
   EXPECT_NE(many.out.find(summary), std::string::npos) << many.out;

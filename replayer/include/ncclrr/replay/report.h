@@ -51,8 +51,11 @@ struct OrderResult {
   uint64_t checked_calls = 0;  // calls whose output was verified
   uint64_t wrong_calls = 0;
   uint64_t wrong_elements = 0;
-  uint64_t steps = 0;                    // logical steps (occurrences of the most repeated tensor)
-  uint64_t wrong_steps = 0;              // steps with at least one wrong or stuck call
+  // Steps of the job's loop, where one was found (the calls repeat with a period); 0: none, and
+  // the verdict counts calls.
+  uint64_t steps = 0;
+  uint64_t wrong_steps = 0;                   // steps with at least one wrong or stuck call
+  std::vector<uint64_t> wrong_step_list;      // those steps, ascending
   std::vector<std::string> explanation;  // how the ranks' orders disagree, if they do
   std::vector<WrongCall> wrong;          // the first kMaxListedCalls wrong calls
   std::vector<StuckCall> stuck;          // every stuck call (first incomplete one per stream)
