@@ -142,10 +142,14 @@ class DataChecker : public Checker {
       for (const P2pCall& p : c.ranks[r].p2p)
         if (!p.send) recvs[{p.peer, r, p.pair_seq}] = &p;
     for (int src : with_sketches) {
+      const std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> received =
+          GroupReceives(m, c.ranks[src]);
       for (const P2pCall& s : c.ranks[src].p2p) {
         if (!s.send) continue;
         const CallSketches ss = SketchesOf(m, s.call);
         if (ss.empty()) continue;
+        const bool own_receive = WrittenByOwnReceive(m.call(s.call), received);
+        if (own_receive) tally.SendIntoOwnReceive(c.id, src);
         CallDataOutcome o;
         o.comm_index = ci;
         o.seq = s.pair_seq;
@@ -155,7 +159,7 @@ class DataChecker : public Checker {
         sender.call = s.call;
         sender.seq = s.pair_seq;
         sender.time_ns = s.time_ns;
-        CheckRace(ss, &sender);
+        if (!own_receive) CheckRace(ss, &sender);
         o.ranks.push_back(std::move(sender));
         auto it = recvs.find({src, s.peer, s.pair_seq});
         if (it != recvs.end() && !ctx.CaptureVerified(ci, s.pair_seq, src, s.peer))
@@ -166,6 +170,34 @@ class DataChecker : public Checker {
           sink.Add(std::move(f));
       }
     }
+  }
+
+  // Byte ranges the rank's receives write, by the group they were issued in (receives outside a
+  // group are left out: a send cannot share a call with them).
+  static std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> GroupReceives(
+      const TraceModel& m, const RankView& r) {
+    std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> out;
+    for (const P2pCall& p : r.p2p) {
+      if (p.send) continue;
+      const CallRecord& c = m.call(p.call);
+      if (c.group_depth == 0 || c.recvbuff == 0) continue;
+      out.insert({c.group_id, {c.recvbuff, c.count * DtypeSize(c.dtype)}});
+    }
+    return out;
+  }
+
+  // Whether a receive of the send's own group writes bytes the send reads: then the send buffer
+  // changes during the call by design, and a race check would blame another writer.
+  static bool WrittenByOwnReceive(
+      const CallRecord& send, const std::multimap<uint64_t, std::pair<uint64_t, uint64_t>>& rx) {
+    if (send.group_depth == 0 || send.sendbuff == 0) return false;
+    const uint64_t bytes = send.count * DtypeSize(send.dtype);
+    const auto [lo, hi] = rx.equal_range(send.group_id);
+    for (auto it = lo; it != hi; ++it) {
+      const auto [start, len] = it->second;
+      if (start < send.sendbuff + bytes && send.sendbuff < start + len) return true;
+    }
+    return false;
   }
 
   static void CheckPair(const TraceModel& m, size_t ci, const CallSketches& ss, const P2pCall& r,

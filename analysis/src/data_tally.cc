@@ -36,6 +36,18 @@ void DataTally::Add(sketch::Verdict v, uint64_t call_key, uint64_t comm, int ran
 }
 
 void DataTally::EmitNotes(FindingSink& sink) const {
+  if (send_into_receive_ > 0) {
+    Note n;
+    n.kind = NoteKind::kDataUnchecked;
+    n.count = send_into_receive_;
+    n.ranks.assign(send_into_receive_ranks_.begin(), send_into_receive_ranks_.end());
+    n.message = Plural(send_into_receive_, "send was", "sends were") +
+                " not checked for races: a receive in the same group writes the same buffer "
+                "(an in-place send/receive, as nccl-tests' in-place runs issue), so the buffer "
+                "changes during the call by the job's own design. Their received data were "
+                "checked.";
+    sink.AddNote(std::move(n));
+  }
   for (const auto& [verdict, r] : reasons_) {
     Note n;
     n.kind = NoteKind::kDataUnchecked;

@@ -20,6 +20,11 @@ class DataTally {
   // `comm`; `what` names the call ("AllReduce max float32"). A call counts once per reason.
   void Add(sketch::Verdict v, uint64_t call_key, uint64_t comm, int rank, const std::string& what);
   void Checked() { ++checked_; }
+  // A send whose buffer a receive of its own group writes: not race-checked (see CheckP2p).
+  void SendIntoOwnReceive(uint64_t comm, int rank) {
+    ++send_into_receive_;
+    send_into_receive_ranks_.insert({comm, rank});
+  }
   void EmitNotes(FindingSink& sink) const;
 
  private:
@@ -30,6 +35,8 @@ class DataTally {
   };
   std::map<sketch::Verdict, Reason> reasons_;
   uint64_t checked_ = 0;
+  uint64_t send_into_receive_ = 0;
+  std::set<std::pair<uint64_t, int>> send_into_receive_ranks_;
 };
 
 }  // namespace ncclrr::analysis

@@ -21,7 +21,10 @@ struct AlignParams {
 };
 
 struct AlignOp {
-  enum Type { kReorder, kSkip, kExtra, kMismatch } type;
+  // kBlockedSwap: the last call of both sides differs, and each side's call is what the other
+  // side's own history says comes at the other's place: two calls issued in the opposite order,
+  // with the job hung at the first of them (the second never reached NCCL).
+  enum Type { kReorder, kSkip, kExtra, kMismatch, kBlockedSwap } type;
   size_t pos = 0;      // index into `seq` where it starts
   size_t ref_pos = 0;  // index into `ref` where it starts
   size_t len = 1;      // calls on the rank's side (kSkip: 0)

@@ -19,6 +19,7 @@ namespace {
 struct DenseSequence {
   uint64_t lo = 0;
   std::vector<uint64_t> sig;
+  std::vector<uint64_t> shape;  // the shape part of sig alone (what a hang depends on)
   std::vector<uint32_t> slot;
 };
 
@@ -39,11 +40,13 @@ class SequenceChecker : public Checker {
     const uint64_t hi = r.issued();
     if (hi <= lo) return d;
     d.sig.assign(hi - lo, kUnknownSignature);
+    d.shape.assign(hi - lo, kUnknownSignature);
     d.slot.assign(hi - lo, kNoSlot);
     for (size_t k = 0; k < r.collectives.size(); ++k) {
       const uint64_t s = r.collectives[k].seq;
       if (s < lo) continue;
       d.sig[s - lo] = sc.Sig(r.rank, k);
+      d.shape[s - lo] = sc.ctx.identity().comm(sc.ci).shapes[r.rank][k];
       d.slot[s - lo] = static_cast<uint32_t>(k);
     }
     return d;
@@ -63,22 +66,32 @@ class SequenceChecker : public Checker {
     return true;
   }
 
-  // The signature the sequence would hold next if it continued its period (0 when it has no
-  // clear period).
-  static uint64_t PredictNext(const std::vector<uint64_t>& sig) {
-    const size_t n = sig.size();
-    const size_t window = std::min<size_t>(n, 1024);
-    for (size_t p = 1; p <= 256 && p + 2 <= window; ++p) {
-      size_t agree = 0;
-      for (size_t i = n - window + p; i < n; ++i) agree += sig[i] == sig[i - p];
-      if (agree * 10 >= (window - p) * 9) return sig[n - p];  // the smallest good period
+  // The signature a sequence would hold at `end`, judged from sig[0, end): the call that followed
+  // the longest earlier repeat of the calls just before `end` (the most recent one of that
+  // length). Training loops repeat their calls every step but with extras every few steps, so a
+  // plain period does not hold, while the calls around any place of a step do. 0 (unknown) when
+  // no earlier stretch of at least three calls matches.
+  static uint64_t PredictAt(const std::vector<uint64_t>& sig, size_t end) {
+    constexpr size_t kLookBack = 4096, kLongest = 64, kShortest = 3;
+    end = std::min(end, sig.size());
+    size_t best_len = 0;
+    uint64_t best = kUnknownSignature;
+    for (size_t j = end == 0 ? 0 : end - 1; j >= 1 && end - j <= kLookBack; --j) {
+      size_t len = 0;
+      while (len < kLongest && len < j && sig[j - 1 - len] == sig[end - 1 - len]) ++len;
+      if (len > best_len) {
+        best_len = len;
+        best = sig[j];
+      }
     }
-    return kUnknownSignature;
+    return best_len >= kShortest ? best : kUnknownSignature;
   }
 
   // A rank blocked in a mispaired collective never issues the calls after it. When both sides
-  // end in a mismatch and the rank's last call is what the reference would have issued next,
-  // the rank skipped the reference's last call: a missing call, not a mismatch.
+  // end in a mismatch: if each side's last call is what the other's own history puts at the
+  // other's place, the two calls were issued in the opposite order (a swap cut short by the hang
+  // it caused); if only the rank's last call is what the reference would have issued next, the
+  // rank skipped the reference's last call: a missing call, not a mismatch.
   static void ExplainBlockedTail(std::vector<AlignOp>* ops, const DenseSequence& a,
                                  const DenseSequence& b) {
     if (ops->empty()) return;
@@ -86,8 +99,14 @@ class SequenceChecker : public Checker {
     if (last.type != AlignOp::kMismatch || last.pos + 1 != b.sig.size() ||
         last.ref_pos + 1 != a.sig.size())
       return;
-    const uint64_t next = PredictNext(a.sig);
-    if (next != kUnknownSignature && next == b.sig[last.pos])
+    // By shape: fresh buffers make the logical ids of a stretch before a hang unreliable, and
+    // calls of different shapes are what hangs.
+    const uint64_t next = PredictAt(a.shape, a.shape.size());
+    if (next == kUnknownSignature || next != b.shape[last.pos]) return;
+    const uint64_t expected = PredictAt(b.shape, last.pos);
+    if (expected == a.shape[last.ref_pos] && expected != b.shape[last.pos])
+      last = {AlignOp::kBlockedSwap, last.pos, last.ref_pos, 1, 1};
+    else
       last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
   }
 

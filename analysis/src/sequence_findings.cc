@@ -403,6 +403,27 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           "buckets in a fixed order rather than as they become ready).";
       break;
     }
+    case AlignOp::kBlockedSwap: {
+      sc.ctx.Claim(sc.ci, e.seq, kNoSeq);
+      f.kind = FindingKind::kOrderSwap;
+      f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) + " before " +
+                     ref_side + "; " + others + " the opposite order (hung there)";
+      f.table[0].what = ref_side + " (next in its steps: " + my_side + ")";
+      f.table[1].what = my_side + " (" + ref_side + " never issued)";
+      f.message =
+          "At seq " + std::to_string(e.seq) + " " + who + " issued " + my_side + " while " +
+          others + " issued " + ref_side + ". Each is the call the other side issues next: in the " +
+          "earlier steps " + others + " issued " + my_side + " right after " + ref_side +
+          ", and " + who + " issued " + ref_side + " where it now issued " + my_side +
+          ". So the two calls were issued in the opposite order, and NCCL paired " +
+          v.Describe(sc.ref, e.ref_slots[0], false) + " with " + v.Describe(r0, mine[0], false) +
+          ": " + PairingConsequence(v.Mine(0), v.Ref(0)) +
+          ". The job hung in that call, so the second call of the pair never reached NCCL and "
+          "the trace ends here. The counts are right; the order is not: issue these collectives "
+          "in one order on every rank (e.g. reduce gradients in a fixed order rather than as "
+          "they become ready).";
+      break;
+    }
     case AlignOp::kSkip:
     case AlignOp::kExtra: {
       const bool skip = e.op.type == AlignOp::kSkip;

@@ -8,10 +8,6 @@
 
 namespace ncclrr::analysis {
 
-inline bool Reduces(Api a) {
-  return a == Api::kAllReduce || a == Api::kReduce || a == Api::kReduceScatter;
-}
-
 // Reduction op as it matters for pairing: dynamic PreMulSum handles differ per rank, so all of
 // them compare equal (the scalar is a data question).
 inline int32_t PairingOp(const CallRecord& c) {

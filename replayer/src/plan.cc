@@ -145,6 +145,11 @@ class PlanBuilder {
     p.dtype = rec.dtype;
     p.flags = rec.flags;
     p.op = rec.op;
+    // NCCL's profiler plugin (the route for statically linked NCCL) reports no reduction op.
+    if (Reduces(p.api) && rec.op < 0 && !(rec.flags & call_flags::kPreMulSum)) {
+      p.op = static_cast<int32_t>(RedOp::kSum);
+      ++unknown_ops_;
+    }
     p.root_peer = rec.root_peer;
     p.count = rec.count;
     const analysis::CollectiveShape shape = analysis::ShapeOf(rec, c.nranks);
@@ -453,12 +458,18 @@ class PlanBuilder {
     if (graph_p2p_skipped_)
       plan_.notes.push_back(std::to_string(graph_p2p_skipped_) +
                             " send/recv call(s) captured in CUDA graphs are not replayed");
+    if (unknown_ops_)
+      plan_.notes.push_back(std::to_string(unknown_ops_) +
+                            " reducing call(s) have no recorded reduction op (NCCL's profiler "
+                            "plugin does not report it): replayed as sum, so a recorded max, min "
+                            "or prod would be verified as a sum");
     if (first_step_identity_)
       plan_.notes.push_back(
           std::to_string(first_step_identity_) +
           " communicator(s): logical tensors taken from the first step (the buffer votes tied)");
   }
 
+  uint64_t unknown_ops_ = 0;
   const analysis::TraceModel& m_;
   const analysis::LogicalIdentity identity_;
   ReplayPlan plan_;

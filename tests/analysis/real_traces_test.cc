@@ -86,7 +86,19 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"jax-branch", FindingKind::kMissingCall, 8},
         // Four PyTorch processes sharing one GPU; rank 1 swaps two same-size allreduces on odd
         // steps: one finding, repeated twice.
-        RealTrace{"torch4-swap", FindingKind::kSuspectedSwap, 2, 2}),
+        RealTrace{"torch4-swap", FindingKind::kSuspectedSwap, 2, 2},
+        // C++ data-parallel SGD with NCCL linked statically (recorded through NCCL's profiler
+        // plugin, which reports no reduction op): gradients in fresh cudaMallocAsync buffers,
+        // rank 1 swaps two same-size gradients at steps 5, 12 and 20 ...
+        RealTrace{"cpp-static-swap-same", FindingKind::kSuspectedSwap, 56, 2},
+        // ... or two of different sizes once: both ranks hung inside the first of them, so each
+        // rank's trace ends with one call in flight; the loop's earlier steps show the order.
+        RealTrace{"cpp-static-swap-diff", FindingKind::kOrderSwap, 56},
+        RealTrace{"cpp-dynamic-swap-diff", FindingKind::kOrderSwap, 56},
+        // nccl-tests' sendrecv_perf under `record --sketch`: its in-place runs send from and
+        // receive into one buffer in one group. No buffer_race (a note says why they were not
+        // race-checked).
+        RealTrace{"nccltests-sendrecv-sketch", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -139,13 +139,15 @@ variant() {
     local rn=$?
     rep=" | replay host rc=$rh nccl rc=$rn"
   fi
-  local wrong kinds detail v
-  wrong=$(grep -o '#wrong [0-9][0-9]*' "$W/$name.record.txt" | paste -sd, -)
+  local wrong kinds detail v route
+  wrong=$(grep -oE '#wrong [0-9]+|Out of bounds values : [0-9]+' "$W/$name.record.txt" |
+    sed 's/Out of bounds values : /oob /' | paste -sd, -)
+  route=$(grep -oE 'route [A-Za-z+-]+' "$W/$name.record.txt" | tail -n 1)
   { read -r kinds; read -r detail; } < <(findings "$W/$name.check-json.txt")
   v=$(verdict "$expect" "$kinds" "$rec")
   [ "$v" = as-expected ] || different=$((different + 1))
-  say "$(printf '%-22s record rc=%-3s %-18s check rc=%-2s | findings: %s%s | expect %s: %s %ss' \
-    "$name" "$rec" "${wrong:-no-#wrong}" "$chk" "$detail" "$rep" "$expect" "$v" \
+  say "$(printf '%-22s record rc=%-3s %-18s check rc=%-2s | findings: %s%s | %s | expect %s: %s %ss' \
+    "$name" "$rec" "${wrong:-no-#wrong}" "$chk" "$detail" "$rep" "${route:-no route}" "$expect" "$v" \
     "$(($(date +%s) - start))")"
 }
 
@@ -163,6 +165,8 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 5)) "$J/torch_ddp.py"
   variant fsdp2-clean "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 6)) "$J/torch_fsdp2.py"
+  variant fsdp2-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 11)) "$J/torch_fsdp2.py"
   variant two-groups "$HANG_S" cross_comm_order no -- \
     "$PY" "$J/torch_two_groups.py" --port $((P + 7)) --bug opposite
   # Opposite orders from the first collective: each rank blocks inside it (lazy connection).
@@ -185,6 +189,47 @@ if [ "$HAVE_JAX" = 1 ]; then
     bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_psum.py" "$NGPU" --port $((P + 9)) --bug branch
 else
   say "SKIP the JAX jobs: $PY cannot import jax"
+fi
+
+# The C++ job (tests/gpu/realjobs/cpp_sgd.cu, built by build_extras.sh): two processes, each
+# its own NCCL host id on the one GPU. The dynamic build is recorded through the preload, the
+# static one (NCCL inside the executable) through NCCL's profiler plugin; both must say the same.
+X=$ROOT/build-extras
+CPP_LAUNCH='exe=$1 idf=$2; shift 2; rm -f "$idf"; '\
+'NCCL_HOSTID=host-0 NCCL_SOCKET_IFNAME=lo "$exe" --rank 0 --world 2 --id-file "$idf" "$@" & p0=$!; '\
+'NCCL_HOSTID=host-1 NCCL_SOCKET_IFNAME=lo "$exe" --rank 1 --world 2 --id-file "$idf" "$@" & p1=$!; '\
+'wait $p0; r0=$?; wait $p1; r1=$?; [ $r0 -ne 0 ] && exit $r0; exit $r1'
+for link in dynamic static; do
+  exe=$X/cpp_sgd_$link
+  if [ ! -x "$exe" ]; then
+    say "SKIP the C++ job ($link): no $exe (tests/gpu/realjobs/build_extras.sh)"
+    continue
+  fi
+  variant "cpp-$link-clean" "$RUN_S" - no -- \
+    bash -c "$CPP_LAUNCH" cpp-launch "$exe" "$W/id-cpp-$link-clean" --bug none
+  variant "cpp-$link-swap-same" "$RUN_S" suspected_swap yes -- \
+    bash -c "$CPP_LAUNCH" cpp-launch "$exe" "$W/id-cpp-$link-swap-same" --bug swap-same
+  variant "cpp-$link-swap-diff" "$HANG_S" order_swap no -- \
+    bash -c "$CPP_LAUNCH" cpp-launch "$exe" "$W/id-cpp-$link-swap-diff" --bug swap-diff
+done
+
+# nccl-tests (build_extras.sh), two MPI ranks on the one GPU (NCCL_TESTS_DEVICE=0, a host id per
+# rank), with their own check of every result (-c 1): clean under record and record --sketch.
+NT=$X/nccl-tests/build
+if [ -x "$NT/all_reduce_perf" ] && command -v mpirun >/dev/null; then
+  MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2 -x NCCL_SOCKET_IFNAME=lo
+    -x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0)
+  HOSTID='export NCCL_HOSTID=host-$OMPI_COMM_WORLD_RANK; exec "$0" "$@"'
+  for t in all_reduce all_gather reduce_scatter broadcast sendrecv; do
+    for mode in plain sketch; do
+      flags=()
+      [ "$mode" = sketch ] && flags=(--sketch)
+      variant "nccltests-$t-$mode" "$RUN_S" - no ${flags[@]+"${flags[@]}"} -- \
+        "${MPIRUN[@]}" bash -c "$HOSTID" "$NT/${t}_perf" -b 8 -e 4M -f 8 -g 1 -c 1 -n 20 -w 5
+    done
+  done
+else
+  say "SKIP nccl-tests: no $NT/all_reduce_perf or no mpirun (tests/gpu/realjobs/build_extras.sh)"
 fi
 
 say "== $ran variant(s), $different not as expected; details: NAME.check.txt, .dump.txt, .record.txt"

@@ -66,5 +66,24 @@ TEST(RealTraceReplay, FourProcessJobReplaysAlikeInOneProcessAndAsProcesses) {
   EXPECT_NE(many.out.find("mode: one process per rank: 4 process(es)"), std::string::npos);
 }
 
+// tests/data/real/cpp-static-swap-same: a C++ job with NCCL linked statically, recorded through
+// NCCL's profiler plugin (no reduction op in the trace), gradients in fresh cudaMallocAsync
+// buffers, rank 1 swapping two same-size gradients at steps 5, 12 and 20: the replay says which
+// steps, replays the unknown op as sum and says so, and the canonical order is right.
+TEST(RealTraceReplay, StaticNcclJobThroughTheProfilerPlugin) {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  const std::string dir =
+      (std::filesystem::path(src ? src : ".") / "tests/data/real/cpp-static-swap-same").string();
+  const CommandResult r = RunNcclrr("replay " + dir + " --order recorded,canonical");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("note: 540 reducing call(s) have no recorded reduction op"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("summary: recorded order: 3 of 30 steps wrong: 5, 12, 20 (seq 56 and 58, "
+                       "121 and 123, 194 and 196 swapped on rank 1); canonical order: 0 wrong"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace ncclrr::testing

@@ -73,6 +73,9 @@ inline bool IsRooted(Api a) {
   return a == Api::kBroadcast || a == Api::kBcast || a == Api::kReduce || a == Api::kGather ||
          a == Api::kScatter;
 }
+inline bool Reduces(Api a) {
+  return a == Api::kAllReduce || a == Api::kReduce || a == Api::kReduceScatter;
+}
 
 // NCCL's ncclDataType_t values (nccl.h 2.28), repeated here so that analysis needs no nccl.h.
 enum class Dtype : uint8_t {
