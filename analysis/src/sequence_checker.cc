@@ -70,9 +70,9 @@ class SequenceChecker : public Checker {
   // the longest earlier repeat of the calls just before `end` (the most recent one of that
   // length). Training loops repeat their calls every step but with extras every few steps, so a
   // plain period does not hold, while the calls around any place of a step do. 0 (unknown) when
-  // no earlier stretch of at least three calls matches.
+  // no earlier stretch of at least two calls matches.
   static uint64_t PredictAt(const std::vector<uint64_t>& sig, size_t end) {
-    constexpr size_t kLookBack = 4096, kLongest = 64, kShortest = 3;
+    constexpr size_t kLookBack = 4096, kLongest = 64, kShortest = 2;
     end = std::min(end, sig.size());
     size_t best_len = 0;
     uint64_t best = kUnknownSignature;
@@ -99,14 +99,19 @@ class SequenceChecker : public Checker {
     if (last.type != AlignOp::kMismatch || last.pos + 1 != b.sig.size() ||
         last.ref_pos + 1 != a.sig.size())
       return;
-    // By shape: fresh buffers make the logical ids of a stretch before a hang unreliable, and
-    // calls of different shapes are what hangs.
-    const uint64_t next = PredictAt(a.shape, a.shape.size());
-    if (next == kUnknownSignature || next != b.shape[last.pos]) return;
-    const uint64_t expected = PredictAt(b.shape, last.pos);
-    if (expected == a.shape[last.ref_pos] && expected != b.shape[last.pos])
+    // The swap by shape: fresh buffers make the logical ids of the stretch before a hang
+    // unreliable, and calls of different shapes are what hangs.
+    const uint64_t next_shape = PredictAt(a.shape, a.shape.size());
+    const uint64_t expected_shape = PredictAt(b.shape, last.pos);
+    if (next_shape != kUnknownSignature && next_shape == b.shape[last.pos] &&
+        expected_shape == a.shape[last.ref_pos] && expected_shape != b.shape[last.pos]) {
       last = {AlignOp::kBlockedSwap, last.pos, last.ref_pos, 1, 1};
-    else
+      return;
+    }
+    // The skip by the whole signature: a call of the next call's shape but another tensor is a
+    // mismatch, not the next call.
+    const uint64_t next = PredictAt(a.sig, a.sig.size());
+    if (next != kUnknownSignature && next == b.sig[last.pos])
       last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
   }
 
