@@ -22,6 +22,9 @@ import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import finish, share_one_gpu  # noqa: E402  (common.py imports no torch at load)
+
 
 def parse():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -41,9 +44,7 @@ args = parse()
 PID = args.process_id
 # Before JAX starts its backends: several processes on one GPU (each its own NCCL host id, no
 # preallocation of most of the GPU's memory by the first one).
-os.environ["NCCL_HOSTID"] = f"host-{PID}"
-os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+share_one_gpu(PID)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import jax  # noqa: E402
@@ -168,9 +169,8 @@ def main():
             log(f"step {step:3d} loss {got_l:.4f}")
 
     log(f"done: {wrong} wrong results")
-    print(f"#wrong {wrong}", flush=True)
     return wrong
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main() == 0 else 1)
+    finish(main())

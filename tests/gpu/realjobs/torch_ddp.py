@@ -26,6 +26,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (finish, gather_cpu, log, off_by, torch_env, torchrun_ranks,  # noqa: E402
+                    total_wrong, use_gpu)
+
 
 class Classifier(nn.Module):
     def __init__(self, d_in=128, hidden=256, n_classes=16):
@@ -39,23 +43,6 @@ class Classifier(nn.Module):
         return self.net(x)
 
 
-def log(rank, msg):
-    print(f"[rank {rank}] {msg}", flush=True)
-
-
-def gather_cpu(t, group, world):
-    out = [torch.empty_like(t) for _ in range(world)]
-    dist.all_gather(out, t, group=group)
-    return torch.stack(out)
-
-
-def off_by(got, want, rtol=1e-4):
-    """Max abs error, and whether it is beyond rtol of want's scale (kernels of the replica and
-    of DDP's module may round differently; a misrouted gradient is off by its whole size)."""
-    err = (got - want).abs().max().item()
-    return err, err > rtol * want.abs().max().item() + 1e-6
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=30)
@@ -63,16 +50,9 @@ def main():
     ap.add_argument("--val-every", type=int, default=5)
     args = ap.parse_args()
 
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    os.environ["NCCL_HOSTID"] = f"host-{rank}"
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-
-    dev = torch.device("cuda", local_rank % torch.cuda.device_count())
-    torch.cuda.set_device(dev)
+    rank, world, local_rank = torchrun_ranks()
+    torch_env(rank)  # several ranks on one GPU
+    dev = use_gpu(local_rank)
     dist.init_process_group("nccl", device_id=dev)
     check_pg = dist.new_group(backend="gloo")
 
@@ -152,13 +132,10 @@ def main():
     if drift > 1e-3:
         wrong += 1
         log(rank, f"WRONG: DDP parameters drifted {drift:.3g} from the reference replica")
-    total = torch.tensor([wrong], dtype=torch.int64)
-    dist.all_reduce(total, group=check_pg)
+    total = total_wrong(wrong, check_pg)
     log(rank, f"done: {wrong} wrong results here, parameter drift from the replica {drift:.3g}")
     dist.destroy_process_group()
-    if rank == 0:
-        print(f"#wrong {int(total.item())}", flush=True)
-    sys.exit(0 if int(total.item()) == 0 else 1)
+    finish(total, show=rank == 0)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (finish, gather_cpu, log, off_by, torch_env, torchrun_ranks,  # noqa: E402
+                    total_wrong, use_gpu)
+
 
 class Block(nn.Module):
     def __init__(self, d, n_heads):
@@ -71,22 +75,6 @@ class TinyLM(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def log(rank, msg):
-    print(f"[rank {rank}] {msg}", flush=True)
-
-
-def gather_cpu(t, group, world):
-    out = [torch.empty_like(t) for _ in range(world)]
-    dist.all_gather(out, t, group=group)
-    return torch.stack(out)
-
-
-def off_by(got, want, rtol=1e-4):
-    err = (got - want).abs().max().item() if want.numel() else 0.0
-    scale = want.abs().max().item() if want.numel() else 0.0
-    return err, err > rtol * scale + 1e-6
-
-
 def batch(gen, n, t, vocab, dev):
     """Sequences that count up from a random start with a random stride: learnable."""
     start = torch.randint(0, vocab, (n, 1), device=dev, generator=gen)
@@ -107,16 +95,9 @@ def main():
     ap.add_argument("--eval-every", type=int, default=5)
     args = ap.parse_args()
 
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    os.environ["NCCL_HOSTID"] = f"host-{rank}"
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-
-    dev = torch.device("cuda", local_rank % torch.cuda.device_count())
-    torch.cuda.set_device(dev)
+    rank, world, local_rank = torchrun_ranks()
+    torch_env(rank)  # several ranks on one GPU
+    dev = use_gpu(local_rank)
     torch.cuda.init()  # so that DeviceMesh keeps this device (it would pick LOCAL_RANK otherwise)
     dist.init_process_group("nccl", device_id=dev)
     check_pg = dist.new_group(backend="gloo")
@@ -204,13 +185,10 @@ def main():
     if drift > 1e-3:
         wrong += 1
         log(rank, f"WRONG: FSDP parameter shards drifted {drift:.3g} from the reference copy")
-    total = torch.tensor([wrong], dtype=torch.int64)
-    dist.all_reduce(total, group=check_pg)
+    total = total_wrong(wrong, check_pg)
     log(rank, f"done: {wrong} wrong results here, parameter drift from the copy {drift:.3g}")
     dist.destroy_process_group()
-    if rank == 0:
-        print(f"#wrong {int(total.item())}", flush=True)
-    sys.exit(0 if int(total.item()) == 0 else 1)
+    finish(total, show=rank == 0)
 
 
 if __name__ == "__main__":

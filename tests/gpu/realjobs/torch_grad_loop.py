@@ -23,16 +23,17 @@ calls) and the reduced values compared with their sums. Launched with torch.mult
 
 Prints per-rank details, then a final line "#wrong N"; exit status 0 when N == 0, else 1.
 """
-import argparse
-import multiprocessing
 import os
 import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (gather_cpu, log, mismatch, spawn_and_report, spawn_parser,  # noqa: E402
+                    torch_env, use_gpu)
 
 
 class MLP(nn.Module):
@@ -50,35 +51,9 @@ class MLP(nn.Module):
         return self.fc4(x)
 
 
-def log(rank, msg):
-    print(f"[rank {rank}] {msg}", flush=True)
-
-
-def gather_cpu(t, group, world):
-    """All-gather a CPU tensor over the gloo check group; returns [world, numel]."""
-    out = [torch.empty_like(t) for _ in range(world)]
-    dist.all_gather(out, t, group=group)
-    return torch.stack(out)
-
-
-def mismatch(got, want, world):
-    """True when got is not want up to the rounding of a world-way sum."""
-    scale = want.abs().max().item() if want.numel() else 0.0
-    err = (got - want).abs().max().item() if want.numel() else 0.0
-    return err > 1e-5 * world * scale + 1e-7, err
-
-
 def worker(rank, world, args, results):
-    # Several ranks on one GPU: NCCL only refuses them when they claim the same host.
-    os.environ["NCCL_HOSTID"] = f"host-{rank}"
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(args.port)
-
-    dev = torch.device("cuda", rank % torch.cuda.device_count())
-    torch.cuda.set_device(dev)
+    torch_env(rank, args.port)  # several ranks on one GPU
+    dev = use_gpu(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
     check_pg = dist.new_group(backend="gloo")  # the checker's own channel, invisible to NCCL
 
@@ -185,9 +160,7 @@ def worker(rank, world, args, results):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--port", type=int, default=29611)
-    ap.add_argument("--world", type=int, default=2)
+    ap = spawn_parser(__doc__, 29611)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--hidden", type=int, default=128)
@@ -202,15 +175,7 @@ def main():
     args = ap.parse_args()
     if args.swap_pair is None:
         args.swap_pair = "fc2.weight,fc2.bias" if args.bug == "swap-diff" else "fc2.weight,fc3.weight"
-
-    results = multiprocessing.get_context("spawn").SimpleQueue()
-    mp.spawn(worker, args=(args.world, args, results), nprocs=args.world, join=True)
-    per_rank = dict(results.get() for _ in range(args.world))
-    total = sum(per_rank.values())
-    print("wrong results per rank: " + ", ".join(f"{r}: {per_rank[r]}" for r in sorted(per_rank)),
-          flush=True)
-    print(f"#wrong {total}", flush=True)
-    sys.exit(0 if total == 0 else 1)
+    spawn_and_report(worker, args)
 
 
 if __name__ == "__main__":

@@ -22,44 +22,22 @@ Launched with torch.multiprocessing.spawn:
 
 Prints a final line "#wrong N" (when it finishes); exit status 0 when N == 0, else 1.
 """
-import argparse
-import multiprocessing
 import os
 import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def log(rank, msg):
-    print(f"[rank {rank}] {msg}", flush=True)
-
-
-def gather_cpu(t, group, world):
-    out = [torch.empty_like(t) for _ in range(world)]
-    dist.all_gather(out, t, group=group)
-    return torch.stack(out)
-
-
-def mismatch(got, want, world):
-    scale = want.abs().max().item()
-    err = (got - want).abs().max().item()
-    return err > 1e-5 * world * scale + 1e-7, err
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (gather_cpu, log, mismatch, spawn_and_report, spawn_parser,  # noqa: E402
+                    torch_env, use_gpu)
 
 
 def worker(rank, world, args, results):
-    os.environ["NCCL_HOSTID"] = f"host-{rank}"
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(args.port)
-
-    dev = torch.device("cuda", rank % torch.cuda.device_count())
-    torch.cuda.set_device(dev)
+    torch_env(rank, args.port)  # several ranks on one GPU
+    dev = use_gpu(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
     everyone = list(range(world))
     grad_group = dist.new_group(ranks=everyone)
@@ -138,23 +116,13 @@ def worker(rank, world, args, results):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--port", type=int, default=29617)
-    ap.add_argument("--world", type=int, default=2)
+    ap = spawn_parser(__doc__, 29617)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--bug", choices=["opposite", "none"], default="opposite")
     ap.add_argument("--bug-step", type=int, default=3)
     args = ap.parse_args()
-
-    results = multiprocessing.get_context("spawn").SimpleQueue()
-    mp.spawn(worker, args=(args.world, args, results), nprocs=args.world, join=True)
-    per_rank = dict(results.get() for _ in range(args.world))
-    total = sum(per_rank.values())
-    print("wrong results per rank: " + ", ".join(f"{r}: {per_rank[r]}" for r in sorted(per_rank)),
-          flush=True)
-    print(f"#wrong {total}", flush=True)
-    sys.exit(0 if total == 0 else 1)
+    spawn_and_report(worker, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,108 @@
+"""Setup and checking helpers shared by the real jobs in this folder (imported by path: each job
+puts its own folder first on sys.path). Nothing here makes an NCCL call: the jobs' own collectives
+stay in the jobs, in their order. torch is imported inside the helpers that need it, so that
+jax_psum.py can use this module without torch installed.
+"""
+import argparse
+import multiprocessing
+import os
+import sys
+
+
+def share_one_gpu(rank):
+    """Let several ranks share one GPU: NCCL only refuses them when they claim the same host."""
+    os.environ["NCCL_HOSTID"] = f"host-{rank}"
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+
+def torch_env(rank, port=None):
+    """share_one_gpu, gloo (the check group) on loopback too, and with port the rendezvous that
+    spawned workers need (torchrun sets MASTER_ADDR/PORT itself)."""
+    share_one_gpu(rank)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if port is not None:
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+
+
+def torchrun_ranks():
+    """This process's rank, world size and local rank, as torchrun passes them."""
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    return rank, world, local_rank
+
+
+def use_gpu(local_rank):
+    """Make GPU local_rank % device_count current, so that more ranks than GPUs still run."""
+    import torch
+    dev = torch.device("cuda", local_rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    return dev
+
+
+def log(rank, msg):
+    """A "[rank R] ..." line, flushed at once so that a hung job still shows how far it got."""
+    print(f"[rank {rank}] {msg}", flush=True)
+
+
+def gather_cpu(t, group, world):
+    """All-gather a CPU tensor over the gloo check group; returns [world, numel]."""
+    import torch
+    import torch.distributed as dist
+    out = [torch.empty_like(t) for _ in range(world)]
+    dist.all_gather(out, t, group=group)
+    return torch.stack(out)
+
+
+def mismatch(got, want, world):
+    """True when got is not want up to the rounding of a world-way sum (and the error)."""
+    scale = want.abs().max().item() if want.numel() else 0.0
+    err = (got - want).abs().max().item() if want.numel() else 0.0
+    return err > 1e-5 * world * scale + 1e-7, err
+
+
+def off_by(got, want, rtol=1e-4):
+    """Max abs error, and whether it is beyond rtol of want's scale (the reference and the job's
+    kernels may round differently; a misrouted value is off by its whole size)."""
+    err = (got - want).abs().max().item() if want.numel() else 0.0
+    scale = want.abs().max().item() if want.numel() else 0.0
+    return err, err > rtol * scale + 1e-6
+
+
+def total_wrong(wrong, check_pg):
+    """Every rank's wrong count summed over the gloo check group (no NCCL call), for rank 0."""
+    import torch
+    import torch.distributed as dist
+    total = torch.tensor([wrong], dtype=torch.int64)
+    dist.all_reduce(total, group=check_pg)
+    return int(total.item())
+
+
+def finish(total, show=True):
+    """Print the final "#wrong N" line the driver reads (when show) and exit 0 only when N == 0."""
+    if show:
+        print(f"#wrong {total}", flush=True)
+    sys.exit(0 if total == 0 else 1)
+
+
+def spawn_parser(doc, port):
+    """An argument parser with the flags of a spawn-launched job's launcher: --port, --world."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--port", type=int, default=port)
+    ap.add_argument("--world", type=int, default=2)
+    return ap
+
+
+def spawn_and_report(worker, args):
+    """Run worker(rank, world, args, results) on args.world spawned ranks, print each rank's wrong
+    count, then finish with their total."""
+    import torch.multiprocessing as mp
+    results = multiprocessing.get_context("spawn").SimpleQueue()
+    mp.spawn(worker, args=(args.world, args, results), nprocs=args.world, join=True)
+    per_rank = dict(results.get() for _ in range(args.world))
+    total = sum(per_rank.values())
+    print("wrong results per rank: " + ", ".join(f"{r}: {per_rank[r]}" for r in sorted(per_rank)),
+          flush=True)
+    finish(total)
