@@ -4,11 +4,17 @@
 // (128+N if a signal N killed it; 125 if ncclrr failed before launching it; 126/127 when CMD
 // cannot be run or is not found, as a shell says), and ends with a one-line summary read from
 // the trace. docs/recording.md is the user documentation.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -21,6 +27,7 @@
 #include "ncclrr/capture_filter.h"
 #include "ncclrr/format.h"
 #include "ncclrr/trace_reader.h"
+#include "ncclrr/trace_writer.h"
 #include "record_launch.h"
 
 extern char** environ;
@@ -57,13 +64,42 @@ Plan Split(const std::vector<std::string>& raw) {
   return p;
 }
 
-std::string DefaultDir() {
+// ./ncclrr-YYYYmmdd-HHMMSS, created here; when another record made it in the same second,
+// ./ncclrr-YYYYmmdd-HHMMSS-2, -3, ... (mkdir decides, so two records never share one).
+std::string CreateDefaultDir(std::error_code* ec) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
   char buf[64];
   std::strftime(buf, sizeof buf, "ncclrr-%Y%m%d-%H%M%S", &tm);
+  for (int n = 1; n <= 1000; ++n) {
+    const std::string name = n == 1 ? std::string(buf) : std::string(buf) + "-" + std::to_string(n);
+    if (mkdir(name.c_str(), 0755) == 0) return name;
+    if (errno != EEXIST) {
+      *ec = std::error_code(errno, std::generic_category());
+      return name;
+    }
+  }
+  *ec = std::make_error_code(std::errc::file_exists);
   return buf;
+}
+
+// One recording per directory: an exclusive lock on DIR/.ncclrr-record.lock, which this process
+// holds until it exits (the job does not inherit it). -1 with *why set when it cannot be taken.
+int LockDir(const fs::path& dir, std::string* why) {
+  const fs::path path = dir / ".ncclrr-record.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *why = "cannot create " + path.string() + ": " + std::strerror(errno);
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    *why = "another ncclrr record is recording into " + dir.string() +
+           "; choose another directory with -o";
+    return -1;
+  }
+  return fd;
 }
 
 // The preload library: NCCLRR_INTERPOSE_LIBRARY, else ../lib beside this executable.
@@ -163,13 +199,23 @@ void PrintCaptureSummary(const TraceDir& dir) {
 // "ncclrr: recorded 2 processes, 1 communicator (ranks 2 of 2), 1234 calls, 0 dropped, route
 // preload, in DIR"; or why nothing was recorded.
 void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    std::fprintf(stderr,
+                 "ncclrr: the trace directory %s was removed while the job ran: nothing could "
+                 "be recorded there\n",
+                 dir.c_str());
+    return;
+  }
   auto loaded = LoadTraceDir(dir);
   if (!loaded.ok() || loaded->files.empty()) {
     std::fprintf(stderr,
                  "ncclrr: no NCCL call was seen, nothing was recorded in %s. Neither a "
                  "dynamically loaded libnccl nor NCCL's profiler plugin (NCCL >= 2.23, also for "
                  "a statically linked NCCL) reported a call; an older, statically linked NCCL "
-                 "can only be read from its logs (ncclrr import-nccl-log).\n",
+                 "can only be read from its logs (ncclrr import-nccl-log). If a process printed "
+                 "\"ncclrr: cannot record this process\" above, it could not create its trace "
+                 "file there.\n",
                  dir.c_str());
     return;
   }
@@ -294,19 +340,38 @@ class RecordCommand : public Command {
                    lib.c_str());
       return kExitNotLaunched;
     }
-    const fs::path dir = fs::absolute(args.GetOr("-o", DefaultDir()));
+    std::error_code ec;
+    fs::path dir;
+    if (args.Has("-o")) {
+      dir = fs::absolute(*args.Get("-o"));
+      fs::create_directories(dir, ec);
+    } else {
+      dir = fs::absolute(CreateDefaultDir(&ec));
+    }
+    if (ec || access(dir.c_str(), W_OK) != 0) {
+      std::fprintf(stderr, "ncclrr record: cannot write the trace directory %s: %s\n", dir.c_str(),
+                   ec ? ec.message().c_str() : "not writable");
+      return kExitNotLaunched;
+    }
+    // Each process writes DIR/<host>-<pid>.ncclrr: a path the kernel would refuse fails here,
+    // not silently in every process of the job.
+    if (dir.string().size() + 1 + HostName().size() + 32 >= PATH_MAX) {
+      std::fprintf(stderr,
+                   "ncclrr record: the trace directory path is too long for its files (%zu "
+                   "characters; paths are limited to %d): choose a shorter one with -o\n",
+                   dir.string().size(), PATH_MAX);
+      return kExitNotLaunched;
+    }
+    std::string why;
+    if (LockDir(dir, &why) < 0) {  // the lock is held until this process exits
+      std::fprintf(stderr, "ncclrr record: %s\n", why.c_str());
+      return kExitNotLaunched;
+    }
     if (const size_t n = TraceFilesIn(dir); n > 0) {
       std::fprintf(stderr,
                    "ncclrr record: %s already holds the trace of another run (%zu .ncclrr "
                    "file%s); choose another directory with -o or remove it\n",
                    dir.c_str(), n, n == 1 ? "" : "s");
-      return kExitNotLaunched;
-    }
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || access(dir.c_str(), W_OK) != 0) {
-      std::fprintf(stderr, "ncclrr record: cannot write the trace directory %s: %s\n", dir.c_str(),
-                   ec ? ec.message().c_str() : "not writable");
       return kExitNotLaunched;
     }
     std::fprintf(

@@ -17,6 +17,7 @@
 
 #include "capture_jobs.h"
 #include "env_config.h"
+#include "ncclrr/new_file.h"
 #include "runtime.h"
 
 namespace ncclrr::interpose {
@@ -46,10 +47,17 @@ bool OpenLocked() {
   if (const size_t dot = stem.rfind('.'); dot != std::string::npos) stem.erase(dot);
   const std::string& custom = GetConfig().capture_file;
   g_name = custom.empty() ? stem + ".capture" : custom;
-  const std::string path = g_name[0] == '/' ? g_name : dir + "/" + g_name;
-  g_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (g_fd < 0) FailLocked(path, "cannot create the side file", errno);
-  return g_fd >= 0;
+  const bool absolute = g_name[0] == '/';
+  const size_t cut = g_name.rfind('/');
+  const std::string in_dir = absolute ? g_name.substr(0, cut) : dir;
+  std::string created;
+  g_fd = CreateNewFile(in_dir, absolute ? g_name.substr(cut + 1) : g_name, &created);
+  if (g_fd < 0) {
+    FailLocked(absolute ? g_name : dir + "/" + g_name, "cannot create the side file", errno);
+    return false;
+  }
+  g_name = absolute ? in_dir + "/" + created : created;  // what the trace's references name
+  return true;
 }
 
 // --- the writer thread's queue ------------------------------------------------------------------

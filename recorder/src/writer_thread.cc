@@ -16,6 +16,7 @@
 #include <filesystem>
 
 #include "frame_io.h"
+#include "ncclrr/new_file.h"
 #include "writer_impl.h"
 
 namespace ncclrr {
@@ -96,11 +97,17 @@ Status TraceWriter::Impl::OpenFile() {
   h.ring_capacity = options_.flight_recorder_calls;
   const std::string name =
       options_.file_name.empty() ? DefaultTraceFileName(h.pid) : options_.file_name;
-  path_ = (std::filesystem::path(options_.dir) / name).string();
-  fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string created;
+  fd_ = CreateNewFile(options_.dir, name, &created);
   if (fd_ < 0)
-    return IoError("cannot create trace file '" + path_ + "': " + std::strerror(errno) +
-                   "; check that the directory is writable and not full");
+    return IoError("cannot create trace file '" +
+                   (std::filesystem::path(options_.dir) / name).string() + "': " +
+                   std::strerror(errno) +
+                   (errno == ELOOP ? " (it is a symbolic link: trace files are never written "
+                                     "through one)"
+                                   : "; check that the directory exists, is writable and not "
+                                     "full, and that the path is not too long"));
+  path_ = (std::filesystem::path(options_.dir) / created).string();
   if (options_.compress && !zstd_) zstd_ = ZSTD_createCCtx();
   const auto header = internal::EncodeHeader(h);
   const auto pre = internal::EncodeFilePreamble(header.data(), header.size());

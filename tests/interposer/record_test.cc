@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "run_util.h"
 
@@ -99,6 +100,49 @@ TEST(RecordVerb, DefaultDirectoryAndNoNcclCall) {
   }
   EXPECT_EQ(dirs, 1);
   std::filesystem::remove_all(cwd);
+}
+
+// Two records started together never share a directory: without -o each makes its own
+// (ncclrr-YYYYmmdd-HHMMSS, then -2 in the same second); with one -o the second is refused while
+// the first records, and its job is not run.
+TEST(RecordVerb, ConcurrentRecordsNeverMix) {
+  const std::string cwd = FreshDir("concurrent");
+  const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
+  const ShellResult both = RunShell("cd '" + cwd + "' && (" + bin + " record -- sleep 1 & " + bin +
+                                    " record -- sleep 1 & wait) 2>&1");
+  EXPECT_EQ(both.code, 0) << both.out;
+  std::set<std::string> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(cwd)) {
+    dirs.insert(e.path().filename().string());
+    EXPECT_TRUE(std::regex_match(e.path().filename().string(),
+                                 std::regex("ncclrr-[0-9]{8}-[0-9]{6}(-[0-9]+)?")))
+        << e.path();
+  }
+  EXPECT_EQ(dirs.size(), 2u) << both.out;
+
+  const std::string one = cwd + "/one";
+  const ShellResult same = RunShell("(" + bin + " record -o '" + one + "' -- sleep 2 & sleep 0.5; " +
+                                    bin + " record -o '" + one + "' -- touch '" + cwd +
+                                    "/ran'; echo second=$?; wait) 2>&1");
+  EXPECT_NE(same.out.find("second=125"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("another ncclrr record is recording into " + one), std::string::npos)
+      << same.out;
+  EXPECT_FALSE(std::filesystem::exists(cwd + "/ran"));  // the refused job never ran
+  std::filesystem::remove_all(cwd);
+}
+
+// Nothing recorded is explained by what happened, not blamed on a static NCCL.
+TEST(RecordVerb, NothingRecordedSaysWhy) {
+  const std::string dir = FreshDir("gone");
+  const Cli gone = Ncclrr("record -o " + dir + "/t -- rm -rf " + dir + "/t");
+  EXPECT_EQ(gone.code, 0);
+  EXPECT_NE(gone.out.find("the trace directory " + dir + "/t was removed while the job ran"),
+            std::string::npos)
+      << gone.out;
+  EXPECT_EQ(gone.out.find("statically linked"), std::string::npos) << gone.out;
+  const Cli none = Ncclrr("record -o " + dir + "/u -- true");
+  EXPECT_NE(none.out.find("could not create its trace file there"), std::string::npos) << none.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RecordVerb, RingModeReachesTheProcess) {

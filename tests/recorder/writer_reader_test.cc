@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <set>
 #include <thread>
 #include <vector>
@@ -274,6 +278,34 @@ TEST(WriterReader, UnwritableDirectoryIsAClearError) {
   auto w = TraceWriter::Create(o);
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find("cannot create trace directory"), std::string::npos);
+}
+
+// Trace files are always new files: an existing file of the same name (an earlier recording, a
+// reused pid) is left alone and a symlink planted under the name is not followed; the writer
+// takes the next free name instead.
+TEST(WriterReader, NeverOverwritesOrFollowsALink) {
+  ScratchDir dir("newfile");
+  const std::string victim = dir.path() + "/victim.txt";
+  std::ofstream(victim) << "keep me";
+  std::filesystem::create_symlink(victim, dir.path() + "/job.ncclrr");
+  std::ofstream(dir.path() + "/job-2.ncclrr") << "an earlier run";
+  WriterOptions o;
+  o.dir = dir.path();
+  o.file_name = "job.ncclrr";
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  (*w)->AppendCall(MakeCall(1));
+  ASSERT_TRUE((*w)->Close("done").ok());
+  EXPECT_EQ((*w)->path(), dir.path() + "/job-3.ncclrr");
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep me");
+  std::ifstream earlier(dir.path() + "/job-2.ncclrr");
+  std::string old((std::istreambuf_iterator<char>(earlier)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(old, "an earlier run");
+  auto t = ReadTraceFile((*w)->path());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->calls.size(), 1u);
 }
 
 TEST(WriterReader, SizeCapDropsAndCounts) {
