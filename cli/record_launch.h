@@ -3,7 +3,8 @@
 // process group already did; those sent to ncclrr itself are passed on). ncclrr is the job's
 // subreaper, so a worker whose parent died (torch.multiprocessing.spawn, a launcher killed first)
 // is still found: a termination signal sent to ncclrr reaches every process of the job's tree,
-// and ncclrr waits a few seconds for them to write their traces before it returns.
+// and ncclrr waits a few seconds for them to write their traces before it returns. If ncclrr is
+// killed outright (SIGKILL), the command gets SIGTERM (a parent-death signal).
 // Header-only: cli/CMakeLists.txt compiles the cmd_*.cc files only.
 #pragma once
 #include <dirent.h>
@@ -120,6 +121,7 @@ inline LaunchResult RunCommand(const std::vector<std::string>& argv,
     return result;
   }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t self = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     result.error = std::string("cannot fork: ") + std::strerror(errno);
@@ -127,6 +129,11 @@ inline LaunchResult RunCommand(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     close(report[0]);
+    // If ncclrr itself is killed outright (a scheduler's `timeout -s KILL`), the command gets
+    // SIGTERM rather than running on unwatched; launchers (torchrun, mpirun) pass it to their
+    // workers, which write their traces. It survives the exec; it is not inherited by forks.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != self) _exit(128 + SIGTERM);  // ncclrr died before the line above
     execvpe(args[0], args.data(), envp.data());
     const int err = errno;
     (void)!write(report[1], &err, sizeof err);

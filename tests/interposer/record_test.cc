@@ -1,6 +1,7 @@
 // `ncclrr record` as a user runs it: exit statuses, refusals, the summary line, the environment
 // it gives the command, and record -> dump/check end to end on ncclrr-example.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -142,6 +143,23 @@ TEST(RecordVerb, NothingRecordedSaysWhy) {
   EXPECT_EQ(gone.out.find("statically linked"), std::string::npos) << gone.out;
   const Cli none = Ncclrr("record -o " + dir + "/u -- true");
   EXPECT_NE(none.out.find("could not create its trace file there"), std::string::npos) << none.out;
+  std::filesystem::remove_all(dir);
+}
+
+// `kill -9` of ncclrr record (a scheduler's timeout -s KILL) does not leave the job running
+// unwatched: the command gets SIGTERM.
+TEST(RecordVerb, KillingRecordEndsTheJob) {
+  const std::string dir = FreshDir("killed");
+  const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
+  const std::string pidfile = dir + "/job.pid";
+  const ShellResult r = RunShell(
+      bin + " record -o '" + dir + "/t' -- sh -c 'echo $$ > " + pidfile +
+      "; exec sleep 30' & rec=$!; sleep 1; kill -9 $rec; sleep 1; job=$(cat '" + pidfile +
+      "'); st=$(cut -d\\) -f2 /proc/$job/stat 2>/dev/null | cut -d\\  -f2); " +
+      "[ -n \"$st\" ] && [ \"$st\" != Z ] && { echo STILL-RUNNING; kill $job; }; echo done");
+  // (a zombie is fine: the job died, and whoever adopted it has not reaped it yet)
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("STILL-RUNNING"), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
 }
 
