@@ -224,10 +224,19 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
   std::map<uint64_t, std::set<int>> ranks;
   std::map<uint64_t, int> sizes;
   std::set<std::string> routes;
+  std::string write_error;  // the first file's, when writing a trace failed (a full disk)
+  size_t failed_files = 0;
   for (const TraceFile& f : loaded->files) {
     calls += f.calls.size();
     dropped += f.DroppedRecords();
     if (!f.footer) ++open_files;
+    if (f.footer) {
+      const size_t at = f.footer->reason.find(format::kWriteErrorPrefix);
+      if (at != std::string::npos) {
+        if (failed_files++ == 0)
+          write_error = f.footer->reason.substr(at + std::strlen(format::kWriteErrorPrefix));
+      }
+    }
     routes.insert(RouteName(f.header.route));
     for (const CommRecord& c : f.comms) {
       ranks[c.comm_id].insert(c.rank);
@@ -252,6 +261,11 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
                              " file(s) not closed: a process was killed or is still running)")
                                 .c_str()
                           : "");
+  if (failed_files > 0)
+    std::fprintf(stderr,
+                 "ncclrr: writing the trace failed in %zu file(s) (%s): the dropped records "
+                 "could not be written; record onto a disk with room\n",
+                 failed_files, write_error.c_str());
   if (gpu_timing) PrintGpuTimingSummary(*loaded);
   if (capture) PrintCaptureSummary(*loaded);
 }

@@ -2,6 +2,7 @@
 // record announced), per-rank sequences, graph launches expanded into the positions they take,
 // and the common timeline.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include "clock_sync.h"
 #include "ncclrr/analysis/model.h"
+#include "ncclrr/format.h"
 
 namespace ncclrr::analysis {
 
@@ -81,6 +83,11 @@ class ModelBuilder {
     v.pid = t.header.pid;
     v.clock_offset_ns = MonotonicToRealtimeOffset(t);
     v.has_footer = t.footer.has_value();
+    if (t.footer) {
+      const size_t at = t.footer->reason.find(format::kWriteErrorPrefix);
+      if (at != std::string::npos)
+        v.write_error = t.footer->reason.substr(at + std::strlen(format::kWriteErrorPrefix));
+    }
     v.clean = t.footer && t.footer->clean;
     v.torn = t.torn;
     v.ring_mode = t.header.ring_mode;

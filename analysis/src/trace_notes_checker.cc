@@ -52,7 +52,18 @@ class TraceNotesChecker : public Checker {
         n.count = v.unplaceable_calls;
         sink.AddNote(std::move(n));
       }
-      if (v.dropped > 0) {
+      if (!v.write_error.empty()) {
+        const bool full = v.write_error.find("No space left") != std::string::npos;  // ENOSPC
+        Note n = MakeNote(
+            NoteKind::kRecordsDropped, m, f,
+            who + ": writing the trace failed (" + v.write_error + ")" +
+                (full ? ": the disk was full" : "") + ", and " + Thousands(v.dropped) +
+                " record(s) could not be written. The process was not killed: it closed the "
+                "file, but per-rank sequences have gaps from the failure on, and positions in "
+                "the gaps are not compared. Record onto a disk with room (-o) to keep them.");
+        n.count = v.dropped;
+        sink.AddNote(std::move(n));
+      } else if (v.dropped > 0) {
         Note n = MakeNote(NoteKind::kRecordsDropped, m, f,
                           who + " dropped " + Thousands(v.dropped) +
                               " record(s) (a full ring or disk): per-rank sequences have gaps "

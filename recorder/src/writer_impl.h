@@ -99,6 +99,7 @@ class TraceWriter::Impl {
   std::atomic<uint64_t> retired_dropped_{
       0};  // drops of threads that have exited  // drained but not written (I/O failure, size cap)
   std::atomic<bool> io_failed_{false};
+  int io_errno_ = 0;  // why writing failed (ENOSPC: the disk is full), for the footer
 };
 
 }  // namespace ncclrr

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -16,6 +18,7 @@
 #include <filesystem>
 
 #include "frame_io.h"
+#include "ncclrr/format.h"
 #include "ncclrr/new_file.h"
 #include "writer_impl.h"
 
@@ -111,8 +114,23 @@ Status TraceWriter::Impl::OpenFile() {
   if (options_.compress && !zstd_) zstd_ = ZSTD_createCCtx();
   const auto header = internal::EncodeHeader(h);
   const auto pre = internal::EncodeFilePreamble(header.data(), header.size());
-  WriteBytes(pre.data(), pre.size(), 0);
-  if (io_failed_) return IoError("cannot write trace file header to '" + path_ + "'");
+  {
+    // The header is written by the job's thread: as in Loop(), SIGXFSZ must not kill the job.
+    sigset_t xfsz, old;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    WriteBytes(pre.data(), pre.size(), 0);
+    if (!sigismember(&old, SIGXFSZ)) {
+      const timespec none{0, 0};
+      while (sigtimedwait(&xfsz, nullptr, &none) == SIGXFSZ) {  // one we caused: consumed
+      }
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+  }
+  if (io_failed_)
+    return IoError("cannot write trace file header to '" + path_ + "': " +
+                   std::strerror(io_errno_));
   // The first clock pair anchors this file's monotonic times to wall-clock time.
   side_.clocks.push_back({h.start_mono_ns, h.start_real_ns});
   return Status::Ok();
@@ -240,12 +258,29 @@ bool TraceWriter::Impl::WriteBytes(const uint8_t* data, size_t size, size_t reco
     }
     return false;
   }
+  // A file size limit on the job (ulimit -f): writing past it would raise SIGXFSZ, which the
+  // kernel sends to the whole process and which kills the job by default. Stop short instead.
+  if (rlimit lim{}; getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      bytes_ + size > lim.rlim_cur) {
+    io_failed_ = true;
+    io_errno_ = EFBIG;
+    lost_ += records;
+    if (!warned_io_) {
+      warned_io_ = true;
+      std::fprintf(stderr,
+                   "ncclrr: trace file %s reached the job's file size limit (ulimit -f, %llu "
+                   "bytes); the job continues, further records are counted as dropped\n",
+                   path_.c_str(), static_cast<unsigned long long>(lim.rlim_cur));
+    }
+    return false;
+  }
   size_t done = 0;
   while (done < size) {
     const ssize_t w = write(fd_, data + done, size - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       io_failed_ = true;
+      io_errno_ = w < 0 ? errno : ENOSPC;  // a write of 0 bytes: no room
       lost_ += records;
       if (!warned_io_) {
         warned_io_ = true;
@@ -283,6 +318,12 @@ void TraceWriter::Impl::WriteBatch(PendingBatch* batch) {
 
 void TraceWriter::Impl::Loop() {
   writer_tid_ = static_cast<int>(syscall(SYS_gettid));
+  // A file size limit on the job (ulimit -f) must not kill it through our writes: the kernel
+  // sends SIGXFSZ to the writing thread, which blocks it and gets EFBIG, counted as dropped.
+  sigset_t xfsz;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, nullptr);
   PendingBatch batch;
   int64_t last_clock = MonotonicNs();
   uint64_t dumps_done = 0;
@@ -311,18 +352,30 @@ void TraceWriter::Impl::Loop() {
         for (auto& r : rings_) dropped += r->dropped.load();
       }
       batch.clocks.push_back({MonotonicNs(), RealtimeNs()});
-      // Past the size cap the closing frame carries only the footer: what was dropped.
-      if (options_.max_file_bytes && lost_ > 0) {
+      // Past the size cap, or once writing failed, the closing frame carries only the footer:
+      // what was dropped, and why.
+      const bool failed = io_failed_.load();
+      if ((options_.max_file_bytes && lost_ > 0) || failed) {
         dropped += batch.RecordCount();
         lost_ += batch.RecordCount();
         batch.Clear();
       }
-      batch.footer = FooterData{true, calls_written_ + batch.calls.size(), dropped, MonotonicNs(),
-                                close_reason_};
+      std::string reason = close_reason_;
+      if (failed)
+        reason += std::string(reason.empty() ? "" : "; ") + format::kWriteErrorPrefix +
+                  std::strerror(io_errno_);
+      batch.footer =
+          FooterData{true, calls_written_ + batch.calls.size(), dropped, MonotonicNs(), reason};
+      // One more try for the small closing frame: cutting back the frame that failed may have
+      // left room for it (and the disk may have room again). Close() still reports the failure.
+      if (failed) io_failed_ = false;
+      WriteBatch(&batch);
+      if (failed) io_failed_ = true;
+      flush_done_.store(flush_want, std::memory_order_release);
+      break;
     }
     WriteBatch(&batch);
     flush_done_.store(flush_want, std::memory_order_release);
-    if (stopping) break;
     sleeping_.store(true, std::memory_order_release);
     FutexWait(&wake_seq_, seen, static_cast<int>(options_.flush_interval_ms));
     sleeping_.store(false, std::memory_order_relaxed);

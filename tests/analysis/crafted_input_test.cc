@@ -3,7 +3,9 @@
 // outside the trace directory, and a file of frame headers is not read in quadratic time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "ncclrr/format.h"
 #include "ncclrr/synthetic_trace.h"
 #include "ncclrr/trace_reader.h"
+#include "ncclrr/trace_writer.h"
 #include "scenarios.h"
 
 namespace ncclrr::testing {
@@ -177,6 +180,46 @@ TEST(CraftedInput, TerminalEscapesInTraceStringsArePrintedEscaped) {
   EXPECT_EQ(dump.code, 0);
   EXPECT_EQ(dump.out.find('\x1b'), std::string::npos);
   EXPECT_THAT(dump.out, HasSubstr("name \"dp\\x1b]0;owned\\x07\\x1b[2J\""));
+}
+
+// A recording whose writes failed (here a file size limit; a full disk alike) ends with a footer
+// that says so, and `check` tells that apart from a killed process.
+TEST(CraftedInput, AFailedWriteIsNotTakenForAKill) {
+  const std::string dir = (fs::temp_directory_path() / ("ncclrr-fsize-" + std::to_string(getpid())))
+                              .string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit lim{16 * 1024, 16 * 1024};
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(3);
+    WriterOptions o;
+    o.dir = dir;
+    o.compress = false;
+    auto w = TraceWriter::Create(o);
+    if (!w.ok()) _exit(4);
+    for (uint64_t i = 0; i < 5000; ++i) {
+      CallRecord c{};
+      c.uid = i;
+      c.seq = i;
+      c.api = static_cast<uint16_t>(Api::kAllReduce);
+      c.count = 16;
+      (*w)->AppendCall(c);
+      if (i % 500 == 499) (*w)->Flush();
+    }
+    (void)(*w)->Close("exit");
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const Result r = Ncclrr("check " + dir);
+  EXPECT_THAT(r.out, HasSubstr("writing the trace failed")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("(File too large)")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(" record(s) could not be written")) << r.out;  // 5,000 calls + clocks
+  EXPECT_THAT(r.out, Not(HasSubstr("was not closed"))) << r.out;
+  fs::remove_all(dir);
 }
 
 TEST(CraftedInput, ANegativeRankIsAUsageError) {

@@ -1,6 +1,9 @@
 // Round trips through the real TraceWriter and TraceReader: every record kind, field layout
 // equal to the FlatBuffers structs, header contents, footer.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -306,6 +309,46 @@ TEST(WriterReader, NeverOverwritesOrFollowsALink) {
   auto t = ReadTraceFile((*w)->path());
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->calls.size(), 1u);
+}
+
+// When writing fails (a full disk, or here a file size limit), the job is not killed (no
+// SIGXFSZ), the records that could not be written are counted as dropped, and the file still
+// ends with a footer that says why, so that readers do not take the process for killed.
+TEST(WriterReader, WriteFailureIsCountedAndClosedWithTheReason) {
+  ScratchDir dir("fsize");
+  const std::string name = "limited.ncclrr";
+  constexpr uint64_t kCalls = 20000;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit lim{64 * 1024, 64 * 1024};
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(3);
+    WriterOptions o;
+    o.dir = dir.path();
+    o.file_name = name;
+    o.compress = false;
+    auto w = TraceWriter::Create(o);
+    if (!w.ok()) _exit(4);
+    for (uint64_t i = 0; i < kCalls; ++i) {
+      (*w)->AppendCall(MakeCall(i));
+      if (i % 1000 == 999) (*w)->Flush();
+    }
+    (void)(*w)->Close("exit");
+    _exit(0);  // alive: no SIGXFSZ reached the job
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto t = ReadTraceFile(dir.path() + "/" + name);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE(t->footer.has_value());
+  EXPECT_NE(t->footer->reason.find("write error: File too large"), std::string::npos)
+      << t->footer->reason;
+  EXPECT_GT(t->footer->dropped, 0u);
+  // Every call is either in the file or counted (the count also holds lost clock records).
+  EXPECT_GE(t->calls.size() + t->footer->dropped, kCalls);
+  EXPECT_LE(t->calls.size() + t->footer->dropped, kCalls + 16);
 }
 
 TEST(WriterReader, SizeCapDropsAndCounts) {

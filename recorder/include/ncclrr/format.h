@@ -25,5 +25,9 @@ inline constexpr uint16_t kFlagTransposed = 1;
 inline constexpr size_t kFrameExtensionSize = 12;
 
 inline constexpr const char* kFileSuffix = ".ncclrr";
+// A footer whose reason holds this was written after writing failed: what follows is strerror
+// ("No space left on device" when the disk was full); the footer's dropped count includes every
+// record that could not be written.
+inline constexpr const char* kWriteErrorPrefix = "write error: ";
 
 }  // namespace ncclrr::format

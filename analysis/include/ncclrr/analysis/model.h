@@ -107,6 +107,9 @@ struct FileView {
   bool ring_mode = false;  // flight recorder: holds only the last calls
   uint64_t bad_frames = 0;
   uint64_t dropped = 0;
+  // Why writing the file failed, from its footer ("No space left on device"); empty when it
+  // did not.
+  std::string write_error;
   // Calls the model cannot place and leaves out (a damaged or crafted trace): a negative rank, a
   // collective without a communicator, an unknown operation, more data than any GPU holds.
   uint64_t unplaceable_calls = 0;
