@@ -258,41 +258,35 @@ bool TraceWriter::Impl::WriteBytes(const uint8_t* data, size_t size, size_t reco
     }
     return false;
   }
-  // A file size limit on the job (ulimit -f): writing past it would raise SIGXFSZ, which the
-  // kernel sends to the whole process and which kills the job by default. Stop short instead.
-  if (rlimit lim{}; getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      bytes_ + size > lim.rlim_cur) {
+  // Writing failed for good: the records are counted as dropped, and the job is told once.
+  auto fail = [&](int err, const std::string& why) {
     io_failed_ = true;
-    io_errno_ = EFBIG;
+    io_errno_ = err;
     lost_ += records;
     if (!warned_io_) {
       warned_io_ = true;
       std::fprintf(stderr,
-                   "ncclrr: trace file %s reached the job's file size limit (ulimit -f, %llu "
-                   "bytes); the job continues, further records are counted as dropped\n",
-                   path_.c_str(), static_cast<unsigned long long>(lim.rlim_cur));
+                   "ncclrr: %s %s; the job continues, further records are counted as dropped\n",
+                   why.c_str(), path_.c_str());
     }
     return false;
-  }
+  };
+  // A file size limit on the job (ulimit -f): writing past it would raise SIGXFSZ, which the
+  // kernel sends to the whole process and which kills the job by default. Stop short instead.
+  if (rlimit lim{}; getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      bytes_ + size > lim.rlim_cur)
+    return fail(EFBIG, "the job's file size limit (ulimit -f, " +
+                           std::to_string(lim.rlim_cur) + " bytes) is reached by trace file");
   size_t done = 0;
   while (done < size) {
     const ssize_t w = write(fd_, data + done, size - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      io_failed_ = true;
-      io_errno_ = w < 0 ? errno : ENOSPC;  // a write of 0 bytes: no room
-      lost_ += records;
-      if (!warned_io_) {
-        warned_io_ = true;
-        std::fprintf(stderr,
-                     "ncclrr: cannot write trace file %s: %s; the job continues, "
-                     "further records are counted as dropped\n",
-                     path_.c_str(), std::strerror(errno));
-      }
+      const int err = w < 0 ? errno : ENOSPC;  // a write of 0 bytes: no room
       // Cut back to the last whole frame so the file stays readable.
       if (done > 0 && ftruncate(fd_, static_cast<off_t>(bytes_.load())) == 0)
         lseek(fd_, static_cast<off_t>(bytes_.load()), SEEK_SET);
-      return false;
+      return fail(err, std::string(std::strerror(err)) + ": cannot write trace file");
     }
     done += static_cast<size_t>(w);
   }
