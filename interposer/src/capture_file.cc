@@ -47,16 +47,20 @@ bool OpenLocked() {
   if (const size_t dot = stem.rfind('.'); dot != std::string::npos) stem.erase(dot);
   const std::string& custom = GetConfig().capture_file;
   g_name = custom.empty() ? stem + ".capture" : custom;
-  const bool absolute = g_name[0] == '/';
-  const size_t cut = g_name.rfind('/');
-  const std::string in_dir = absolute ? g_name.substr(0, cut) : dir;
+  if (g_name[0] == '/') {
+    // A path the user named (NCCLRR_CAPTURE_FILE) is written as named, but never through a
+    // symbolic link; check reads captures only from the trace directory.
+    g_fd = ::open(g_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (g_fd < 0) FailLocked(g_name, "cannot create the side file", errno);
+    return g_fd >= 0;
+  }
   std::string created;
-  g_fd = CreateNewFile(in_dir, absolute ? g_name.substr(cut + 1) : g_name, &created);
+  g_fd = CreateNewFile(dir, g_name, &created);  // in the trace directory: always a new file
   if (g_fd < 0) {
-    FailLocked(absolute ? g_name : dir + "/" + g_name, "cannot create the side file", errno);
+    FailLocked(dir + "/" + g_name, "cannot create the side file", errno);
     return false;
   }
-  g_name = absolute ? in_dir + "/" + created : created;  // what the trace's references name
+  g_name = created;  // what the trace's references name
   return true;
 }
 
