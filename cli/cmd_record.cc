@@ -84,10 +84,12 @@ std::string CreateDefaultDir(std::error_code* ec) {
   return buf;
 }
 
-// One recording per directory: an exclusive lock on DIR/.ncclrr-record.lock, which this process
-// holds until it exits (the job does not inherit it). -1 with *why set when it cannot be taken.
+// One recording per directory and host: an exclusive lock on DIR/.ncclrr-record-<host>.lock,
+// which this process holds until it exits (the job does not inherit it). Per host, because on a
+// shared filesystem one `ncclrr record` per node of one job writes into one directory. -1 with
+// *why set when it cannot be taken.
 int LockDir(const fs::path& dir, std::string* why) {
-  const fs::path path = dir / ".ncclrr-record.lock";
+  const fs::path path = dir / (".ncclrr-record-" + HostName() + ".lock");
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     *why = "cannot create " + path.string() + ": " + std::strerror(errno);
@@ -95,7 +97,7 @@ int LockDir(const fs::path& dir, std::string* why) {
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
-    *why = "another ncclrr record is recording into " + dir.string() +
+    *why = "another ncclrr record on this host is recording into " + dir.string() +
            "; choose another directory with -o";
     return -1;
   }
@@ -112,10 +114,15 @@ std::string FindInterposer() {
 }
 
 size_t TraceFilesIn(const fs::path& dir) {
+  // Only this host's files (<host>-<pid>.ncclrr): with one `ncclrr record` per node and a shared
+  // -o, the other nodes' files of the same run are expected.
+  const std::string mine = HostName() + "-";
   size_t n = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == format::kFileSuffix) ++n;
+    if (e.path().extension() == format::kFileSuffix &&
+        e.path().filename().string().rfind(mine, 0) == 0)
+      ++n;
   return n;
 }
 

@@ -59,7 +59,12 @@ TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
   std::filesystem::create_directories(dir + "/old");
   std::ofstream(dir + "/old/notes.txt") << "hello";
   EXPECT_EQ(Ncclrr("record -o " + dir + "/old -- true").code, 0);
-  std::ofstream(dir + "/old/host-1.ncclrr") << "x";
+  // Another host's file is expected there (one record per node, a shared -o); this host's is not.
+  std::ofstream(dir + "/old/ncclrr-other-host-1.ncclrr") << "x";
+  EXPECT_EQ(Ncclrr("record -o " + dir + "/old -- true").code, 0);
+  std::array<char, 256> host{};
+  gethostname(host.data(), host.size() - 1);
+  std::ofstream(dir + "/old/" + std::string(host.data()) + "-1.ncclrr") << "x";
   const Cli taken = Ncclrr("record -o " + dir + "/old -- true");
   EXPECT_EQ(taken.code, 125);
   EXPECT_NE(taken.out.find("already holds the trace of another run"), std::string::npos);
@@ -126,7 +131,8 @@ TEST(RecordVerb, ConcurrentRecordsNeverMix) {
                                     bin + " record -o '" + one + "' -- touch '" + cwd +
                                     "/ran'; echo second=$?; wait) 2>&1");
   EXPECT_NE(same.out.find("second=125"), std::string::npos) << same.out;
-  EXPECT_NE(same.out.find("another ncclrr record is recording into " + one), std::string::npos)
+  EXPECT_NE(same.out.find("another ncclrr record on this host is recording into " + one),
+            std::string::npos)
       << same.out;
   EXPECT_FALSE(std::filesystem::exists(cwd + "/ran"));  // the refused job never ran
   std::filesystem::remove_all(cwd);
