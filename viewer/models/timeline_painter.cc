@@ -93,7 +93,12 @@ class Painter {
       ComputeRuns(lane.boxes, lane.look(), s_.axis, &runs_);
       stats_.runs += runs_.size();
       for (const PixelRun& r : runs_) {
-        const QRectF rect(x0_ + r.x0, y0, std::max(r.x1 - r.x0, 1.0), y1 - y0);
+        // A call a finding is about is never thinner than 3 px: thinner, at a fractional position,
+        // it would be blended into its neighbours' colours and no pixel of it would be red.
+        const double min_width = (r.flags & mark::kAnyFinding) ? 3.0 : 1.0;
+        const double width = r.x1 - r.x0;
+        const double widen = width < min_width ? (min_width - width) / 2 : 0;
+        const QRectF rect(x0_ + r.x0 - widen, y0, std::max(width, min_width), y1 - y0);
         fills_[FillKey(r)].push_back(rect);
         if (r.flags) {
           if (RunHatch(r.flags).style() != Qt::NoBrush) hatches_[r.flags].push_back(rect);
