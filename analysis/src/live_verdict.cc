@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "live_state.h"
 #include "ncclrr/analysis/model.h"
@@ -240,9 +241,13 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
                Seconds(longest) + "; " + std::to_string(out->unseen_ranks) +
                " rank(s) of this communicator have no trace file here (not recorded, or on "
                "another host whose files are elsewhere)";
-    for (int r = 0; r < nranks; ++r)
-      if (std::none_of(out->ranks.begin(), out->ranks.end(),
-                       [&](const LiveRank& x) { return x.rank == r; })) {
+    // The ranks without a file, the first kListedAbsent of them (a communicator record of a
+    // damaged file may claim any size; unseen_ranks has the count).
+    constexpr size_t kListedAbsent = 64;
+    std::set<int> seen;
+    for (const LiveRank& x : out->ranks) seen.insert(x.rank);
+    for (int r = 0; r < nranks && out->missing.size() < kListedAbsent; ++r)
+      if (!seen.count(r)) {
         LiveMissing m;
         m.rank = r;
         out->missing.push_back(m);

@@ -161,6 +161,24 @@ TEST(LiveStatus, EveryRankBlockedInsideOneCollectiveIsAHang) {
   EXPECT_THAT(r.comms[0].why, HasSubstr("every rank issued seq 1"));
 }
 
+// A communicator record that claims a billion ranks (a damaged file; found by the structured
+// fuzzer: 3.5 GB and a timeout) lists only the first of the ranks without a file.
+TEST(LiveStatus, AHugeClaimedCommunicatorListsFewAbsentRanks) {
+  ScriptBuilder b(2);
+  const int c = b.Comm(0xd4, "", {0, 1});
+  b.s.comms[c].nranks_override = 1 << 30;
+  b.All(c, AllReduce(64, 1));
+  ScriptCall stuck = AllReduce(64, 1);
+  stuck.in_flight = true;
+  b.All(c, stuck);
+  for (ScriptProcess& p : b.s.processes) p.close = false;
+  const LiveReport r = Refresh(Write(b.s, "huge"), 30);
+  ASSERT_EQ(r.comms.size(), 1u);
+  EXPECT_EQ(r.comms[0].unseen_ranks, (1 << 30) - 2);
+  EXPECT_EQ(r.comms[0].missing.size(), 64u);
+  EXPECT_EQ(r.comms[0].missing.front().rank, 2);
+}
+
 TEST(LiveStatus, NoDataAndBadDirectories) {
   const std::string empty = Dir("empty");
   LiveStatus live(empty);
