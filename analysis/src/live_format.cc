@@ -45,6 +45,11 @@ std::string Elsewhere(const LiveMissing& m, uint64_t comm) {
            " after the first rank (median): the others wait for it; look at what it does "
            "between collectives (data loading, compute, host work, a slower GPU)";
   if (!m.has_elsewhere) return s + " has made no NCCL call";
+  if (m.gpu_not_started)
+    return s + " issued " + Where(m.last_anywhere) + " " + Secs(m.last_anywhere.ago_s) +
+           " ago, but its GPU has not started it: the stream it was issued on still runs earlier "
+           "work (a kernel that does not end, a wait for an event never recorded, a copy that "
+           "waits); look at what that rank launched on the stream before the collective";
   const LiveCall& c = m.last_anywhere;
   if (c.in_flight && c.comm_id != comm)
     return s + " is blocked in " + Where(c) + " for " + Secs(c.ago_s) +
@@ -54,6 +59,18 @@ std::string Elsewhere(const LiveMissing& m, uint64_t comm) {
   return s + "'s last NCCL call, " + Where(c) + ", returned; issued " + Secs(c.ago_s) +
          " ago: it runs outside NCCL (a rank-dependent branch or early exit, an exception, a "
          "slow data loader, a sleep) or is killed";
+}
+
+// Where the rank's GPU is on this communicator: "; GPU: done", "; GPU: running 12.0 s",
+// "; GPU: seq 31 not started" (the seq when it is not the last one issued).
+std::string GpuText(const LiveRank& r) {
+  if (!r.gpu_progress || !r.has_call) return "";
+  if (!r.has_gpu_front) return "; GPU: done";
+  const LiveCall& g = r.gpu_front;
+  if (g.gpu == LiveGpu::kUnknown) return "";
+  const std::string at = g.seq == r.last.seq ? "" : "seq " + std::to_string(g.seq) + " ";
+  if (g.gpu == LiveGpu::kRunning) return "; GPU: " + at + "running " + Secs(g.gpu_s);
+  return "; GPU: " + at + LiveGpuName(g.gpu);
 }
 
 void CommText(const LiveComm& c, std::string* out) {
@@ -66,6 +83,7 @@ void CommText(const LiveComm& c, std::string* out) {
     else
       *out += "issued seq " + std::to_string(r.last.seq) + " " + r.last.call + " " +
               Secs(r.last.ago_s) + " ago";
+    *out += GpuText(r);
     if (r.blocked)
       *out += "; blocked in seq " + std::to_string(r.blocked_in.seq) + " for " +
               Secs(r.blocked_in.ago_s);
@@ -85,6 +103,12 @@ void CallJson(JsonWriter& j, const LiveCall& c) {
   j.Key("call").Str(c.call);
   j.Key("ago_s").Double(c.ago_s);
   j.Key("in_flight").Bool(c.in_flight);
+  j.Key("gpu");
+  if (c.gpu == LiveGpu::kUnknown)
+    j.Null();
+  else
+    j.Str(LiveGpuName(c.gpu));
+  j.Key("gpu_s").Double(c.gpu_s);
   j.EndObject();
 }
 
@@ -93,6 +117,11 @@ void CallJson(JsonWriter& j, const LiveCall& c) {
 const char* LiveStateName(LiveState s) {
   static const char* const kNames[] = {"running", "straggler", "hung", "finished"};
   return kNames[static_cast<int>(s)];
+}
+
+const char* LiveGpuName(LiveGpu g) {
+  static const char* const kNames[] = {"unknown", "not started", "running", "done"};
+  return kNames[static_cast<int>(g)];
 }
 
 const char* LiveVerdictName(LiveVerdict v) {
@@ -165,6 +194,11 @@ std::string FormatLiveJson(const LiveReport& r) {
       else
         j.Null();
       j.Key("behind").Bool(k.behind);
+      j.Key("gpu_front");
+      if (k.has_gpu_front)
+        CallJson(j, k.gpu_front);
+      else
+        j.Null();
       j.EndObject();
     }
     j.EndArray();
@@ -180,6 +214,7 @@ std::string FormatLiveJson(const LiveReport& r) {
       else
         j.Null();
       j.Key("lag_s").Double(m.lag_s);
+      j.Key("gpu_not_started").Bool(m.gpu_not_started);
       j.Key("deadlock_comm");
       if (m.deadlock)
         j.Str(Hex(m.deadlock_comm));

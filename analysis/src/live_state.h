@@ -39,6 +39,19 @@ struct LiveFile {
   std::unordered_set<uint64_t> returned;                // uids seen returned (bounded)
   std::deque<uint64_t> returned_order;
   uint64_t calls = 0;
+  // GPU progress (`record --gpu-timing`): what the GPU did with the recent calls.
+  bool gpu_progress = false;  // the process marks calls running on the GPU (kGpuProgressNote)
+  struct GpuSeen {
+    int64_t start_ns = 0;  // mono
+    bool ended = false;
+  };
+  std::unordered_map<uint64_t, GpuSeen> gpu;  // uid -> seen on the GPU (bounded)
+  std::deque<uint64_t> gpu_order;
+  struct StreamCall {
+    uint64_t uid;
+    int64_t enter_ns;
+  };
+  std::unordered_map<uint64_t, std::deque<StreamCall>> stream_calls;  // per stream, by uid (bounded)
 
   std::string Process() const;  // "host pid 1234"
   std::string CommName(uint64_t comm_id) const;
@@ -50,6 +63,10 @@ struct LiveFile {
 struct LiveStatus::State {
   std::map<std::string, LiveFile> files;  // by path
 };
+
+// What the GPU did with call `c` of `f` by `now_real_ns` (live_status.cc). `gpu_s`: how long it
+// has run (kRunning).
+LiveGpu GpuStateOf(const LiveFile& f, const CallRecord& c, int64_t now_real_ns, double* gpu_s);
 
 // The verdict for every communicator seen in `files` (live_verdict.cc).
 void JudgeComms(const std::map<std::string, LiveFile>& files, const LiveStatusOptions& options,

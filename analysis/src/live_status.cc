@@ -17,6 +17,11 @@ namespace {
 
 constexpr size_t kRecentCalls = 64;         // per communicator rank
 constexpr size_t kReturnedRemembered = 4096;  // per process
+constexpr size_t kGpuRemembered = 4096;       // per process
+constexpr size_t kStreamCallsRemembered = 256;  // per stream
+// A call's GPU state is known this long after it was issued: the timer collects every 200 ms
+// and marks a call running on its second look; the file is flushed every 20 ms.
+constexpr double kGpuSettleS = 1.0;
 
 bool Tracked(const CallRecord& c) {
   return IsCollective(static_cast<Api>(c.api)) && c.seq != kNoSeq && c.capture != 1 &&
@@ -41,6 +46,13 @@ void ApplyCall(LiveFile& f, const CallRecord& c) {
     ++f.calls;
   } else {
     f.open_calls[c.uid] = c;
+  }
+  if (c.stream != 0 && (IsCollective(static_cast<Api>(c.api)) || IsP2p(static_cast<Api>(c.api)))) {
+    auto& on_stream = f.stream_calls[c.stream];
+    if (on_stream.empty() || c.uid > on_stream.back().uid) {
+      on_stream.push_back({c.uid, c.enter_ns});
+      if (on_stream.size() > kStreamCallsRemembered) on_stream.pop_front();
+    }
   }
   if (!f.has_last || c.enter_ns >= f.last.enter_ns) {
     f.has_last = true;
@@ -77,6 +89,20 @@ void Apply(LiveFile& f, const TraceFile& d) {
     cr.nranks = c.nranks;
   }
   for (const CallRecord& c : d.calls) ApplyCall(f, c);
+  for (const NoteData& n : d.notes) f.gpu_progress |= n.text == format::kGpuProgressNote;
+  auto seen = [&f](const GpuTimeRecord& g, bool ended) {
+    auto [it, fresh] = f.gpu.try_emplace(g.call_uid);
+    it->second.start_ns = g.start_ns;
+    it->second.ended |= ended;
+    if (!fresh) return;
+    f.gpu_order.push_back(g.call_uid);
+    if (f.gpu_order.size() > kGpuRemembered) {
+      f.gpu.erase(f.gpu_order.front());
+      f.gpu_order.pop_front();
+    }
+  };
+  for (const GpuTimeRecord& g : d.gpu_started) seen(g, false);
+  for (const GpuTimeRecord& g : d.gpu_times) seen(g, true);
   if (d.footer) {
     f.closed = true;
     f.open_calls.clear();
@@ -99,6 +125,27 @@ StatusOr<std::vector<std::string>> ListTraceFiles(const std::string& dir) {
 }
 
 }  // namespace
+
+LiveGpu GpuStateOf(const LiveFile& f, const CallRecord& c, int64_t now, double* gpu_s) {
+  if (!f.gpu_progress || c.capture == 1 || (c.flags & call_flags::kNonblocking) != 0)
+    return LiveGpu::kUnknown;  // not timed: captured calls run at graph launches
+  if (auto it = f.gpu.find(c.uid); it != f.gpu.end()) {
+    if (it->second.ended) return LiveGpu::kDone;
+    *gpu_s = f.Ago(it->second.start_ns, now);
+    return LiveGpu::kRunning;
+  }
+  // A stream runs its work in order: when the GPU reached a later call on it, this one ended. A
+  // call the GPU reached is marked within two collection rounds unless a later call was reached
+  // meanwhile; so when neither it nor any later call on its stream has a mark, and the latest
+  // was issued long enough ago for the timer to have looked, the GPU has not reached it.
+  auto stream = f.stream_calls.find(c.stream);
+  if (stream == f.stream_calls.end() || stream->second.empty() || stream->second.front().uid > c.uid)
+    return LiveGpu::kUnknown;
+  for (const LiveFile::StreamCall& later : stream->second)
+    if (later.uid > c.uid && f.gpu.count(later.uid)) return LiveGpu::kDone;
+  return f.Ago(stream->second.back().enter_ns, now) >= kGpuSettleS ? LiveGpu::kNotStarted
+                                                                   : LiveGpu::kUnknown;
+}
 
 std::string LiveFile::Process() const {
   const HeaderData& h = follower.header();

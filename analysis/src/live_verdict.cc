@@ -30,6 +30,7 @@ LiveCall CallOf(const LiveFile& f, const CallRecord& c, int64_t now, bool in_fli
   l.call = ShortCall(c);
   l.ago_s = f.Ago(c.enter_ns, now);
   l.in_flight = in_flight;
+  l.gpu = GpuStateOf(f, c, now, &l.gpu_s);
   return l;
 }
 
@@ -120,6 +121,89 @@ void JudgeLag(const std::vector<CommRankView>& views, const LiveStatusOptions& o
              std::to_string(lags.front().size()) + "): the others wait for them";
 }
 
+// The oldest of the rank's recent collectives on this communicator that its GPU has not
+// finished: the calls after the newest finished one.
+void GpuFront(const LiveFile& f, const LiveCommRank& cr, int64_t now, LiveRank* r) {
+  r->gpu_progress = f.gpu_progress;
+  if (!f.gpu_progress) return;
+  const CallRecord* front = nullptr;
+  for (auto it = cr.recent.rbegin(); it != cr.recent.rend(); ++it) {
+    double s = 0;
+    if (GpuStateOf(f, *it, now, &s) == LiveGpu::kDone) break;
+    front = &*it;
+  }
+  if (front == nullptr) return;
+  r->has_gpu_front = true;
+  r->gpu_front = CallOf(f, *front, now, cr.in_flight.count(front->uid) > 0);
+}
+
+// Every rank issued the same last collective and returned from it (frameworks enqueue and go
+// on): with GPU progress, a collective that has not started on some ranks' GPUs for
+// hang_after_s, or has run on every rank's GPU that long, is a hang the host side cannot see.
+bool JudgeGpu(const LiveStatusOptions& o, LiveComm* out) {
+  // The collective the GPUs are at: the oldest one some rank's GPU has not finished.
+  uint64_t at = UINT64_MAX;
+  for (const LiveRank& r : out->ranks) {
+    if (!r.gpu_progress || !r.has_gpu_front) return false;
+    at = std::min(at, r.gpu_front.seq);
+  }
+  std::vector<int> not_started, running;
+  double longest = 0;
+  const LiveCall* call = nullptr;
+  for (const LiveRank& r : out->ranks) {
+    const LiveCall& g = r.gpu_front;
+    if (g.seq != at) return false;  // a GPU further on: not one collective everybody waits in
+    call = &g;
+    if (g.gpu == LiveGpu::kNotStarted && g.ago_s >= o.hang_after_s) {
+      not_started.push_back(r.rank);
+      longest = std::max(longest, g.ago_s);
+    } else if (g.gpu == LiveGpu::kRunning && g.gpu_s >= o.hang_after_s) {
+      running.push_back(r.rank);
+      longest = std::max(longest, g.gpu_s);
+    }
+  }
+  const std::string seq = "seq " + std::to_string(at);
+  if (!not_started.empty()) {
+    out->why = "every rank issued " + seq + "; on rank(s) " + Ranks(not_started) +
+               " it has not started on the GPU " + Seconds(longest) +
+               " after it was issued: their stream is still busy with earlier work (a kernel "
+               "that does not end, or a wait for an event that is never recorded)" +
+               (running.empty() ? std::string()
+                                : ", while rank(s) " + Ranks(running) +
+                                      " run it on the GPU and wait for them");
+  } else if (running.size() == out->ranks.size()) {
+    out->why = "every rank issued " + seq + " and it has run on every rank's GPU for " +
+               Seconds(longest) +
+               (out->unseen_ranks > 0
+                    ? "; " + std::to_string(out->unseen_ranks) +
+                          " rank(s) of this communicator have no trace file here: NCCL waits for "
+                          "them (not recorded, or on another host whose files are elsewhere)"
+                    : " (NCCL cannot finish it: a peer's GPU is stuck, a network fault, or a "
+                      "crash)");
+  } else {
+    return false;
+  }
+  out->state = LiveState::kHung;
+  out->wait_seq = at;
+  out->wait_call = call->call;
+  out->wait_s = longest;
+  out->waiting = running;
+  for (int r : not_started) {
+    LiveMissing m;
+    m.rank = r;
+    for (const LiveRank& k : out->ranks)
+      if (k.rank == r) {
+        m.process = k.process;
+        m.file = k.file;
+        m.gpu_not_started = true;
+        m.has_elsewhere = true;
+        m.last_anywhere = k.gpu_front;
+      }
+    out->missing.push_back(m);
+  }
+  return true;
+}
+
 void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatusOptions& o,
            int64_t now, LiveComm* out) {
   out->id = id;
@@ -146,6 +230,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       r.blocked = true;
       r.blocked_in = CallOf(*v.file, *oldest, now, true);
     }
+    GpuFront(*v.file, *v.cr, now, &r);
     out->ranks.push_back(r);
     ahead = std::max(ahead, v.issued());
     low = std::min(low, v.issued());
@@ -227,6 +312,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       }
     }
   if (blocked.empty()) {
+    if (JudgeGpu(o, out)) return;
     out->why = "every rank keeps up";
     JudgeLag(views, o, now, out);
     return;

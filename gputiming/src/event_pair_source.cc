@@ -39,10 +39,10 @@ class RelaxedCaptureMode {
 }  // namespace
 
 StatusOr<std::unique_ptr<EventPairSource>> EventPairSource::Start(
-    const std::string& driver_library) {
+    const std::string& driver_library, Mode mode) {
   auto api = cuda::LoadApi(driver_library);
   if (!api.ok()) return api.status();
-  return std::unique_ptr<EventPairSource>(new EventPairSource(std::move(api).value()));
+  return std::unique_ptr<EventPairSource>(new EventPairSource(std::move(api).value(), mode));
 }
 
 EventPairSource::~EventPairSource() {
@@ -52,6 +52,9 @@ EventPairSource::~EventPairSource() {
 }
 
 std::string EventPairSource::Describe() const {
+  if (mode_ == Mode::kProgressMarkers)
+    return "a CUDA event before each call on its stream, for GPU progress (driver " + api_.path +
+           ")";
   return "CUDA event pairs on each call's stream (driver " + api_.path + ")";
 }
 
@@ -115,6 +118,10 @@ void EventPairSource::EndScope(uint64_t, uint64_t token, const TimedCall*, size_
   std::unique_ptr<std::vector<Pair>> pairs(reinterpret_cast<std::vector<Pair>*>(token));
   std::lock_guard<std::mutex> lock(mu_);
   for (Pair& p : *pairs) {
+    if (mode_ == Mode::kProgressMarkers) {
+      pending_.push_back(std::move(p));
+      continue;
+    }
     p.end = TakeEvent(p.ctx);
     if (p.end == nullptr || api_.EventRecord(p.end, p.stream) != cuda::kSuccess) {
       Release(p);
@@ -194,91 +201,167 @@ bool EventPairSource::TimeOf(const ContextState& cs, cuda::Event e, int64_t host
   return true;
 }
 
+struct EventPairSource::Round {
+  bool final = false;
+  int64_t now = 0;
+  const EmitFn* emit = nullptr;
+  std::deque<Pair> work, still, done;  // done: their events go back to the pools
+  std::vector<std::pair<cuda::Context, ContextState*>> seen;
+  std::vector<cuda::Context> with_ref, ref_later;
+  uint64_t completed = 0, records = 0, skipped = 0, failed = 0, marks = 0;
+
+  const ContextState& StateOf(cuda::Context ctx) const {
+    return *std::find_if(seen.begin(), seen.end(), [&](const auto& s) {
+              return s.first == ctx;
+            })->second;
+  }
+  bool HaveRef(cuda::Context ctx) const {
+    return std::find(with_ref.begin(), with_ref.end(), ctx) != with_ref.end();
+  }
+  bool RefLater(cuda::Context ctx) const {
+    return std::find(ref_later.begin(), ref_later.end(), ctx) != ref_later.end();
+  }
+};
+
 void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
   RelaxedCaptureMode relaxed(api_);
   std::lock_guard<std::mutex> collect(collect_mu_);
-  const int64_t now = MonotonicNs();
+  Round r;
+  r.final = final;
+  r.now = MonotonicNs();
+  r.emit = &emit;
   // The pending pairs are taken out under mu_ and read without it: the calls' threads take mu_
   // at every call, and each pair costs three driver calls here (thousands per round in a loop of
   // small calls), which the calls must not wait for. Pairs that end meanwhile wait for the next
   // round.
-  std::deque<Pair> work;
-  std::vector<std::pair<cuda::Context, ContextState*>> seen;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    work.swap(pending_);
-    for (const Pair& p : work)
-      if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return s.first == p.ctx; }))
-        seen.emplace_back(p.ctx, &contexts_[p.ctx]);  // element addresses outlive rehashing
+    r.work.swap(pending_);
+    for (const Pair& p : r.work)
+      if (std::none_of(r.seen.begin(), r.seen.end(),
+                       [&](const auto& s) { return s.first == p.ctx; }))
+        r.seen.emplace_back(p.ctx, &contexts_[p.ctx]);  // element addresses outlive rehashing
   }
   // The references of those contexts are renewed first (each can wait for the GPU, kRefWaitNs).
-  std::vector<cuda::Context> with_ref, ref_later;
-  for (const auto& [ctx, cs] : seen) {
-    const RefState r = EnsureRef(*cs, ctx, now);
-    if (r == RefState::kReady) with_ref.push_back(ctx);
-    if (r == RefState::kLater) ref_later.push_back(ctx);
+  for (const auto& [ctx, cs] : r.seen) {
+    const RefState state = EnsureRef(*cs, ctx, r.now);
+    if (state == RefState::kReady) r.with_ref.push_back(ctx);
+    if (state == RefState::kLater) r.ref_later.push_back(ctx);
   }
-  std::deque<Pair> still, done;  // done: their events go back to the pools
-  uint64_t completed = 0, records = 0, skipped = 0, failed = 0;
-  for (Pair& p : work) {
-    const ContextState& cs = *std::find_if(seen.begin(), seen.end(), [&](const auto& s) {
-                                return s.first == p.ctx;
-                              })->second;
-    const cuda::Result q = api_.EventQuery(p.end);
-    if (q == cuda::kNotReady) {
-      if (final) {
-        ++skipped;  // never wait at the end: a hung collective must not hang the exit
-        done.push_back(std::move(p));
-      } else {
-        still.push_back(std::move(p));
-      }
-      continue;
-    }
-    const bool have_ref = std::find(with_ref.begin(), with_ref.end(), p.ctx) != with_ref.end();
-    if (!have_ref && !final &&
-        std::find(ref_later.begin(), ref_later.end(), p.ctx) != ref_later.end()) {
-      still.push_back(std::move(p));  // its context's first reference is still behind the GPU
-      continue;
-    }
-    int64_t start = 0, end = 0;
-    if (q != cuda::kSuccess || !have_ref || !TimeOf(cs, p.start, p.host_ns, &start) ||
-        !TimeOf(cs, p.end, p.host_ns, &end)) {
-      ++failed;
-      done.push_back(std::move(p));
-      continue;
-    }
-    ++completed;
-    // The GPU reaches the start event only after the host recorded it: what the reference's
-    // bracket leaves uncertain (microseconds) must not put it earlier.
-    start = std::max(start, p.host_ns);
-    for (uint64_t uid : p.uids) {
-      GpuTimeRecord r{};
-      r.call_uid = uid;
-      r.start_ns = start;
-      r.end_ns = std::max(start, end);
-      r.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
-      emit(r);
-      ++records;
-    }
-    done.push_back(std::move(p));
-  }
+  if (mode_ == Mode::kTiming)
+    CollectTiming(r);
+  else
+    CollectMarkers(r);
   uint64_t failed_total = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Pair& p : done) Release(p);
+    for (const Pair& p : r.done) Release(p);
     // The unfinished pairs are older than any that ended meanwhile: they stay in front.
-    for (Pair& p : pending_) still.push_back(std::move(p));
-    pending_.swap(still);
-    completed_ += completed;
-    records_ += records;
-    skipped_ += skipped;
-    failed_ += failed;
+    for (Pair& p : pending_) r.still.push_back(std::move(p));
+    pending_.swap(r.still);
+    completed_ += r.completed;
+    records_ += r.records;
+    skipped_ += r.skipped;
+    failed_ += r.failed;
+    start_marks_ += r.marks;
     failed_total = failed_;
   }
   if (final && failed_total > 0 && note)
     note(std::to_string(failed_total) +
          " calls could not be timed with CUDA events (event creation, "
          "recording or reading failed)");
+}
+
+void EventPairSource::CollectTiming(Round& r) {
+  for (Pair& p : r.work) {
+    const ContextState& cs = r.StateOf(p.ctx);
+    const bool have_ref = r.HaveRef(p.ctx);
+    const cuda::Result q = api_.EventQuery(p.end);
+    if (q == cuda::kNotReady) {
+      if (r.final) {
+        ++r.skipped;  // never wait at the end: a hung collective must not hang the exit
+        r.done.push_back(std::move(p));
+      } else {
+        MaybeMarkStart(p, cs, have_ref, r);
+        r.still.push_back(std::move(p));
+      }
+      continue;
+    }
+    if (!have_ref && !r.final && r.RefLater(p.ctx)) {
+      r.still.push_back(std::move(p));  // its context's first reference is still behind the GPU
+      continue;
+    }
+    int64_t start = 0, end = 0;
+    if (q != cuda::kSuccess || !have_ref || !TimeOf(cs, p.start, p.host_ns, &start) ||
+        !TimeOf(cs, p.end, p.host_ns, &end)) {
+      ++r.failed;
+      r.done.push_back(std::move(p));
+      continue;
+    }
+    ++r.completed;
+    // The GPU reaches the start event only after the host recorded it: what the reference's
+    // bracket leaves uncertain (microseconds) must not put it earlier.
+    start = std::max(start, p.host_ns);
+    for (uint64_t uid : p.uids) {
+      GpuTimeRecord g{};
+      g.call_uid = uid;
+      g.start_ns = start;
+      g.end_ns = std::max(start, end);
+      g.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
+      (*r.emit)(g);
+      ++r.records;
+    }
+    r.done.push_back(std::move(p));
+  }
+}
+
+void EventPairSource::CollectMarkers(Round& r) {
+  // Per stream, the newest marker the GPU reached: the markers before it on that stream are done
+  // (their kernels ended before the stream got further), the ones after it are not reached yet.
+  // Scanned from the newest, so each stream costs the queries down to its newest reached marker.
+  enum : uint8_t { kNotReached, kNewestReached, kPassed };
+  std::vector<uint8_t> state(r.work.size(), kNotReached);
+  std::vector<cuda::Stream> resolved;
+  for (size_t i = r.work.size(); i-- > 0;) {
+    const Pair& p = r.work[i];
+    if (std::find(resolved.begin(), resolved.end(), p.stream) != resolved.end()) {
+      state[i] = kPassed;
+    } else if (api_.EventQuery(p.start) == cuda::kSuccess) {
+      state[i] = kNewestReached;
+      resolved.push_back(p.stream);
+    }
+  }
+  for (size_t i = 0; i < r.work.size(); ++i) {
+    Pair& p = r.work[i];
+    if (state[i] == kPassed || r.final) {
+      ++r.completed;
+      r.done.push_back(std::move(p));
+      continue;
+    }
+    if (state[i] == kNewestReached) MaybeMarkStart(p, r.StateOf(p.ctx), r.HaveRef(p.ctx), r);
+    r.still.push_back(std::move(p));
+  }
+}
+
+void EventPairSource::MaybeMarkStart(Pair& p, const ContextState& cs, bool have_ref, Round& r) {
+  if (p.start_marked || r.final || api_.EventQuery(p.start) != cuda::kSuccess) return;
+  if (p.started_seen_ns == 0) {
+    p.started_seen_ns = r.now;  // one more round: calls that end soon get no mark
+    return;
+  }
+  int64_t start = 0;
+  if (!have_ref || !TimeOf(cs, p.start, p.host_ns, &start)) start = p.started_seen_ns;
+  start = std::max(start, p.host_ns);
+  for (uint64_t uid : p.uids) {
+    GpuTimeRecord g{};
+    g.call_uid = uid;
+    g.start_ns = start;
+    g.end_ns = 0;  // a start mark: still running when seen
+    g.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
+    (*r.emit)(g);
+    ++r.marks;
+  }
+  p.start_marked = true;
 }
 
 void EventPairSource::Stop(const EmitFn& emit, const NoteFn& note) {
@@ -296,6 +379,8 @@ void EventPairSource::Stop(const EmitFn& emit, const NoteFn& note) {
 
 void EventPairSource::AddStats(GpuTimerStats* s) const {
   std::lock_guard<std::mutex> lock(mu_);
+  s->start_marks += start_marks_;
+  if (mode_ == Mode::kProgressMarkers) return;  // the timing source counts the calls
   s->nccl_kernels += completed_;
   s->matched_kernels += completed_;
   s->records += records_;

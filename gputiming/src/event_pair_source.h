@@ -12,6 +12,16 @@
 // private stream and waited for (at most a few ms, never under the lock the calls' threads take),
 // renewed every second (cuEventElapsedTime is a float of ms). The pending pairs are read
 // outside that lock too: a call never waits for the collector's driver calls.
+//
+// GPU progress (`ncclrr status`): a call whose start event the GPU reached but whose end it has
+// not, in two collections in a row, gets a start mark (a GpuTimeRecord with end_ns 0) once, so a
+// reader of the growing trace tells "issued, not started on the GPU" from "running". Calls that
+// end within a collection round never get one.
+//
+// Markers only (Mode::kProgressMarkers, beside CUPTI, which reports a kernel only when it ends):
+// one start event per call and no end event. A stream runs its work in order, so a call's kernels
+// are done once a later call's start event on the same stream completed; the newest completed
+// marker of a stream that stays newest for two collections gets the start mark.
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -25,7 +35,9 @@ namespace ncclrr::gputiming {
 
 class EventPairSource : public TimingSource {
  public:
-  static StatusOr<std::unique_ptr<EventPairSource>> Start(const std::string& driver_library);
+  enum class Mode { kTiming, kProgressMarkers };
+  static StatusOr<std::unique_ptr<EventPairSource>> Start(const std::string& driver_library,
+                                                          Mode mode = Mode::kTiming);
   ~EventPairSource() override;
 
   GpuTimeSource kind() const override { return GpuTimeSource::kEventPair; }
@@ -47,6 +59,8 @@ class EventPairSource : public TimingSource {
     cuda::Stream stream = nullptr;
     cuda::Event start = nullptr, end = nullptr;
     int64_t host_ns = 0;  // when the start event was recorded
+    int64_t started_seen_ns = 0;  // first collection that saw it started and not ended
+    bool start_marked = false;    // its start mark was emitted
   };
   struct Ref {
     cuda::Event event;
@@ -58,7 +72,7 @@ class EventPairSource : public TimingSource {
     cuda::Stream private_stream = nullptr;
   };
 
-  explicit EventPairSource(cuda::Api api) : api_(std::move(api)) {}
+  EventPairSource(cuda::Api api, Mode mode) : api_(std::move(api)), mode_(mode) {}
   cuda::Event TakeEvent(cuda::Context ctx);                                      // mu_ held
   // collect_mu_ held, mu_ not held: it can wait for the GPU (bounded).
   // kReady: the context has a reference; kLater: its reference did not come within kRefWaitNs
@@ -68,13 +82,21 @@ class EventPairSource : public TimingSource {
   // collect_mu_ held (it guards cs.refs).
   bool TimeOf(const ContextState& cs, cuda::Event e, int64_t host_ns, int64_t* out);
   void Release(const Pair& p);                                                   // mu_ held
+  // Collect's work on pairs taken out of pending_, per mode; `have_ref(ctx)` says whether the
+  // context's reference is ready, `later(ctx)` whether it may still come.
+  struct Round;
+  void CollectTiming(Round& r);
+  void CollectMarkers(Round& r);
+  // A start mark for `p` once it has been seen started in two collections (collect_mu_ held).
+  void MaybeMarkStart(Pair& p, const ContextState& cs, bool have_ref, Round& r);
 
   cuda::Api api_;
+  const Mode mode_;
   std::mutex collect_mu_;  // Collect and Stop; guards each ContextState's refs and private_stream
   mutable std::mutex mu_;  // the rest; taken after collect_mu_
   std::unordered_map<cuda::Context, ContextState> contexts_;
   std::deque<Pair> pending_;
-  uint64_t completed_ = 0, records_ = 0, skipped_ = 0, failed_ = 0;
+  uint64_t completed_ = 0, records_ = 0, skipped_ = 0, failed_ = 0, start_marks_ = 0;
   bool stopped_ = false;
 };
 

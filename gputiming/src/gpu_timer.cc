@@ -11,6 +11,7 @@
 #include "cuda_driver_api.h"
 #include "cupti_source.h"
 #include "event_pair_source.h"
+#include "ncclrr/format.h"
 #include "ncclrr/gputiming/kernel_correlator.h"
 
 namespace ncclrr::gputiming {
@@ -24,6 +25,7 @@ struct OpenScope {
   uint64_t ext_id = 0;
   uint64_t token = 0;
   bool open = false;
+  uint64_t marker_token = 0;  // the progress markers' part of the scope (beside CUPTI)
 };
 struct ThreadScopes {
   uint64_t timer_id = 0;             // scopes of another (older) timer are discarded
@@ -91,6 +93,20 @@ class GpuTimer::Impl {
   void Collect() {
     std::lock_guard<std::mutex> lock(switch_mu);
     if (TimingSource* s = Active()) s->Collect(false, emit, note);
+    if (EventPairSource* m = Markers()) m->Collect(false, emit, note);
+  }
+
+  // The progress markers, while they run beside CUPTI (null otherwise: event pairs mark starts
+  // themselves).
+  EventPairSource* Markers() const { return markers_on.load(std::memory_order_acquire); }
+
+  // Begins/ends the markers' part of a scope.
+  uint64_t BeginMarkers(uint64_t ext, const TimedCall* members, size_t n) {
+    EventPairSource* m = Markers();
+    return m != nullptr ? m->BeginScope(ext, members, n) : 0;
+  }
+  void EndMarkers(uint64_t ext, uint64_t token, const TimedCall* members, size_t n) {
+    if (token != 0 && markers != nullptr) markers->EndScope(ext, token, members, n);
   }
 
   GpuTimerOptions opt;
@@ -100,6 +116,8 @@ class GpuTimer::Impl {
   std::atomic<TimingSource*> active{nullptr};
   std::mutex switch_mu;                                // source switches, collections and Stop
   std::vector<std::unique_ptr<TimingSource>> sources;  // every source used; alive until the end
+  std::unique_ptr<EventPairSource> markers;  // progress markers beside CUPTI; alive until the end
+  std::atomic<EventPairSource*> markers_on{nullptr};
   std::string description;
   std::atomic<uint64_t> next_group{1}, next_launch{1};
   std::atomic<uint64_t> bad_uids{0};
@@ -147,7 +165,22 @@ StatusOr<std::unique_ptr<GpuTimer>> GpuTimer::Start(GpuTimerOptions options) {
     impl->sources.push_back(std::move(events).value());
   }
   impl->active.store(impl->sources.back().get());
-  if (impl->opt.note) impl->opt.note(NoteLevel::kInfo, "GPU timing from " + impl->description);
+  if (o.progress && impl->sources.back()->kind() == GpuTimeSource::kCupti) {
+    auto markers =
+        EventPairSource::Start(o.cuda_driver_library, EventPairSource::Mode::kProgressMarkers);
+    if (markers.ok()) {
+      impl->description += "; GPU progress from " + (*markers)->Describe();
+      impl->markers = std::move(markers).value();
+      impl->markers_on.store(impl->markers.get());
+    } else {
+      impl->description += "; no GPU progress (" + markers.status().message() + ")";
+    }
+  }
+  if (impl->opt.note) {
+    impl->opt.note(NoteLevel::kInfo, "GPU timing from " + impl->description);
+    if (impl->markers != nullptr || impl->sources.back()->kind() == GpuTimeSource::kEventPair)
+      impl->opt.note(NoteLevel::kInfo, format::kGpuProgressNote);
+  }
   impl->StartCollector();
   return std::unique_ptr<GpuTimer>(new GpuTimer(std::move(impl)));
 }
@@ -172,13 +205,15 @@ void GpuTimer::BeginCall(const TimedCall& call) {
     return;
   }
   s.call = call;
-  s.call_scope = {src, call.uid, src->BeginScope(call.uid, &s.call, 1), true};
+  const uint64_t markers = impl_->BeginMarkers(call.uid, &s.call, 1);
+  s.call_scope = {src, call.uid, src->BeginScope(call.uid, &s.call, 1), true, markers};
 }
 
 void GpuTimer::EndCall() {
   ThreadScopes& s = impl_->Scopes();
   if (!s.call_scope.open) return;
   s.call_scope.source->EndScope(s.call_scope.ext_id, s.call_scope.token, &s.call, 1);
+  impl_->EndMarkers(s.call_scope.ext_id, s.call_scope.marker_token, &s.call, 1);
   s.call_scope = {};
 }
 
@@ -198,7 +233,9 @@ void GpuTimer::BeginGroupEnd() {
   TimingSource* src = impl_->Active();
   if (src == nullptr || s.launching.empty()) return;
   const uint64_t ext = kGroupTag | impl_->next_group.fetch_add(1, std::memory_order_relaxed);
-  s.group_scope = {src, ext, src->BeginScope(ext, s.launching.data(), s.launching.size()), true};
+  const uint64_t markers = impl_->BeginMarkers(ext, s.launching.data(), s.launching.size());
+  s.group_scope = {src, ext, src->BeginScope(ext, s.launching.data(), s.launching.size()), true,
+                   markers};
 }
 
 void GpuTimer::EndGroupEnd() {
@@ -206,6 +243,8 @@ void GpuTimer::EndGroupEnd() {
   if (s.group_scope.open) {
     s.group_scope.source->EndScope(s.group_scope.ext_id, s.group_scope.token, s.launching.data(),
                                    s.launching.size());
+    impl_->EndMarkers(s.group_scope.ext_id, s.group_scope.marker_token, s.launching.data(),
+                      s.launching.size());
   }
   s.group_scope = {};
   s.launching.clear();
@@ -245,6 +284,7 @@ void GpuTimer::OnForeignCuptiUse(const char* api) {
   m.note(std::string("the job itself uses CUPTI (") + (api != nullptr ? api : "?") +
          "): ncclrr hands CUPTI over to it and times calls with CUDA events from now on");
   src->Stop(m.emit, m.note);  // flushes and disables what ncclrr enabled, emits what it had
+  if (EventPairSource* markers = m.markers_on.exchange(nullptr)) markers->Stop(m.emit, m.note);
   auto events = EventPairSource::Start(m.opt.cuda_driver_library);
   if (!events.ok()) {
     m.note("CUDA events are not available either (" + events.status().message() +
@@ -257,6 +297,7 @@ void GpuTimer::OnForeignCuptiUse(const char* api) {
                   (api != nullptr ? api : "?") + ")";
   m.sources.push_back(std::move(events).value());
   m.active.store(m.sources.back().get(), std::memory_order_release);
+  if (m.opt.note) m.opt.note(NoteLevel::kInfo, format::kGpuProgressNote);
 }
 
 void GpuTimer::Collect() { impl_->Collect(); }
@@ -273,6 +314,7 @@ Status GpuTimer::Stop() {
   if (m.stopped) return Status::Ok();
   m.stopped = true;
   if (TimingSource* src = m.Active()) src->Stop(m.emit, m.note);
+  if (EventPairSource* markers = m.markers_on.exchange(nullptr)) markers->Stop(m.emit, m.note);
   if (m.bad_uids.load() > 0)
     m.note(std::to_string(m.bad_uids.load()) +
            " calls had uids GPU timing cannot use (0 or "
@@ -285,6 +327,7 @@ GpuTimerStats GpuTimer::Stats() const {
   GpuTimerStats s;
   std::lock_guard<std::mutex> lock(impl_->switch_mu);
   for (const auto& src : impl_->sources) src->AddStats(&s);
+  if (impl_->markers) impl_->markers->AddStats(&s);
   s.skipped_calls += impl_->bad_uids.load();
   return s;
 }

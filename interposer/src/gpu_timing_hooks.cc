@@ -39,6 +39,7 @@ gputiming::GpuTimerOptions Options() {
   o.api_records = cfg.gpu_timing_all_api < 0    ? gputiming::ApiRecords::kAuto
                   : cfg.gpu_timing_all_api == 1 ? gputiming::ApiRecords::kAll
                                                 : gputiming::ApiRecords::kLaunchesOnly;
+  o.progress = cfg.gpu_progress;
   o.sink = [](const GpuTimeRecord& r) {  // the timer's collector thread, or Stop's caller
     Record rec{};
     rec.kind = RecordKind::kGpuTime;
@@ -143,12 +144,13 @@ void StopGpuTiming() {
   std::snprintf(text, sizeof text,
                 "GPU timing: %llu GpuTime records, source at the end: %s; %llu NCCL kernels seen, "
                 "%llu not tied to a recorded call; %llu calls untimed; %llu launches carried "
-                "ncclrr's CUPTI correlation id",
+                "ncclrr's CUPTI correlation id; %llu calls seen running (start marks)",
                 static_cast<unsigned long long>(s.records), gputiming::SourceName(source),
                 static_cast<unsigned long long>(s.nccl_kernels),
                 static_cast<unsigned long long>(s.unmatched_kernels),
                 static_cast<unsigned long long>(s.skipped_calls),
-                static_cast<unsigned long long>(s.launch_correlations));
+                static_cast<unsigned long long>(s.launch_correlations),
+                static_cast<unsigned long long>(s.start_marks));
   std::string note = text;
   if (source == GpuTimeSource::kEventPair && s.skipped_calls > 0)
     note +=

@@ -198,6 +198,12 @@ void CollectBatch(const fb::Batch& b, TraceFile* t) {
     sane(t->gpu_times[i].start_ns);
     sane(t->gpu_times[i].end_ns);
   }
+  // Start marks go apart: whoever reads GPU times reads complete ones.
+  auto marks = std::stable_partition(t->gpu_times.begin() + static_cast<ptrdiff_t>(gpu),
+                                     t->gpu_times.end(),
+                                     [](const GpuTimeRecord& g) { return !IsStartMark(g); });
+  t->gpu_started.insert(t->gpu_started.end(), marks, t->gpu_times.end());
+  t->gpu_times.erase(marks, t->gpu_times.end());
   for (size_t i = graph; i < t->graph_events.size(); ++i) sane(t->graph_events[i].time_ns);
   AppendStructs(b.queries(), &t->queries);
   if (b.notes())

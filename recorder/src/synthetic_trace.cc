@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "ncclrr/format.h"
 #include "ncclrr/trace_writer.h"
 
 namespace ncclrr {
@@ -128,6 +129,7 @@ class ScriptedProcessWriter {
     if (!writer.ok()) return writer.status();
     TraceWriter& tw = **writer;
     WriteComms(tw);
+    if (p_.gpu_progress) tw.AddNote(NoteLevel::kInfo, format::kGpuProgressNote);
     std::vector<Record> records = Records(tw);
     size_t first = 0;
     if (p_.ring_keep > 0) {  // keep the newest ring_keep calls (and what came after the first)
@@ -284,6 +286,15 @@ class ScriptedProcessWriter {
       r.kind = RecordKind::kCall;
       r.call = c;
       out.push_back(r);
+      if (sc.gpu != 0) {
+        Record g{};
+        g.kind = RecordKind::kGpuTime;
+        g.gpu.call_uid = c.uid;
+        g.gpu.start_ns = c.enter_ns + sc.gpu_after_ns;
+        g.gpu.end_ns = sc.gpu == 2 ? g.gpu.start_ns + 5'000 : 0;
+        g.gpu.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
+        out.push_back(g);
+      }
       t = c.exit_ns ? c.exit_ns : c.enter_ns;
     }
     return out;

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@ namespace ncclrr::analysis {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::AllReduce;
 using testing::ScriptBuilder;
 
@@ -159,6 +161,103 @@ TEST(LiveStatus, EveryRankBlockedInsideOneCollectiveIsAHang) {
   EXPECT_EQ(r.verdict, LiveVerdict::kHung);
   EXPECT_EQ(r.comms[0].waiting, (std::vector<int>{0, 1}));
   EXPECT_THAT(r.comms[0].why, HasSubstr("every rank issued seq 1"));
+}
+
+// GPU progress (`record --gpu-timing`): every rank issued the last three allreduces and
+// returned from them, as PyTorch does. Rank 1's stream never reached the first (a kernel before
+// it does not end); rank 0's GPU runs it and waits, its later two queued behind it. Earlier
+// calls ended on the GPU.
+SyntheticScript GpuProgress(bool progress, uint8_t rank1_first) {
+  ScriptBuilder b(2);
+  const int c = b.Comm(0xd5, "dp", {0, 1});
+  ScriptCall done = AllReduce(256, 1);
+  done.gpu = 2;
+  for (int i = 0; i < 3; ++i) b.All(c, done);
+  b.All(c, AllReduce(256, 1), [&](int p, ScriptCall& call) { call.gpu = p == 0 ? 1 : rank1_first; });
+  for (int i = 0; i < 2; ++i) b.All(c, AllReduce(512, 2));
+  for (ScriptProcess& p : b.s.processes) {
+    p.close = false;
+    p.gpu_progress = progress;
+  }
+  return b.s;
+}
+
+TEST(LiveStatus, ACollectiveNotStartedOnOneRanksGpuIsAHangNamingThatRank) {
+  const std::string dir = Write(GpuProgress(true, 0), "gpu-not-started");
+  auto loaded = LoadTraceDir(dir);
+  ASSERT_TRUE(loaded.ok());
+  for (const TraceFile& f : loaded->files) {  // start marks are kept apart from GPU times
+    EXPECT_EQ(f.gpu_times.size(), 3u);
+    EXPECT_EQ(f.gpu_started.size(), f.path.find("rank0") != std::string::npos ? 1u : 0u);
+  }
+  const LiveReport r = Refresh(dir, 15);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung);
+  ASSERT_EQ(r.comms.size(), 1u);
+  const LiveComm& c = r.comms[0];
+  EXPECT_EQ(c.wait_seq, 3u);
+  EXPECT_EQ(c.wait_call, "AllReduce(256 float32, sum)");
+  EXPECT_EQ(c.waiting, (std::vector<int>{0}));
+  ASSERT_EQ(c.missing.size(), 1u);
+  EXPECT_EQ(c.missing[0].rank, 1);
+  EXPECT_TRUE(c.missing[0].gpu_not_started);
+  EXPECT_EQ(c.missing[0].last_anywhere.seq, 3u);
+  ASSERT_TRUE(c.ranks[0].has_gpu_front);
+  EXPECT_EQ(c.ranks[0].gpu_front.seq, 3u);
+  EXPECT_EQ(c.ranks[0].gpu_front.gpu, LiveGpu::kRunning);
+  EXPECT_GE(c.ranks[0].gpu_front.gpu_s, 14.9);
+  EXPECT_EQ(c.ranks[1].gpu_front.seq, 3u);
+  EXPECT_EQ(c.ranks[1].gpu_front.gpu, LiveGpu::kNotStarted);
+  EXPECT_THAT(c.why, HasSubstr("every rank issued seq 3; on rank(s) 1 it has not started on the GPU"));
+  EXPECT_THAT(c.why, HasSubstr("while rank(s) 0 run it on the GPU"));
+  std::string text = FormatLiveText(r);
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  EXPECT_THAT(text, HasSubstr("; GPU: seq 3 running 15.0 s"));
+  EXPECT_THAT(text, HasSubstr("; GPU: seq 3 not started"));
+  EXPECT_THAT(text, HasSubstr("but its GPU has not started it"));
+  const std::string json = FormatLiveJson(r);
+  EXPECT_THAT(json, HasSubstr("\"gpu\":\"not started\""));
+  EXPECT_THAT(json, HasSubstr("\"gpu_not_started\":true"));
+}
+
+TEST(LiveStatus, ACollectiveRunningOnEveryRanksGpuThatLongIsAHang) {
+  const LiveReport r = Refresh(Write(GpuProgress(true, 1), "gpu-running"), 15);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung);
+  EXPECT_THAT(r.comms[0].why, HasSubstr("it has run on every rank's GPU for"));
+  EXPECT_EQ(r.comms[0].waiting, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(r.comms[0].missing.empty());
+}
+
+TEST(LiveStatus, WithoutGpuProgressOrTooSoonNothingIsClaimedAboutTheGpu) {
+  // No progress note (recorded without --gpu-timing): the host side sees every rank keep up.
+  const LiveReport plain = Refresh(Write(GpuProgress(false, 0), "gpu-off"), 15);
+  EXPECT_EQ(plain.verdict, LiveVerdict::kRunning);
+  EXPECT_FALSE(plain.comms[0].ranks[1].has_gpu_front);
+  EXPECT_THAT(FormatLiveText(plain), Not(HasSubstr("GPU:")));
+  EXPECT_THAT(FormatLiveJson(plain), HasSubstr("\"gpu\":null"));
+  EXPECT_THAT(FormatLiveJson(plain), HasSubstr("\"gpu_front\":null"));
+  // With progress, half a second after the issue the timer may not have looked yet.
+  const LiveReport soon = Refresh(Write(GpuProgress(true, 0), "gpu-soon"), 0.5);
+  EXPECT_EQ(soon.verdict, LiveVerdict::kRunning);
+  EXPECT_EQ(soon.comms[0].ranks[1].gpu_front.gpu, LiveGpu::kUnknown);
+  EXPECT_EQ(soon.comms[0].ranks[0].gpu_front.gpu, LiveGpu::kRunning);
+  // Every call ended on the GPU: done, running.
+  ScriptBuilder b(2);
+  const int c = b.Comm(0xd6, "", {0, 1});
+  ScriptCall ended = AllReduce(64, 1);
+  ended.gpu = 2;
+  for (int i = 0; i < 4; ++i) b.All(c, ended);
+  for (ScriptProcess& p : b.s.processes) {
+    p.close = false;
+    p.gpu_progress = true;
+  }
+  const LiveReport idle = Refresh(Write(b.s, "gpu-done"), 15);
+  EXPECT_EQ(idle.verdict, LiveVerdict::kRunning);
+  EXPECT_FALSE(idle.comms[0].ranks[0].has_gpu_front);
+  EXPECT_THAT(FormatLiveText(idle), HasSubstr("; GPU: done"));
+  // Not started for less than the hang threshold: shown, not a hang.
+  const LiveReport waiting = Refresh(Write(GpuProgress(true, 0), "gpu-wait"), 3);
+  EXPECT_EQ(waiting.verdict, LiveVerdict::kRunning);
+  EXPECT_EQ(waiting.comms[0].ranks[1].gpu_front.gpu, LiveGpu::kNotStarted);
 }
 
 // A communicator record that claims a billion ranks (a damaged file; found by the structured

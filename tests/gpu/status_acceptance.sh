@@ -6,6 +6,11 @@
 #   straggler    PyTorch, rank 1 sleeps 0.2 s per step: a straggler, never hung
 #   two-groups   PyTorch, two groups used in opposite orders from step 3: hung
 #   jax-branch   JAX, process 1 issues an extra psum at step 7: hung
+#   gpu-stall    PyTorch under record --gpu-timing (CUPTI, with a start event per call for
+#                progress): rank 1 launches a 120 s kernel before step 5's collectives; every rank
+#                issues them; status names rank 1, whose GPU has not started seq N, while rank
+#                0's GPU runs it. gpu-stall-events: the same with NCCLRR_GPU_TIMING_SOURCE=events.
+#                gpu-stall-plain: without --gpu-timing (the host side alone cannot see it)
 #   ring         record --ring: rank 0 blocks in a fresh group's first collective, rank 1 sleeps
 #                in Python; rank 0's watchdog (3 s) makes both write their rings; the time from
 #                rank 0's ring on disk to rank 1's is measured; `check` explains the hang
@@ -98,6 +103,33 @@ if want jax-branch; then
   status jax-branch hang --hang-after 5
   stop
   check "jax-branch: hung (exit 1)" [ "$RC" = 1 ]
+fi
+
+# gpu_stall NAME [record flags]: the GPU-stall job, status after 40 s.
+gpu_stall() {
+  local name=$1; shift
+  start "$name" "$@" -- "${TORCHRUN[@]}" --master-port 29636 "$JOB" gpu-stall --at 5 --stall 120
+  sleep 40
+  status "$name" hang --hang-after 5
+  stop
+  say "   $(grep -m1 'GPU' "$S/$name.hang.txt")"
+  say "   $(grep -m1 'not started\|running' "$S/$name.hang.txt" | tail -n 1)"
+}
+for variant in gpu-stall gpu-stall-events; do
+  want "$variant" || continue
+  if [ "$variant" = gpu-stall-events ]; then export NCCLRR_GPU_TIMING_SOURCE=events; fi
+  gpu_stall "$variant" --gpu-timing
+  unset NCCLRR_GPU_TIMING_SOURCE
+  check "$variant: hung (exit 1)" [ "$RC" = 1 ]
+  check "$variant: rank 1's GPU has not started the collective" \
+    [ "$(jq_ "$JSON" '[m["rank"] for c in d["comms"] for m in c["missing"] if m["gpu_not_started"]]')" = "[1]" ]
+  check "$variant: rank 0's GPU runs it" \
+    [ "$(jq_ "$JSON" '[r["gpu_front"]["gpu"] for c in d["comms"] for r in c["ranks"] if r["rank"] == 0 and r["gpu_front"]]')" = "['running']" ]
+done
+if want gpu-stall-plain; then
+  gpu_stall gpu-stall-plain
+  check "gpu-stall-plain: without GPU progress nothing is claimed about the GPU" \
+    bash -c "! grep -q 'GPU:' '$S/gpu-stall-plain.hang.txt'"
 fi
 
 if want ring; then

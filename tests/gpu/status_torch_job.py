@@ -11,6 +11,11 @@ tensors), an all_reduce of the loss read with .item().
                             first collective, so NCCL connects in the calling thread: blocked in
                             NCCL), rank 1 sleeps in Python instead
   straggler --delay S       rank 1 sleeps S seconds before every step: slow, never hung
+  gpu-stall --at K --stall S
+                            at step K rank 1 launches a kernel that spins S seconds on its compute
+                            stream before its gradient all_reduces: every rank issues every
+                            collective and returns (PyTorch enqueues), but rank 1's NCCL stream
+                            waits behind the kernel; the others' NCCL kernels run and wait for it
 """
 import argparse
 import os
@@ -35,12 +40,13 @@ def setup():
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["skip-sleep", "straggler"])
+    p.add_argument("mode", choices=["skip-sleep", "straggler", "gpu-stall"])
     p.add_argument("--at", type=int, default=5)
     p.add_argument("--fresh-group", action="store_true")
     p.add_argument("--delay", type=float, default=0.2)
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--sleep", type=float, default=600)
+    p.add_argument("--stall", type=float, default=120)
     args = p.parse_args()
     rank, world = setup()
     torch.manual_seed(0)
@@ -62,6 +68,9 @@ def main():
             if rank == 1:
                 print(f"rank 1: skipping step {step}'s collectives, sleeping", flush=True)
                 time.sleep(args.sleep)
+        if args.mode == "gpu-stall" and step == args.at and rank == 1:
+            print(f"rank 1: a {args.stall:.0f} s kernel before step {step}'s collectives", flush=True)
+            torch.cuda._sleep(int(args.stall * 2e9))  # spins ~S s at the H200's ~2 GHz
         for prm in model.parameters():
             dist.all_reduce(prm.grad)
             prm.grad /= world

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <thread>
 
+#include "ncclrr/format.h"
+
 namespace ncclrr::gputiming {
 namespace {
 
@@ -24,6 +26,7 @@ struct Sink {
     GpuTimerOptions o;
     o.choice = choice;
     o.collect_interval_ms = 0;
+    o.progress = false;  // no start events beside CUPTI, except where a test asks for them
     o.cupti_library = FAKE_CUPTI_PATH;
     o.cuda_driver_library = FAKE_CUDA_PATH;
     o.sink = [this](const GpuTimeRecord& r) {
@@ -426,6 +429,80 @@ TEST_F(GpuTimerFake, EventPairsNeverTouchCapturedOrNonblockingCalls) {
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_EQ(timer->Stats().skipped_calls, 3u);
   EXPECT_TRUE(sink.by_uid.empty());
+}
+
+// GPU progress: a call whose start event the GPU reached and whose end it has not, in two
+// collections in a row, gets one start mark (end_ns 0) before its complete record; a call that
+// ends within a round gets none.
+TEST_F(GpuTimerFake, EventPairsMarkACallRunningOnTheGpuOnce) {
+  auto timer = StartTimer(SourceChoice::kEventPair);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_NE(sink.AllNotes().find(format::kGpuProgressNote), std::string::npos);
+  const int64_t begin = MonotonicNs();
+  timer->BeginCall({90, 0, 0x90, false, false});
+  fakes.StreamDelay(0x90, int64_t{60} * 1'000'000'000);  // its kernel runs on and on
+  timer->EndCall();
+  timer->BeginCall({91, 0, 0x91, false, false});
+  timer->EndCall();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  timer->Collect();
+  EXPECT_EQ(sink.by_uid.count(90), 0u) << "one look is not enough";
+  timer->Collect();
+  timer->Collect();
+  ASSERT_EQ(sink.by_uid[90].size(), 1u) << "marked once";
+  EXPECT_TRUE(IsStartMark(sink.by_uid[90][0]));
+  EXPECT_GE(sink.by_uid[90][0].start_ns, begin);
+  ASSERT_EQ(sink.by_uid[91].size(), 1u);
+  EXPECT_FALSE(IsStartMark(sink.by_uid[91][0])) << "it ended: no mark";
+  EXPECT_EQ(timer->Stats().start_marks, 1u);
+  EXPECT_TRUE(timer->Stop().ok());
+}
+
+// Beside CUPTI (which reports a kernel only when it ends): one event before each call. The
+// newest call a stream reached that stays newest for two collections is marked; the calls it
+// passed are not, and a call the stream has not reached never is.
+TEST_F(GpuTimerFake, BesideCuptiStartEventsMarkTheCallAStreamIsIn) {
+  GpuTimerOptions o = sink.Options(SourceChoice::kCupti);
+  o.progress = true;
+  auto started = GpuTimer::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  std::unique_ptr<GpuTimer> timer = std::move(started).value();
+  EXPECT_NE(sink.AllNotes().find("GPU progress from a CUDA event before each call"),
+            std::string::npos)
+      << sink.AllNotes();
+  EXPECT_NE(sink.AllNotes().find(format::kGpuProgressNote), std::string::npos);
+  const int events = fakes.Records();
+  timer->BeginCall({100, 0, 0xa0, false, false});  // passed by 101
+  timer->EndCall();
+  timer->BeginCall({101, 0, 0xa0, false, false});  // the stream is inside it
+  timer->EndCall();
+  fakes.StreamDelay(0xa0, int64_t{60} * 1'000'000'000);
+  timer->BeginCall({102, 0, 0xa0, false, false});  // queued behind 101: not reached
+  timer->EndCall();
+  EXPECT_EQ(fakes.Records() - events, 3) << "one event per call";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  timer->Collect();
+  timer->Collect();
+  EXPECT_EQ(sink.by_uid.count(100), 0u);
+  ASSERT_EQ(sink.by_uid[101].size(), 1u);
+  EXPECT_TRUE(IsStartMark(sink.by_uid[101][0]));
+  EXPECT_EQ(sink.by_uid.count(102), 0u);
+  EXPECT_TRUE(timer->Stop().ok());
+  EXPECT_EQ(timer->Stats().start_marks, 1u);
+  EXPECT_EQ(timer->Stats().skipped_calls, 0u) << "markers do not count as timing";
+}
+
+TEST_F(GpuTimerFake, WithoutProgressCuptiRecordsNoEvents) {
+  GpuTimerOptions o = sink.Options(SourceChoice::kCupti);
+  o.progress = false;
+  auto timer = GpuTimer::Start(o);
+  ASSERT_TRUE(timer.ok()) << timer.status().message();
+  const int events = fakes.Records();
+  (*timer)->BeginCall({110, 0, 0xb0, false, false});
+  (*timer)->EndCall();
+  EXPECT_EQ(fakes.Records(), events);
+  EXPECT_EQ(sink.AllNotes().find(format::kGpuProgressNote), std::string::npos);
+  EXPECT_TRUE((*timer)->Stop().ok());
 }
 
 // A context's reference event can queue behind a kernel that does not end (streams sharing a

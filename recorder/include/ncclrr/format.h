@@ -30,4 +30,9 @@ inline constexpr const char* kFileSuffix = ".ncclrr";
 // record that could not be written.
 inline constexpr const char* kWriteErrorPrefix = "write error: ";
 
+// The note a process writes when its GPU timing marks calls seen running on the GPU (start
+// marks, GpuTimeRecord with end_ns 0): `ncclrr status` may then tell a call not started on the
+// GPU from one running.
+inline constexpr const char* kGpuProgressNote = "GPU progress: calls running on the GPU are marked";
+
 }  // namespace ncclrr::format

@@ -74,6 +74,10 @@ struct ScriptCall {
   bool out_of_place = false;  // AllReduce: recvbuff != sendbuff (others always are)
   double scalar = 0;          // op >= 5 (a PreMulSum handle): the host scalar it was made with
   bool in_flight = false;     // the call never returned: written as an in-flight record
+  // GPU progress (with ScriptProcess::gpu_progress): 0 nothing, 1 a start mark (seen running,
+  // started gpu_after_ns after its issue), 2 a complete GPU time.
+  uint8_t gpu = 0;
+  int64_t gpu_after_ns = 10'000;
   // Sketches recorded for this call (call_uid is filled in): data-check tests compute them
   // from real buffers with the sketch library.
   std::vector<SketchData> sketches;
@@ -90,6 +94,7 @@ struct ScriptProcess {
   uint64_t max_file_bytes = 0;    // > 0: the writer drops (and counts) records past this size
   uint32_t flush_every = 0;       // > 0: flush a frame after every N records (torn-tail tests)
   std::string host = "synthetic";
+  bool gpu_progress = false;      // the note of GPU timing with progress marks
 };
 
 struct SyntheticScript {

@@ -29,7 +29,8 @@ struct TraceFile {
   std::vector<ClockPairRecord> clocks;
   std::vector<DropCountRecord> drops;
   std::vector<NoteData> notes;
-  std::vector<GpuTimeRecord> gpu_times;
+  std::vector<GpuTimeRecord> gpu_times;    // complete: start_ns <= end_ns
+  std::vector<GpuTimeRecord> gpu_started;  // start marks (IsStartMark): seen running
   std::vector<GraphEventRecord> graph_events;
   std::vector<QueryCountRecord> queries;
   std::vector<SketchData> sketches;

@@ -9,7 +9,9 @@
 //              (shorter than hang_after_s): who, and how far behind;
 //   hung       a collective issued by some ranks has waited hang_after_s or more for ranks that
 //              never issued it (named, with their last NCCL call on any communicator and how long
-//              ago), or every rank issued it and some are blocked inside it that long.
+//              ago), or every rank issued it and some are blocked inside it that long, or (with
+//              GPU progress) it has not started on some ranks' GPUs, or run on every rank's GPU,
+//              that long.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +30,15 @@ struct LiveStatusOptions {
   double straggler_lag_s = 0.05;
 };
 
+// What the GPU did with a call, known when the job is recorded with `--gpu-timing`.
+enum class LiveGpu : uint8_t {
+  kUnknown,     // no GPU progress in this process, a call too recent to tell, or one not timed
+  kNotStarted,  // issued, but its stream has not reached it: earlier work on the stream runs
+  kRunning,     // its kernels started and have not ended
+  kDone,        // its kernels ended
+};
+const char* LiveGpuName(LiveGpu g);  // "unknown", "not started", "running", "done"
+
 // One NCCL call as status shows it.
 struct LiveCall {
   uint64_t comm_id = 0;
@@ -36,6 +47,8 @@ struct LiveCall {
   std::string call;      // "AllReduce(1024 float32, sum)"
   double ago_s = 0;      // since it was issued
   bool in_flight = false;  // the host call has not returned
+  LiveGpu gpu = LiveGpu::kUnknown;
+  double gpu_s = 0;  // kRunning: since its kernels started
 };
 
 struct LiveRank {
@@ -47,6 +60,11 @@ struct LiveRank {
   bool blocked = false;
   LiveCall blocked_in;  // the oldest call of this rank on the communicator still in flight
   bool behind = false;  // has not issued the collective the others wait in
+  // With GPU progress: the oldest collective issued on this communicator that the GPU has not
+  // finished (gpu_front.gpu says whether it runs or has not started); none when all are done.
+  bool gpu_progress = false;
+  bool has_gpu_front = false;
+  LiveCall gpu_front;
 };
 
 // A rank the others wait for.
@@ -63,6 +81,8 @@ struct LiveMissing {
   bool deadlock = false;
   uint64_t deadlock_comm = 0;
   uint64_t deadlock_seq = 0;
+  // Hung with GPU progress: it issued the collective, but its GPU has not started it.
+  bool gpu_not_started = false;
 };
 
 enum class LiveState : uint8_t { kRunning, kStraggler, kHung, kFinished };

@@ -62,6 +62,11 @@ struct GpuTimerOptions {
   std::string cuda_driver_library;     // a path; empty: the libcuda.so.1 the process loaded
   uint32_t collect_interval_ms = 200;  // 0: no collector thread, the caller calls Collect()
   ApiRecords api_records = ApiRecords::kAuto;
+  // GPU progress for `ncclrr status`: start marks (GpuTimeRecords with end_ns 0) for calls seen
+  // running on the GPU. Event pairs give them for free; CUPTI reports a kernel only when it ends,
+  // so beside it one CUDA event is recorded before each call on its stream (a call captured into
+  // a graph or on a nonblocking communicator gets none).
+  bool progress = true;
   std::function<void(const GpuTimeRecord&)> sink;           // required
   std::function<void(NoteLevel, const std::string&)> note;  // optional: what the trace says
 };
@@ -75,6 +80,7 @@ struct GpuTimerStats {
                                    // event-pair mode, no event available)
   uint64_t cupti_dropped = 0;      // activity records CUPTI reported dropped
   uint64_t launch_correlations = 0;  // CUPTI: launches that carried an ncclrr correlation id
+  uint64_t start_marks = 0;  // GpuTimeRecords with end_ns 0: calls seen running (GPU progress)
 };
 
 // Parses NCCLRR_GPU_TIMING_SOURCE ("auto", "cupti", "events"); kAuto for anything else.
