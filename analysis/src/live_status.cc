@@ -47,7 +47,7 @@ void ApplyCall(LiveFile& f, const CallRecord& c) {
   } else {
     f.open_calls[c.uid] = c;
   }
-  if (c.stream != 0 && (IsCollective(static_cast<Api>(c.api)) || IsP2p(static_cast<Api>(c.api)))) {
+  if (IsCollective(static_cast<Api>(c.api)) || IsP2p(static_cast<Api>(c.api))) {  // stream 0 too
     auto& on_stream = f.stream_calls[c.stream];
     if (on_stream.empty() || c.uid > on_stream.back().uid) {
       on_stream.push_back({c.uid, c.enter_ns});

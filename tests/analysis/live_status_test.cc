@@ -388,5 +388,27 @@ TEST(LiveStatusRealJobs, AJaxProcessTakingAnExtraBranchIsNamed) {
   ASSERT_EQ(r.comms[0].missing.size(), 1u);
 }
 
+// PyTorch under `record --gpu-timing`: rank 1 launched a kernel that spins 120 s before step
+// 5's gradient all_reduces. Every rank issued every collective and returned (PyTorch enqueues);
+// only GPU progress shows that rank 1's NCCL stream never reached seq 25 while rank 0's GPU runs
+// it. The same with CUPTI (a start event per call beside it) and with event pairs.
+TEST(LiveStatusRealJobs, AGpuStalledBehindAKernelIsNamedFromGpuProgress) {
+  for (const char* name : {"torch-gpu-stall", "torch-gpu-stall-events"}) {
+    const LiveReport r = Refresh(RealTrace(name), 30);
+    EXPECT_EQ(r.verdict, LiveVerdict::kHung) << name << "\n" << FormatLiveText(r);
+    ASSERT_EQ(r.comms.size(), 1u);
+    const LiveComm& c = r.comms[0];
+    EXPECT_EQ(c.wait_seq, 25u);
+    EXPECT_EQ(c.waiting, (std::vector<int>{0}));
+    ASSERT_EQ(c.missing.size(), 1u);
+    EXPECT_EQ(c.missing[0].rank, 1);
+    EXPECT_TRUE(c.missing[0].gpu_not_started);
+    ASSERT_EQ(c.ranks.size(), 2u);
+    EXPECT_EQ(c.ranks[0].gpu_front.gpu, LiveGpu::kRunning);
+    EXPECT_EQ(c.ranks[1].gpu_front.gpu, LiveGpu::kNotStarted);
+    EXPECT_THAT(FormatLiveText(r), HasSubstr("; GPU: seq 25 not started"));
+  }
+}
+
 }  // namespace
 }  // namespace ncclrr::analysis

@@ -109,8 +109,14 @@ fi
 gpu_stall() {
   local name=$1; shift
   start "$name" "$@" -- "${TORCHRUN[@]}" --master-port 29636 "$JOB" gpu-stall --at 5 --stall 120
-  sleep 40
-  status "$name" hang --hang-after 5
+  sleep 25
+  local t0=$SECONDS
+  for i in $(seq 1 25); do  # until hung (the stall starts when the job reaches step 5), <= 75 s
+    status "$name" hang --hang-after 5 >/dev/null
+    [ "$RC" = 1 ] && break
+    sleep 3
+  done
+  say "   $name: status said $(jq_ "$JSON" 'd["verdict"]') after polling $((SECONDS - t0)) s"
   stop
   say "   $(grep -m1 'GPU' "$S/$name.hang.txt")"
   say "   $(grep -m1 'not started\|running' "$S/$name.hang.txt" | tail -n 1)"
