@@ -296,8 +296,10 @@ void CuptiSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
   std::lock_guard<std::mutex> collect(collect_mu_);
   if (!stopped_.load()) {
     clock_.Calibrate();
-    // Completed records only (a forced flush at the end): kernels still running stay in CUPTI.
-    api_.ActivityFlushAll(final ? cupti::kFlushForced : 0);
+    // Completed buffers only (a forced flush at the end, or when GPU progress asks while the
+    // GPU stalls): kernels still running stay in CUPTI either way.
+    const bool forced = final || flush_held_.exchange(false);
+    api_.ActivityFlushAll(forced ? cupti::kFlushForced : 0);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

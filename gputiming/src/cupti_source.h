@@ -48,6 +48,7 @@ class CuptiSource : public TimingSource {
   void EndGraphLaunch(uint64_t ext_id, uint64_t token) override;
   void ForgetGraph(uint64_t graph) override;
   void Collect(bool final, const EmitFn& emit, const NoteFn& note) override;
+  void FlushHeldRecords() override { flush_held_.store(true); }
   void Stop(const EmitFn& emit, const NoteFn& note) override;
   void AddStats(GpuTimerStats* stats) const override;
 
@@ -85,6 +86,7 @@ class CuptiSource : public TimingSource {
   int unseen_rounds_ = 0;    // under collect_mu_
   std::atomic<bool> stopped_{false};
   std::mutex collect_mu_;  // one Collect or Stop at a time
+  std::atomic<bool> flush_held_{false};
   mutable std::mutex mu_;  // correlator_
   KernelCorrelator correlator_;
   std::mutex launch_mu_;  // launches_: taken by each correlated launch, briefly

@@ -331,8 +331,11 @@ void EventPairSource::CollectMarkers(Round& r) {
       resolved.push_back(p.stream);
     }
   }
+  constexpr int64_t kStalledNs = 1'000'000'000;
+  bool stalled = false;
   for (size_t i = 0; i < r.work.size(); ++i) {
     Pair& p = r.work[i];
+    stalled |= state[i] == kNotReached && r.now - p.host_ns > kStalledNs;
     if (state[i] == kPassed || r.final) {
       ++r.completed;
       r.done.push_back(std::move(p));
@@ -341,6 +344,7 @@ void EventPairSource::CollectMarkers(Round& r) {
     if (state[i] == kNewestReached) MaybeMarkStart(p, r.StateOf(p.ctx), r.HaveRef(p.ctx), r);
     r.still.push_back(std::move(p));
   }
+  stalled_.store(stalled, std::memory_order_relaxed);
 }
 
 void EventPairSource::MaybeMarkStart(Pair& p, const ContextState& cs, bool have_ref, Round& r) {

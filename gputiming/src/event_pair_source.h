@@ -22,6 +22,7 @@
 // one start event per call and no end event. A stream runs its work in order, so a call's kernels
 // are done once a later call's start event on the same stream completed; the newest completed
 // marker of a stream that stays newest for two collections gets the start mark.
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,9 @@ class EventPairSource : public TimingSource {
   void Collect(bool final, const EmitFn& emit, const NoteFn& note) override;
   void Stop(const EmitFn& emit, const NoteFn& note) override;
   void AddStats(GpuTimerStats* stats) const override;
+  // Markers: the last collection saw a call issued over a second ago that its stream has not
+  // reached (the GPU stalls, or runs far behind the host).
+  bool Stalled() const { return stalled_.load(std::memory_order_relaxed); }
 
  private:
   struct Pair {
@@ -98,6 +102,7 @@ class EventPairSource : public TimingSource {
   std::deque<Pair> pending_;
   uint64_t completed_ = 0, records_ = 0, skipped_ = 0, failed_ = 0, start_marks_ = 0;
   bool stopped_ = false;
+  std::atomic<bool> stalled_{false};
 };
 
 }  // namespace ncclrr::gputiming

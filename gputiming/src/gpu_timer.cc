@@ -92,8 +92,19 @@ class GpuTimer::Impl {
 
   void Collect() {
     std::lock_guard<std::mutex> lock(switch_mu);
-    if (TimingSource* s = Active()) s->Collect(false, emit, note);
-    if (EventPairSource* m = Markers()) m->Collect(false, emit, note);
+    EventPairSource* m = Markers();
+    if (m != nullptr) m->Collect(false, emit, note);
+    TimingSource* s = Active();
+    if (s == nullptr) return;
+    // A stream that has not reached a call for a second: the kernels before it may have ended
+    // with their CUPTI records still held in a partly filled buffer, and `status` needs them to
+    // tell where each GPU is. At most once a second.
+    const int64_t now = MonotonicNs();
+    if (m != nullptr && m->Stalled() && now - last_held_flush_ns >= 1'000'000'000) {
+      s->FlushHeldRecords();
+      last_held_flush_ns = now;
+    }
+    s->Collect(false, emit, note);
   }
 
   // The progress markers, while they run beside CUPTI (null otherwise: event pairs mark starts
@@ -118,6 +129,7 @@ class GpuTimer::Impl {
   std::vector<std::unique_ptr<TimingSource>> sources;  // every source used; alive until the end
   std::unique_ptr<EventPairSource> markers;  // progress markers beside CUPTI; alive until the end
   std::atomic<EventPairSource*> markers_on{nullptr};
+  int64_t last_held_flush_ns = 0;  // under switch_mu
   std::string description;
   std::atomic<uint64_t> next_group{1}, next_launch{1};
   std::atomic<uint64_t> bad_uids{0};

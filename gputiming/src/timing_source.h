@@ -29,6 +29,9 @@ class TimingSource {
   virtual void EndGraphLaunch(uint64_t ext_id, uint64_t token) = 0;
   virtual void ForgetGraph(uint64_t graph) = 0;
 
+  // The next Collect also takes records still held in partly filled buffers (CUPTI keeps a
+  // buffer until it is full; GPU progress needs an ended kernel's record while the GPU stalls).
+  virtual void FlushHeldRecords() {}
   // Emits what completed; `final` emits everything that can still be attributed.
   virtual void Collect(bool final, const EmitFn& emit, const NoteFn& note) = 0;
   // A final Collect, then releases what the source holds. Scopes still open are ended safely.

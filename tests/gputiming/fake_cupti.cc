@@ -47,6 +47,7 @@ struct State {
   bool callbacks_silent = false;                 // enabled, but never delivered
   int bad_handle_calls = 0;                      // calls with a handle that is not subscribed
   int flushes = 0;
+  int forced_flushes = 0;
   std::deque<std::string> names;  // keeps kernel names alive (and in place), as CUPTI does
 };
 State& S() {
@@ -189,12 +190,13 @@ CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind 
   t_custom2.pop_back();
   return CUPTI_SUCCESS;
 }
-CUptiResult cuptiActivityFlushAll(uint32_t) {
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   State& s = S();
   std::vector<std::vector<uint8_t>> kernels, others;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     ++s.flushes;
+    s.forced_flushes += (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
     kernels.swap(s.kernel_records);
     // With split buffers the API records' buffer comes one flush after the kernels' buffer.
     if (!s.split_buffers || s.flushes % 2 == 0) others.swap(s.other_records);
@@ -225,9 +227,14 @@ CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
 }
 
 // ---- Test controls ----
+int fakeCuptiForcedFlushes() {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().forced_flushes;
+}
 void fakeCuptiReset() {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
+  s.forced_flushes = 0;
   s.kinds.clear();
   s.driver_cbids.clear();
   s.runtime_cbids.clear();

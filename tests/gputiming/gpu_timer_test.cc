@@ -70,6 +70,7 @@ struct Fakes {
     return Get<int (*)(uint32_t)>(cupti, "fakeCuptiRuntimeApiEnabled")(cbid);
   }
   int Pushed() { return Get<int (*)()>(cupti, "fakeCuptiPushedDepth")(); }
+  int ForcedFlushes() { return Get<int (*)()>(cupti, "fakeCuptiForcedFlushes")(); }
   void CallbacksRefused(int on) { Get<void (*)(int)>(cupti, "fakeCuptiSetCallbacksRefused")(on); }
   int CallbacksEnabled() { return Get<int (*)()>(cupti, "fakeCuptiCallbacksEnabled")(); }
   void RefuseCallbackId(uint32_t cbid) {
@@ -487,6 +488,13 @@ TEST_F(GpuTimerFake, BesideCuptiStartEventsMarkTheCallAStreamIsIn) {
   ASSERT_EQ(sink.by_uid[101].size(), 1u);
   EXPECT_TRUE(IsStartMark(sink.by_uid[101][0]));
   EXPECT_EQ(sink.by_uid.count(102), 0u);
+  EXPECT_EQ(fakes.ForcedFlushes(), 0) << "102 waits for less than a second";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  timer->Collect();
+  EXPECT_EQ(fakes.ForcedFlushes(), 1)
+      << "a stream stuck for a second: CUPTI's held records of the calls before are asked for";
+  timer->Collect();
+  EXPECT_EQ(fakes.ForcedFlushes(), 1) << "at most once a second";
   EXPECT_TRUE(timer->Stop().ok());
   EXPECT_EQ(timer->Stats().start_marks, 1u);
   EXPECT_EQ(timer->Stats().skipped_calls, 0u) << "markers do not count as timing";
