@@ -102,7 +102,8 @@ void Apply(LiveFile& f, const TraceFile& d) {
     }
   };
   for (const GpuTimeRecord& g : d.gpu_started) seen(g, false);
-  for (const GpuTimeRecord& g : d.gpu_times) seen(g, true);
+  for (const GpuTimeRecord& g : d.gpu_times)
+    if (g.end_ns != 0) seen(g, true);  // end 0: a running kernel a forced CUPTI flush took
   if (d.footer) {
     f.closed = true;
     f.open_calls.clear();

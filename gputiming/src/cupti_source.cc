@@ -273,6 +273,9 @@ void CuptiSource::ParseBuffer(uint8_t* buffer, size_t valid_size) {
     if (kind == cupti::kKindConcurrentKernel) {
       const auto* k = static_cast<const cupti::KernelRecordPrefix*>(record);
       if (!cupti::IsNcclKernelName(k->name)) continue;
+      // A forced flush (GPU progress during a stall, or the end) hands over kernels still
+      // running with zero timestamps: no time can be told, so the call goes untimed.
+      if (k->start == 0 || k->end == 0 || k->end < k->start) continue;
       // The duration is kept exact; only the start moves to the host clock.
       const int64_t start = clock_.ToMonotonic(k->start);
       const int64_t duration = k->end > k->start ? static_cast<int64_t>(k->end - k->start) : 0;

@@ -393,7 +393,8 @@ TEST(LiveStatusRealJobs, AJaxProcessTakingAnExtraBranchIsNamed) {
 // only GPU progress shows that rank 1's NCCL stream never reached seq 25 while rank 0's GPU runs
 // it. The same with CUPTI (a start event per call beside it) and with event pairs.
 TEST(LiveStatusRealJobs, AGpuStalledBehindAKernelIsNamedFromGpuProgress) {
-  for (const char* name : {"torch-gpu-stall", "torch-gpu-stall-events"}) {
+  for (const char* name :
+       {"torch-gpu-stall", "torch-gpu-stall-events", "torch-gpu-stall-cupti-flush"}) {
     const LiveReport r = Refresh(RealTrace(name), 30);
     EXPECT_EQ(r.verdict, LiveVerdict::kHung) << name << "\n" << FormatLiveText(r);
     ASSERT_EQ(r.comms.size(), 1u);

@@ -190,7 +190,7 @@ struct DropCountRecord {
 static_assert(sizeof(DropCountRecord) == 24);
 
 enum class GpuTimeSource : uint8_t { kCupti = 0, kEventPair = 1, kPlugin = 2 };
-// When a call's kernels ran on the GPU. A record with end_ns 0 is a start mark: the call was
+// When a call's kernels ran on the GPU. A record with end_ns 0 from event pairs is a start mark: the call was
 // seen running (started, not ended) at collection time, for `ncclrr status`; the reader keeps
 // those apart (TraceFile::gpu_started), and a complete record for the same call may follow.
 struct GpuTimeRecord {
@@ -201,7 +201,11 @@ struct GpuTimeRecord {
   uint8_t pad[7];
 };
 static_assert(sizeof(GpuTimeRecord) == 32);
-inline bool IsStartMark(const GpuTimeRecord& r) { return r.end_ns == 0; }
+// Only event pairs make start marks; a CUPTI record with end_ns 0 is a kernel a forced flush
+// took while it ran (written before ncclrr skipped those): no mark, no time.
+inline bool IsStartMark(const GpuTimeRecord& r) {
+  return r.end_ns == 0 && r.source == static_cast<uint8_t>(GpuTimeSource::kEventPair);
+}
 
 enum class GraphEventKind : uint8_t {
   kCaptureBegin = 0,
