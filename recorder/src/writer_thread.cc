@@ -96,8 +96,11 @@ Status TraceWriter::Impl::OpenFile() {
   if (h.host.empty()) h.host = HostName();
   h.start_mono_ns = MonotonicNs();
   h.start_real_ns = RealtimeNs();
-  h.ring_mode = flight_;
-  h.ring_capacity = options_.flight_recorder_calls;
+  // A generator may describe a flight-recorder file it writes whole (synthetic_trace.cc).
+  if (flight_ || !h.ring_mode) {
+    h.ring_mode = flight_;
+    h.ring_capacity = options_.flight_recorder_calls;
+  }
   const std::string name =
       options_.file_name.empty() ? DefaultTraceFileName(h.pid) : options_.file_name;
   std::string created;

@@ -236,6 +236,9 @@ std::string SummaryLine(const ReplayReport& rep) {
          " trials wrong, " + std::to_string(n(Outcome::kHang)) + " hang";
     if (n(Outcome::kError)) s += ", " + std::to_string(n(Outcome::kError)) + " error";
   }
+  if (rep.left_out_calls > 0)
+    s += "; of an incomplete trace: only the calls every rank's file holds were replayed (" +
+         std::to_string(rep.left_out_calls) + " left out, see the notes)";
   return s;
 }
 
@@ -276,6 +279,7 @@ std::string FormatJson(const ReplayReport& rep) {
   j.Set("ranks", Json::Uint(rep.ranks));
   j.Set("communicators", Json::Uint(rep.comms));
   j.Set("trace_calls", Json::Uint(rep.calls));
+  j.Set("left_out_calls", Json::Uint(rep.left_out_calls));
   Json warnings = Json::Array();
   for (const std::string& w : rep.warnings) warnings.Push(Json::Str(w));
   j.Set("notes", std::move(warnings));
