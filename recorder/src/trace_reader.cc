@@ -169,6 +169,11 @@ StatusOr<TraceDir> LoadTraceDir(const std::string& path) {
     if (files.empty())
       return NotFound("no trace files (*.ncclrr) in '" + path +
                       "'; expected a directory written by `ncclrr record -o DIR`");
+  } else if (fs::exists(path, ec)) {  // a device (/dev/null), a pipe, a socket
+    return InvalidArgument("'" + path +
+                           "' is not a trace: it is neither a directory nor a regular file; "
+                           "expected a trace directory written by `ncclrr record -o DIR` or a "
+                           ".ncclrr file");
   } else {
     return NotFound("'" + path +
                     "' does not exist; expected a trace directory written by "
