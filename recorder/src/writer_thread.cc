@@ -309,8 +309,15 @@ void TraceWriter::Impl::WriteBatch(PendingBatch* batch) {
     records_written_ += records;
     calls_written_ += batch->calls.size();
     frames_ += 1;
+    Tally(*batch);
   }
   batch->Clear();
+}
+
+void TraceWriter::Impl::Tally(const PendingBatch& batch) {
+  footer_calls_ += internal::AddToFooterSummary(batch.comms, batch.calls, batch.gpu_times,
+                                                batch.captures, batch.notes, &summary_,
+                                                &captured_uids_, &in_flight_uids_);
 }
 
 void TraceWriter::Impl::Loop() {
@@ -343,26 +350,26 @@ void TraceWriter::Impl::Loop() {
     while (DrainRings(dump, &batch)) WriteBatch(&batch);
     dumps_done = dump_want;
     if (stopping) {
+      batch.clocks.push_back({MonotonicNs(), RealtimeNs()});
+      // Past the size cap, or once writing failed, the last records are dropped: the closing
+      // frame says how many, and why.
+      if ((options_.max_file_bytes && lost_ > 0) || io_failed_.load()) {
+        lost_ += batch.RecordCount();
+        batch.Clear();
+      }
+      WriteBatch(&batch);  // the last records (a write that fails counts them as lost)
       uint64_t dropped = lost_ + retired_dropped_;
       {
         std::lock_guard<std::mutex> lock(rings_mu_);
         for (auto& r : rings_) dropped += r->dropped.load();
       }
-      batch.clocks.push_back({MonotonicNs(), RealtimeNs()});
-      // Past the size cap, or once writing failed, the closing frame carries only the footer:
-      // what was dropped, and why.
       const bool failed = io_failed_.load();
-      if ((options_.max_file_bytes && lost_ > 0) || failed) {
-        dropped += batch.RecordCount();
-        lost_ += batch.RecordCount();
-        batch.Clear();
-      }
       std::string reason = close_reason_;
       if (failed)
         reason += std::string(reason.empty() ? "" : "; ") + format::kWriteErrorPrefix +
                   std::strerror(io_errno_);
-      batch.footer =
-          FooterData{true, calls_written_ + batch.calls.size(), dropped, MonotonicNs(), reason};
+      // The footer alone in the last frame: summaries read it without reading the file.
+      batch.footer = FooterData{true, footer_calls_, dropped, MonotonicNs(), reason, summary_};
       // One more try for the small closing frame: cutting back the frame that failed may have
       // left room for it (and the disk may have room again). Close() still reports the failure.
       if (failed) io_failed_ = false;
@@ -445,6 +452,10 @@ void TraceWriter::Impl::RestartAfterFork() {
     for (const auto& [text, id] : interned_) side_.strings.emplace_back(id, text);
   }
   records_written_ = calls_written_ = frames_ = bytes_ = lost_ = 0;
+  summary_ = {};  // the child's file starts empty
+  captured_uids_.clear();
+  in_flight_uids_.clear();
+  footer_calls_ = 0;
   flush_req_ = flush_done_ = dump_req_ = 0;
   generation_ = g_generation.fetch_add(1);
   options_.file_name.clear();
