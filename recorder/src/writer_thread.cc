@@ -20,6 +20,7 @@
 #include "frame_io.h"
 #include "ncclrr/format.h"
 #include "ncclrr/new_file.h"
+#include "ncclrr/fatal_signals.h"
 #include "writer_impl.h"
 
 namespace ncclrr {
@@ -328,6 +329,9 @@ void TraceWriter::Impl::Loop() {
   sigemptyset(&xfsz);
   sigaddset(&xfsz, SIGXFSZ);
   pthread_sigmask(SIG_BLOCK, &xfsz, nullptr);
+  // A fatal signal's handler waits for this thread to flush (FlushFromSignal); delivered here,
+  // it could not, and the calls since the last flush would be lost.
+  BlockFatalSignalsOnThisThread();
   PendingBatch batch;
   int64_t last_clock = MonotonicNs();
   uint64_t dumps_done = 0;
