@@ -113,6 +113,45 @@ std::string FindInterposer() {
   return (exe.parent_path().parent_path() / "lib" / "libncclrr-interpose.so").string();
 }
 
+// The dynamic loader splits LD_PRELOAD at spaces and colons and has no quoting, so a preload
+// path holding one would load nothing and record nothing. Such a path is reached through a
+// symbolic link whose own path holds neither: in the trace directory (DIR/.ncclrr-preload/),
+// or, when that path holds one too, in a new directory under /tmp (*scratch, removed after the
+// job). "" with *why set when neither can be made.
+bool SafeForPreload(const std::string& path) {
+  return path.find_first_of(" \t\n:") == std::string::npos;
+}
+
+std::string PreloadPath(const std::string& lib, const fs::path& dir, fs::path* scratch,
+                        std::string* why) {
+  if (SafeForPreload(lib)) return lib;
+  std::error_code ec;
+  fs::path link_dir = dir / ".ncclrr-preload";
+  if (SafeForPreload(link_dir.string())) {
+    fs::create_directories(link_dir, ec);
+  } else {
+    char tmpl[] = "/tmp/ncclrr-preload-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) ec = std::error_code(errno, std::generic_category());
+    link_dir = tmpl;
+    *scratch = link_dir;
+  }
+  const fs::path link = link_dir / fs::path(lib).filename();
+  if (!ec) {
+    fs::remove(link, ec);  // a link left by an earlier record into this directory
+    ec.clear();
+    fs::create_symlink(fs::absolute(lib), link, ec);
+  }
+  if (ec) {
+    *why = "the interposer's path '" + lib +
+           "' holds a space or a colon, which LD_PRELOAD cannot carry, and a link to it could "
+           "not be made in " + link_dir.string() + " (" + ec.message() +
+           "); install ncclrr under a path without spaces or colons, or set "
+           "NCCLRR_INTERPOSE_LIBRARY to a copy of the library there";
+    return "";
+  }
+  return link.string();
+}
+
 size_t TraceFilesIn(const fs::path& dir) {
   // Only this host's files (<host>-<pid>.ncclrr): with one `ncclrr record` per node and a shared
   // -o, the other nodes' files of the same run are expected.
@@ -414,6 +453,12 @@ class RecordCommand : public Command {
     std::fprintf(
         stderr, "ncclrr: recording into %s%s\n", dir.c_str(),
         ring > 0 ? (" (flight recorder, last " + std::to_string(ring) + " calls)").c_str() : "");
+    fs::path scratch;
+    const std::string preload = PreloadPath(lib, dir, &scratch, &why);
+    if (preload.empty()) {
+      std::fprintf(stderr, "ncclrr record: %s\n", why.c_str());
+      return kExitNotLaunched;
+    }
     const std::string plugin = FindProfilerPlugin(lib);
     setenv("NCCLRR_SKETCH", args.Has("--sketch") ? "1" : "0", 1);  // read by the preload
     setenv("NCCLRR_CAPTURE_BYTES", std::to_string(capture).c_str(), 1);
@@ -426,7 +471,8 @@ class RecordCommand : public Command {
       setenv("NCCLRR_GPU_TIMING", "1", 1);
     }
     const LaunchResult r = RunCommand(
-        plan.command, ChildEnvironment(lib, plugin, dir.string(), ring, args.Has("--stacks")));
+        plan.command, ChildEnvironment(preload, plugin, dir.string(), ring, args.Has("--stacks")));
+    if (!scratch.empty()) fs::remove_all(scratch, ec);
     if (!r.started) {
       std::fprintf(stderr, "ncclrr record: cannot run '%s': %s\n", plan.command[0].c_str(),
                    r.error.c_str());

@@ -71,6 +71,31 @@ TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
   std::filesystem::remove_all(dir);
 }
 
+// LD_PRELOAD is split at spaces and cannot quote one: an install path holding a space (and a
+// trace directory holding one too) still records every call.
+TEST(RecordVerb, AnInstallPathWithASpaceStillRecords) {
+  namespace fs = std::filesystem;
+  const std::string root = FreshDir("space") + "/install with space";
+  const fs::path bin(std::getenv("NCCLRR_TEST_BIN"));
+  const fs::path lib = bin.parent_path() / "lib";
+  fs::create_directories(root + "/bin");
+  for (const char* exe : {"ncclrr", "ncclrr-example"}) fs::copy(bin / exe, root + "/bin/" + exe);
+  fs::create_directories(root + "/lib");
+  for (const auto& e : fs::directory_iterator(lib))
+    if (e.path().filename() != "static")
+      fs::copy(e.path(), root + "/lib/" + e.path().filename().string(),
+               fs::copy_options::recursive);
+  for (const std::string& out : {root + "/trace", root + "/trace with space"}) {
+    const ShellResult r = RunShell("'" + root + "/bin/ncclrr' record -o '" + out + "' -- '" + root +
+                                   "/bin/ncclrr-example' clean 2>&1");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("ncclrr: recorded 1 process, 1 communicator (ranks 2 of 2)"),
+              std::string::npos)
+        << out << ": " << r.out;
+  }
+  fs::remove_all(fs::path(root).parent_path());
+}
+
 // The closing line of `record` for interposer_app_direct's basic workload into `dir`.
 std::string BasicSummary(const std::string& dir) {
   return "ncclrr: recorded 1 process, 6 communicators (ranks 4 of 4), 126 calls, 0 dropped, "
