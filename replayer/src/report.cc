@@ -263,6 +263,13 @@ std::string FormatText(const ReplayReport& rep) {
   return out;
 }
 
+std::string ErrorJson(const std::string& message) {
+  Json j = Json::Object();
+  j.Set("error", Json::Str(message));
+  j.Set("exit_code", Json::Int(2));
+  return j.Serialize(0) + "\n";
+}
+
 std::string FormatJson(const ReplayReport& rep) {
   Json j = Json::Object();
   j.Set("trace", Json::Str(rep.trace));

@@ -184,6 +184,22 @@ TEST(CraftedInput, TerminalEscapesInTraceStringsArePrintedEscaped) {
   EXPECT_THAT(dump.out, HasSubstr("name \"dp\\x1b]0;owned\\x07\\x1b[2J\""));
 }
 
+// JSON stays valid UTF-8 whatever bytes a trace's strings hold: a byte that starts no UTF-8
+// sequence is written as U+FFFD, well-formed sequences as they are.
+TEST(CraftedInput, JsonOfStringsThatAreNotUtf8IsValidUtf8) {
+  SyntheticScript s;
+  for (const Scenario& sc : GoldenScenarios())
+    if (sc.name == "count_mismatch") s = sc.build();  // a finding that names its communicator
+  ASSERT_FALSE(s.comms.empty());
+  for (ScriptComm& c : s.comms) c.name = "dp\xff\xc3\xa9";
+  s.dir = Dir("latin1-json");
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  const Result json = Ncclrr("check --json " + s.dir);
+  EXPECT_EQ(json.code, 1) << json.out;
+  EXPECT_EQ(json.out.find('\xff'), std::string::npos) << json.out;
+  EXPECT_THAT(json.out, HasSubstr("dp\\ufffd\xc3\xa9")) << json.out;
+}
+
 // A recording whose writes failed (here a file size limit; a full disk alike) ends with a footer
 // that says so, and `check` tells that apart from a killed process.
 TEST(CraftedInput, AFailedWriteIsNotTakenForAKill) {

@@ -101,6 +101,8 @@ struct ReplayReport {
 
 std::string FormatText(const ReplayReport& report);
 std::string FormatJson(const ReplayReport& report);
+// `{"error": MESSAGE, "exit_code": 2}`: what `replay --json` prints when it cannot replay.
+std::string ErrorJson(const std::string& message);
 // "recorded order: 2 of 4 steps wrong (seq 4-5 swapped on rank 1); canonical order: 0 wrong"
 std::string SummaryLine(const ReplayReport& report);
 
