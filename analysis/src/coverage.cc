@@ -34,10 +34,9 @@ bool FileMayLackCalls(const FileView& f) {
 bool CommCoverage::Holds(uint64_t seq) const {
   if (nothing || seq < first || seq >= end) return false;
   // The last hole starting at or before seq.
-  auto it = std::upper_bound(holes.begin(), holes.end(), seq,
-                             [](uint64_t v, const std::pair<uint64_t, uint64_t>& h) {
-                               return v < h.first;
-                             });
+  auto it = std::upper_bound(
+      holes.begin(), holes.end(), seq,
+      [](uint64_t v, const std::pair<uint64_t, uint64_t>& h) { return v < h.first; });
   return it == holes.begin() || std::prev(it)->second <= seq;
 }
 
@@ -66,11 +65,11 @@ CommCoverage CoverageOf(const TraceModel& m, size_t ci) {
     }
   }
   if (head_rank >= 0)
-    cov.reasons.push_back(
-        RankText(head_rank) + "'s file starts at seq " + std::to_string(cov.first) +
-        (m.files()[static_cast<size_t>(c.ranks[head_rank].file)].ring_mode
-             ? " (a flight-recorder window)"
-             : " (its earlier records are missing)"));
+    cov.reasons.push_back(RankText(head_rank) + "'s file starts at seq " +
+                          std::to_string(cov.first) +
+                          (m.files()[static_cast<size_t>(c.ranks[head_rank].file)].ring_mode
+                               ? " (a flight-recorder window)"
+                               : " (its earlier records are missing)"));
   // Tail: a rank whose record ends before the others' may have been cut off there.
   int tail_rank = -1;
   size_t cut_ranks = 0;
@@ -79,7 +78,8 @@ CommCoverage CoverageOf(const TraceModel& m, size_t ci) {
     const CollectiveSlot* waited = nullptr;
     for (const RankView& l : c.ranks)
       if (l.has_file() && l.issued() == most)
-        if (const CollectiveSlot* s = l.AtSeq(r.issued()); s && (!waited || s->time_ns < waited->time_ns))
+        if (const CollectiveSlot* s = l.AtSeq(r.issued());
+            s && (!waited || s->time_ns < waited->time_ns))
           waited = s;
     if (!TailMayBeCut(m, r, waited, most - r.issued())) continue;
     ++cut_ranks;

@@ -133,10 +133,11 @@ TEST(RecordVerb, SummaryComesFromTheFooters) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(BasicSummary(dir + "/t")), std::string::npos) << r.out;
   const Cli info = Ncclrr("info " + dir + "/t");
-  EXPECT_NE(info.out.find("corrupt frame"), std::string::npos) << "the damage is real: " << info.out;
+  EXPECT_NE(info.out.find("corrupt frame"), std::string::npos)
+      << "the damage is real: " << info.out;
   // Killed after its calls were flushed: no footer.
-  const Cli killed = Ncclrr("record -o " + dir + "/k -- " + App("interposer_app_direct") +
-                            " crash kill 7");
+  const Cli killed =
+      Ncclrr("record -o " + dir + "/k -- " + App("interposer_app_direct") + " crash kill 7");
   EXPECT_EQ(killed.code, 128 + 9) << killed.out;
   EXPECT_NE(killed.out.find("ncclrr: recorded 1 process, 1 communicator (ranks 2 of 2), "),
             std::string::npos)

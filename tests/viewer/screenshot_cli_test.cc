@@ -92,7 +92,8 @@ TEST(ScreenshotCli, ANonUtf8PathOpens) {
   const std::string root = testing::TempDir("cli-latin1");
   const std::string dir = root + "/caf\xe9";
   std::filesystem::create_directories(dir);
-  for (const auto& e : std::filesystem::directory_iterator(testing::WriteCleanTrace("cli-latin1-src")))
+  for (const auto& e :
+       std::filesystem::directory_iterator(testing::WriteCleanTrace("cli-latin1-src")))
     std::filesystem::copy(e.path(), dir + "/" + e.path().filename().string());
   const std::string png = root + "/latin1.png";
   const std::string cmd = "QT_QPA_PLATFORM=offscreen XDG_CONFIG_HOME='" + root + "' '" +

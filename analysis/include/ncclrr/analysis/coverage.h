@@ -33,11 +33,11 @@ bool TailMayBeCut(const TraceModel& m, const RankView& r, const CollectiveSlot* 
 bool FileMayLackCalls(const FileView& f);
 
 struct CommCoverage {
-  uint64_t first = 0;           // the first position every rank's file holds
-  uint64_t end = kNoSeq;        // from here on some rank's record may have been cut off
+  uint64_t first = 0;     // the first position every rank's file holds
+  uint64_t end = kNoSeq;  // from here on some rank's record may have been cut off
   // Sorted, disjoint [from, to) ranges of positions in [first, end) some rank's file lacks.
   std::vector<std::pair<uint64_t, uint64_t>> holes;
-  bool nothing = false;         // a rank's flight-recorder window holds none of its calls
+  bool nothing = false;  // a rank's flight-recorder window holds none of its calls
   // Why positions are left out, one phrase each: "rank 1's file starts at seq 12 (a
   // flight-recorder window)", "rank 0's record may be cut off after seq 97 (its file was not
   // closed)", "2 position(s) rank 1's file lacks (dropped or corrupt records)".
