@@ -52,6 +52,19 @@ TEST_P(InterposerCrash, EveryCallOfEveryThreadBeforeTheCrashIsOnDisk) {
   }
 }
 
+// A SIGTERM for the process while the application's own threads block it goes to one of
+// ncclrr's threads or NCCL's: never to the writer, whose flush the handler waits for.
+TEST(InterposerSignals, ASignalTheApplicationBlocksStillFlushesEveryCall) {
+  for (int run = 0; run < 2; ++run) {
+    const std::string dir = FreshDir("blocked-term");
+    const RunResult r = RunApp("interposer_app_direct", {"blocked-term", "7"}, dir);
+    ASSERT_EQ(r.signal, SIGTERM) << r.err;
+    const TraceFile t = ReadOnlyTrace(dir);
+    EXPECT_EQ(CallsOf(t, Api::kAllReduce).size(), 14u) << "run " << run << ": 7 steps x 2 ranks";
+    std::filesystem::remove_all(dir);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Signals, InterposerCrash,
                          ::testing::Values(CrashCase{"segv", SIGSEGV}, CrashCase{"abort", SIGABRT},
                                            CrashCase{"kill", SIGKILL}),

@@ -407,6 +407,27 @@ int CrashThreads(const NcclApi& a, const std::string& how, int steps) {
   return 99;
 }
 
+// An application that blocks SIGTERM in its own threads after `steps` steps, then is sent
+// SIGTERM: the kernel hands a signal for the process to a thread that does not block it, which
+// must not be the trace writer (its flush cannot wait for itself). Half a second later the main
+// thread takes it, if nothing else has.
+int BlockedTerm(const NcclApi& a, int steps) {
+  Checker ck;
+  Ranks R(a, ck, 2);
+  for (int i = 0; i < steps; ++i) AllReduceStep(R, ck, 16, i);
+  std::printf("steps %d done\n", steps);
+  std::fflush(stdout);
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
+  kill(getpid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  return 99;
+}
+
 int Ring(const NcclApi& a, const std::string& trigger, int steps) {
   Checker ck;
   Ranks R(a, ck, 2);
@@ -482,6 +503,7 @@ int RunWorkload(const NcclApi& api, int argc, char** argv) {
   if (s == "fork") return Fork(api);
   if (s == "crash" && argc > 2) return Crash(api, argv[2], arg(3, 5));
   if (s == "crash-threads" && argc > 2) return CrashThreads(api, argv[2], arg(3, 5));
+  if (s == "blocked-term") return BlockedTerm(api, arg(2, 5));
   if (s == "ring" && argc > 2) return Ring(api, argv[2], arg(3, 5));
   std::fprintf(stderr, "workload: unknown scenario '%s'\n", s.c_str());
   return 64;
