@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "read_notes.h"
 #include "ncclrr/describe.h"
 #include "ncclrr/trace_reader.h"
 
@@ -44,6 +45,7 @@ class DumpCommand : public Command {
       std::fprintf(stderr, "ncclrr dump: %s\n", loaded.status().message().c_str());
       return kExitError;
     }
+    PrintReadNotes("dump", *loaded);
     for (const TraceFile& f : loaded->files) {
       if (stable)
         std::printf("# process %s\n", Printable(f.header.host).c_str());

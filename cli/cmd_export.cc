@@ -4,6 +4,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "read_notes.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/perfetto_export.h"
 
@@ -35,6 +36,7 @@ class ExportCommand : public Command {
       std::fprintf(stderr, "ncclrr export: %s\n", model.status().message().c_str());
       return kExitError;
     }
+    PrintReadNotes("export", model->dir());
     const analysis::Report report = analysis::Check(*model);
     analysis::PerfettoOptions po;
     po.flows = !args.Has("--no-flows");

@@ -113,6 +113,45 @@ std::string FindInterposer() {
   return (exe.parent_path().parent_path() / "lib" / "libncclrr-interpose.so").string();
 }
 
+// The dynamic loader splits LD_PRELOAD at spaces and colons and has no quoting, so a preload
+// path holding one would load nothing and record nothing. Such a path is reached through a
+// symbolic link whose own path holds neither: in the trace directory (DIR/.ncclrr-preload/),
+// or, when that path holds one too, in a new directory under /tmp (*scratch, removed after the
+// job). "" with *why set when neither can be made.
+bool SafeForPreload(const std::string& path) {
+  return path.find_first_of(" \t\n:") == std::string::npos;
+}
+
+std::string PreloadPath(const std::string& lib, const fs::path& dir, fs::path* scratch,
+                        std::string* why) {
+  if (SafeForPreload(lib)) return lib;
+  std::error_code ec;
+  fs::path link_dir = dir / ".ncclrr-preload";
+  if (SafeForPreload(link_dir.string())) {
+    fs::create_directories(link_dir, ec);
+  } else {
+    char tmpl[] = "/tmp/ncclrr-preload-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) ec = std::error_code(errno, std::generic_category());
+    link_dir = tmpl;
+    *scratch = link_dir;
+  }
+  const fs::path link = link_dir / fs::path(lib).filename();
+  if (!ec) {
+    fs::remove(link, ec);  // a link left by an earlier record into this directory
+    ec.clear();
+    fs::create_symlink(fs::absolute(lib), link, ec);
+  }
+  if (ec) {
+    *why = "the interposer's path '" + lib +
+           "' holds a space or a colon, which LD_PRELOAD cannot carry, and a link to it could "
+           "not be made in " + link_dir.string() + " (" + ec.message() +
+           "); install ncclrr under a path without spaces or colons, or set "
+           "NCCLRR_INTERPOSE_LIBRARY to a copy of the library there";
+    return "";
+  }
+  return link.string();
+}
+
 size_t TraceFilesIn(const fs::path& dir) {
   // Only this host's files (<host>-<pid>.ncclrr): with one `ncclrr record` per node and a shared
   // -o, the other nodes' files of the same run are expected.
@@ -161,17 +200,16 @@ std::vector<std::string> ChildEnvironment(const std::string& lib, const std::str
 
 // --gpu-timing: "ncclrr: 1234 GPU times (cupti 1200, events 34)", or the trace's note saying why
 // there are none.
-void PrintGpuTimingSummary(const TraceDir& dir) {
+void PrintGpuTimingSummary(const std::vector<FileSummary>& files) {
   uint64_t cupti = 0, events = 0, total = 0;
   std::string why;
-  for (const TraceFile& f : dir.files) {
-    for (const GpuTimeRecord& g : f.gpu_times) {
-      ++total;
-      cupti += g.source == static_cast<uint8_t>(GpuTimeSource::kCupti);
-      events += g.source == static_cast<uint8_t>(GpuTimeSource::kEventPair);
-    }
-    for (const NoteData& n : f.notes)
-      if (why.empty() && n.text.find("GPU timing (--gpu-timing) is unavailable") == 0) why = n.text;
+  for (const FileSummary& f : files) {
+    const FooterSummary& s = *f.totals.summary;
+    total += s.gpu_times;
+    cupti += s.gpu_times_cupti;
+    events += s.gpu_times_events;
+    for (const std::string& n : s.notes)
+      if (why.empty() && n.find("GPU timing (--gpu-timing) is unavailable") == 0) why = n;
   }
   if (total > 0) {
     std::fprintf(stderr, "ncclrr: %llu GPU times (cupti %llu, events %llu)\n",
@@ -185,26 +223,37 @@ void PrintGpuTimingSummary(const TraceDir& dir) {
 
 // --capture: "ncclrr: captured 24 buffers (98304 bytes) of 12 calls", and whether the budget
 // stopped it.
-void PrintCaptureSummary(const TraceDir& dir) {
-  uint64_t buffers = 0, bytes = 0;
-  std::set<std::pair<size_t, uint64_t>> calls;
+void PrintCaptureSummary(const std::vector<FileSummary>& files) {
+  uint64_t buffers = 0, bytes = 0, calls = 0;
   std::string stop;
-  for (size_t i = 0; i < dir.files.size(); ++i) {
-    for (const CaptureRefData& c : dir.files[i].captures) {
-      ++buffers;
-      bytes += c.bytes;
-      calls.insert({i, c.call_uid});
-    }
-    for (const NoteData& n : dir.files[i].notes)
-      if (stop.empty() && n.text.rfind("capture: stopped", 0) == 0) stop = n.text.substr(9);
+  for (const FileSummary& f : files) {
+    const FooterSummary& s = *f.totals.summary;
+    buffers += s.captures;
+    bytes += s.capture_bytes;
+    calls += s.captured_calls;
+    for (const std::string& n : s.notes)
+      if (stop.empty() && n.rfind("capture: stopped", 0) == 0) stop = n.substr(9);
   }
-  std::fprintf(stderr, "ncclrr: captured %llu buffers (%llu bytes) of %zu calls%s%s\n",
+  std::fprintf(stderr, "ncclrr: captured %llu buffers (%llu bytes) of %llu calls%s%s\n",
                static_cast<unsigned long long>(buffers), static_cast<unsigned long long>(bytes),
-               calls.size(), stop.empty() ? "" : "; ", stop.c_str());
+               static_cast<unsigned long long>(calls), stop.empty() ? "" : "; ", stop.c_str());
+}
+
+// The trace files of `dir`, each read from its footer (files without one: a bounded scan, see
+// FileSummary), never loaded whole: a job's exit status is not held up by a large trace.
+std::vector<FileSummary> SummariesOf(const std::string& dir) {
+  std::vector<FileSummary> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec) || e.path().extension() != format::kFileSuffix) continue;
+    auto s = ReadFileSummary(e.path().string());
+    if (s.ok()) out.push_back(std::move(*s));
+  }
+  return out;
 }
 
 // "ncclrr: recorded 2 processes, 1 communicator (ranks 2 of 2), 1234 calls, 0 dropped, route
-// preload, in DIR"; or why nothing was recorded.
+// preload, in DIR"; or why nothing was recorded. Read from the files' footers.
 void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -214,8 +263,8 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
                  dir.c_str());
     return;
   }
-  auto loaded = LoadTraceDir(dir);
-  if (!loaded.ok() || loaded->files.empty()) {
+  const std::vector<FileSummary> files = SummariesOf(dir);
+  if (files.empty()) {
     std::fprintf(stderr,
                  "ncclrr: no NCCL call was seen, nothing was recorded in %s. Neither a "
                  "dynamically loaded libnccl nor NCCL's profiler plugin (NCCL >= 2.23, also for "
@@ -227,25 +276,23 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
     return;
   }
   uint64_t calls = 0, dropped = 0;
-  size_t open_files = 0;
+  size_t open_files = 0, uncounted = 0;
   std::map<uint64_t, std::set<int>> ranks;
   std::map<uint64_t, int> sizes;
   std::set<std::string> routes;
   std::string write_error;  // the first file's, when writing a trace failed (a full disk)
   size_t failed_files = 0;
-  for (const TraceFile& f : loaded->files) {
-    calls += f.calls.size();
-    dropped += f.DroppedRecords();
-    if (!f.footer) ++open_files;
-    if (f.footer) {
-      const size_t at = f.footer->reason.find(format::kWriteErrorPrefix);
-      if (at != std::string::npos) {
-        if (failed_files++ == 0)
-          write_error = f.footer->reason.substr(at + std::strlen(format::kWriteErrorPrefix));
-      }
-    }
+  for (const FileSummary& f : files) {
+    open_files += !f.has_footer;
+    uncounted += !f.counted;
     routes.insert(RouteName(f.header.route));
-    for (const CommRecord& c : f.comms) {
+    if (!f.counted) continue;
+    calls += f.totals.calls;
+    dropped += f.totals.dropped;
+    const size_t at = f.totals.reason.find(format::kWriteErrorPrefix);
+    if (at != std::string::npos && failed_files++ == 0)
+      write_error = f.totals.reason.substr(at + std::strlen(format::kWriteErrorPrefix));
+    for (const FooterSummary::CommRank& c : f.totals.summary->comms) {
       ranks[c.comm_id].insert(c.rank);
       sizes[c.comm_id] = c.nranks;
     }
@@ -259,22 +306,30 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
   if (!sizes.empty())
     std::snprintf(comm_text, sizeof comm_text, "%zu communicator%s (ranks %zu of %d)", sizes.size(),
                   sizes.size() == 1 ? "" : "s", ranks[largest].size(), sizes[largest]);
+  std::string open_text;
+  if (open_files)
+    open_text = " (" + std::to_string(open_files) +
+                " file(s) not closed: a process was killed or is still running" +
+                (uncounted ? "; " + std::to_string(uncounted) +
+                                 " of them too large to count here: `ncclrr info " + dir +
+                                 "` reads them"
+                           : "") +
+                ")";
   std::fprintf(stderr,
                "ncclrr: recorded %zu process%s, %s, %llu calls, %llu dropped, route %s, in %s%s\n",
-               loaded->files.size(), loaded->files.size() == 1 ? "" : "es", comm_text,
+               files.size(), files.size() == 1 ? "" : "es", comm_text,
                static_cast<unsigned long long>(calls), static_cast<unsigned long long>(dropped),
-               route.c_str(), dir.c_str(),
-               open_files ? (" (" + std::to_string(open_files) +
-                             " file(s) not closed: a process was killed or is still running)")
-                                .c_str()
-                          : "");
+               route.c_str(), dir.c_str(), open_text.c_str());
   if (failed_files > 0)
     std::fprintf(stderr,
                  "ncclrr: writing the trace failed in %zu file(s) (%s): the dropped records "
                  "could not be written; record onto a disk with room\n",
                  failed_files, write_error.c_str());
-  if (gpu_timing) PrintGpuTimingSummary(*loaded);
-  if (capture) PrintCaptureSummary(*loaded);
+  std::vector<FileSummary> counted;
+  for (const FileSummary& f : files)
+    if (f.counted) counted.push_back(f);
+  if (gpu_timing) PrintGpuTimingSummary(counted);
+  if (capture) PrintCaptureSummary(counted);
 }
 
 // --capture BYTES and --capture-filter F, checked before launching: the budget, or 0.
@@ -398,6 +453,12 @@ class RecordCommand : public Command {
     std::fprintf(
         stderr, "ncclrr: recording into %s%s\n", dir.c_str(),
         ring > 0 ? (" (flight recorder, last " + std::to_string(ring) + " calls)").c_str() : "");
+    fs::path scratch;
+    const std::string preload = PreloadPath(lib, dir, &scratch, &why);
+    if (preload.empty()) {
+      std::fprintf(stderr, "ncclrr record: %s\n", why.c_str());
+      return kExitNotLaunched;
+    }
     const std::string plugin = FindProfilerPlugin(lib);
     setenv("NCCLRR_SKETCH", args.Has("--sketch") ? "1" : "0", 1);  // read by the preload
     setenv("NCCLRR_CAPTURE_BYTES", std::to_string(capture).c_str(), 1);
@@ -410,7 +471,8 @@ class RecordCommand : public Command {
       setenv("NCCLRR_GPU_TIMING", "1", 1);
     }
     const LaunchResult r = RunCommand(
-        plan.command, ChildEnvironment(lib, plugin, dir.string(), ring, args.Has("--stacks")));
+        plan.command, ChildEnvironment(preload, plugin, dir.string(), ring, args.Has("--stacks")));
+    if (!scratch.empty()) fs::remove_all(scratch, ec);
     if (!r.started) {
       std::fprintf(stderr, "ncclrr record: cannot run '%s': %s\n", plan.command[0].c_str(),
                    r.error.c_str());

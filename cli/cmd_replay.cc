@@ -3,6 +3,7 @@
 // right, 1 any wrong result or hang, 2 error. The report goes to stdout (byte-identical between
 // two replays of one trace), progress to stderr.
 #if __has_include("ncclrr/replay/replayer.h")
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -41,6 +42,18 @@ class ReplayCommand : public Command {
   }
 
   int Run(const std::vector<std::string>& raw) override {
+    try {
+      return Replay(raw);
+    } catch (const UsageError& e) {
+      // docs/replay.md: under --json, usage errors are JSON too (main prints the text).
+      if (std::find(raw.begin(), raw.end(), "--json") != raw.end())
+        std::fputs(replay::ErrorJson(e.what()).c_str(), stdout);
+      throw;
+    }
+  }
+
+ private:
+  int Replay(const std::vector<std::string>& raw) {
     Args args("replay", raw);
     args.Option("--backend")
         .Option("--order")
@@ -95,17 +108,9 @@ class ReplayCommand : public Command {
     return report->ExitCode();
   }
 
- private:
   static int Fail(bool json, const std::string& message) {
     std::fprintf(stderr, "ncclrr replay: %s\n", message.c_str());
-    if (json) {
-      std::string escaped;
-      for (char c : message) {
-        if (c == '"' || c == '\\') escaped += '\\';
-        escaped += c == '\n' ? ' ' : c;
-      }
-      std::printf("{\"error\": \"%s\", \"exit_code\": 2}\n", escaped.c_str());
-    }
+    if (json) std::fputs(replay::ErrorJson(message).c_str(), stdout);
     return kExitError;
   }
 };

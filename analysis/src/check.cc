@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "checkers.h"
+#include "text_util.h"
 
 namespace ncclrr::analysis {
 
@@ -87,6 +88,21 @@ Report Check(const TraceModel& model, const CheckOptions& options) {
   for (Finding& f : report.findings)
     if (f.message.rfind("rank", 0) == 0) f.message[0] = 'R';
   report.notes = std::move(sink.notes());
+  // No call to check (docs/check.md: exit 2, "no usable trace"): an empty file, a process that
+  // stopped before its first NCCL call, or only records no rank or communicator can hold.
+  uint64_t placeable = model.total_calls();
+  for (const FileView& f : model.files()) placeable -= std::min(placeable, f.unplaceable_calls);
+  if (placeable == 0) {
+    report.usable = false;
+    Note n;
+    n.kind = NoteKind::kTraceIncomplete;
+    n.message = "the trace holds no NCCL call that can be checked (" +
+                Plural(model.files().size(), "file", "files") +
+                " read, no call record in them, or only damaged ones): nothing was checked. Was "
+                "the job stopped before its first NCCL call? `ncclrr info DIR` lists what each "
+                "file holds.";
+    report.notes.push_back(std::move(n));
+  }
   s.files = model.files().size();
   s.comms = model.comms().size();
   for (const CommModel& c : model.comms()) s.ranks += c.ranks.size();

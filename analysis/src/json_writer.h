@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+
+#include "ncclrr/describe.h"
 #include <string_view>
 
 namespace ncclrr::analysis {
@@ -63,8 +65,13 @@ class JsonWriter {
   void Newline() { out_ += '\n'; }
 
   static void Escape(std::string_view s, std::string* out) {
-    for (const char ch : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      const char ch = s[i];
       const auto c = static_cast<unsigned char>(ch);
+      if (c >= 0x80) {  // copied when well-formed UTF-8, else U+FFFD: the output stays valid
+        i += AppendJsonUtf8(s, i, out) - 1;
+        continue;
+      }
       switch (c) {
         case '"':
           *out += "\\\"";

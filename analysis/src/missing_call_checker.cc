@@ -6,15 +6,12 @@
 #include <map>
 
 #include "checkers.h"
+#include "ncclrr/analysis/coverage.h"
 #include "ncclrr/describe.h"
 #include "text_util.h"
 
 namespace ncclrr::analysis {
 namespace {
-
-// A file without footer may lack its last flush (about 50 ms of calls); a rank whose process
-// was alive this long after the others' call is believed to have skipped it.
-constexpr int64_t kUnflushedSlackNs = 250'000'000;
 
 class MissingCallChecker : public Checker {
  public:
@@ -49,12 +46,10 @@ class MissingCallChecker : public Checker {
     };
     std::vector<int> accused;
     for (int r : shorter) {
-      const FileView& fv = m.files()[c.ranks[r].file];
-      if (fv.torn) continue;  // its end is lost: trace_incomplete says so
-      // Records the recorder dropped may be the calls that look missing (records_dropped).
-      if (fv.dropped >= static_cast<uint64_t>(most - adjusted[r])) continue;
-      const CollectiveSlot* w = first_waiting(r);
-      if (!fv.clean && (!w || fv.last_alive_ns - w->time_ns < kUnflushedSlackNs)) continue;
+      // A torn end, dropped records or an unflushed tail: trace_incomplete and records_dropped
+      // say so.
+      if (TailMayBeCut(m, c.ranks[r], first_waiting(r), static_cast<uint64_t>(most - adjusted[r])))
+        continue;
       accused.push_back(r);
     }
     if (accused.empty()) return;

@@ -3,6 +3,7 @@
 #include "call_path.h"
 
 #include <cstring>
+#include <ctime>
 #include <mutex>
 
 #include "call_clock.h"
@@ -90,6 +91,9 @@ void CallBuilder::RedOp(ncclRedOp_t op) {
 
 ncclResult_t CallBuilder::Finish(ncclResult_t result) {
   // Out of flight before the record changes again: a reader copying it now discards its copy.
+  // Finishing from here until the record is appended: a fatal signal waits for it.
+  const bool own_slot = !slot_->shared;
+  if (own_slot) slot_->finishing.store(1, std::memory_order_relaxed);
   slot_->enter_ns.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   rec.exit_ns = CallClockNs();
@@ -122,6 +126,7 @@ ncclResult_t CallBuilder::Finish(ncclResult_t result) {
   }
   if (g_runtime.stacks) rec.callsite = CallSiteId(caller_);
   Emit(record_);
+  if (own_slot) slot_->finishing.store(0, std::memory_order_release);
   if (__builtin_expect(g_sketch_on, 0)) SketchAfterCall(rec, result);
   --t_state.busy;
   if (!accepted) OnCallError(rec);
@@ -178,6 +183,18 @@ InFlightSlot* ClaimInFlightSlot() {
   }
   t_state.inflight = &g_overflow_slot;
   return &g_overflow_slot;
+}
+
+void WaitForFinishingCalls(int timeout_ms) {
+  for (int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 100) {
+    bool any = false;
+    for (const InFlightSlot& s : g_slots)
+      any |= &s != t_state.inflight && s.tid.load(std::memory_order_relaxed) != 0 &&
+             s.finishing.load(std::memory_order_acquire) != 0;
+    if (!any) return;
+    timespec ts{0, 100'000};
+    nanosleep(&ts, nullptr);
+  }
 }
 
 void ForEachInFlight(const std::function<void(InFlightSlot&)>& f) {

@@ -42,6 +42,9 @@ void OnCallError(const CallRecord& rec);  // an NCCL error: ring dump, note
 // The application's outermost ncclGroupEnd needs more than the fast path (creations, an error).
 void GroupEndSlow(ncclResult_t result);
 void ForEachInFlight(const std::function<void(InFlightSlot&)>& f);  // the watchdog's view
+// Async-signal-safe: waits at most `timeout_ms` until no other thread is between a call's return
+// from NCCL and the append of its record (InFlightSlot::finishing).
+void WaitForFinishingCalls(int timeout_ms);
 // Writes each call that has been in flight for at least `min_age_ns` (and was not written yet)
 // as an in-flight record: its arguments, its enter time, no exit (housekeeping thread only).
 int WriteCallsInFlight(int64_t now_ns, int64_t min_age_ns);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "call_clock.h"
+#include "ncclrr/fatal_signals.h"
 #include "call_path.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
@@ -115,6 +116,9 @@ void Watchdog(int64_t now) {
 
 void Housekeeping() {
   g_housekeeping_tid.store(static_cast<int>(syscall(SYS_gettid)));
+  // A fatal signal sent to the process goes to another thread, whose handler can have this one
+  // write the calls in flight (on this thread it could not wait for itself).
+  BlockFatalSignalsOnThisThread();
   const uint32_t wd = GetConfig().watchdog_ms;
   const int tick_ms = wd > 0 && wd / 2 < 100 ? static_cast<int>(wd / 2 + 1) : 100;
   int64_t last_queries = 0;
@@ -181,7 +185,6 @@ void OnExit() {
 
 // --- signals -----------------------------------------------------------------------------------
 
-constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT};
 struct sigaction g_previous[65];
 std::atomic<int> g_in_fatal{0};
 
@@ -208,7 +211,8 @@ void OnFatalSignal(int sig, siginfo_t* info, void* ctx) {
   const int saved_errno = errno;
   if (g_in_fatal.fetch_add(1) == 0 &&
       g_runtime.stage.load() == static_cast<int>(Stage::kRecording)) {
-    WriteInFlightFromSignal(300);             // the calls the job is blocked in, first
+    WaitForFinishingCalls(100);               // calls that returned: their records, then
+    WriteInFlightFromSignal(300);             // the calls the job is blocked in
     g_runtime.writer->FlushFromSignal(1000);  // in ring mode this writes the ring
   }
   g_in_fatal.fetch_sub(1);
@@ -284,7 +288,7 @@ void InstallTriggers() {
   std::atexit(OnExit);
   pthread_atfork(ForkPrepare, ForkParent, ForkChild);
   if (GetConfig().signals) {
-    for (int sig : kFatal) Install(sig, OnFatalSignal);
+    for (int sig : kFatalSignals) Install(sig, OnFatalSignal);
     if (Ring()) Install(SIGUSR1, OnUsr1);
   }
   StartHousekeeping();

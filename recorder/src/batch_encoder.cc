@@ -1,5 +1,7 @@
 #include "batch_encoder.h"
 
+#include <algorithm>
+
 #include "ncclrr/schema/schema_hash.h"
 #include "ncclrr/schema/trace_generated.h"
 
@@ -23,7 +25,58 @@ flatbuffers::Offset<flatbuffers::Vector<const Fb*>> StructVector(flatbuffers::Fl
   return b.CreateVectorOfStructs(reinterpret_cast<const Fb*>(v.data()), v.size());
 }
 
+static_assert(sizeof(FooterSummary::CommRank) == sizeof(fb::FooterComm));
+
+flatbuffers::Offset<fb::Footer> EncodeFooter(flatbuffers::FlatBufferBuilder& b,
+                                             const FooterData& f) {
+  const auto reason = b.CreateString(f.reason);
+  if (!f.summary) return fb::CreateFooter(b, f.clean, f.calls, f.dropped, f.end_ns, reason);
+  const FooterSummary& s = *f.summary;
+  const auto comms = StructVector<fb::FooterComm>(b, s.comms);
+  const auto notes = s.notes.empty() ? 0 : b.CreateVectorOfStrings(s.notes);
+  return fb::CreateFooter(b, f.clean, f.calls, f.dropped, f.end_ns, reason, true, comms,
+                          s.gpu_times, s.gpu_times_cupti, s.gpu_times_events, s.captures,
+                          s.capture_bytes, s.captured_calls, notes);
+}
+
 }  // namespace
+
+uint64_t AddToFooterSummary(const std::vector<CommRecord>& comms,
+                            const std::vector<CallRecord>& calls,
+                            const std::vector<GpuTimeRecord>& gpu_times,
+                            const std::vector<CaptureRefData>& captures,
+                            const std::vector<NoteData>& notes, FooterSummary* s,
+                            std::unordered_set<uint64_t>* captured_uids,
+                            std::unordered_set<uint64_t>* in_flight) {
+  for (const CommRecord& c : comms) {
+    const bool known = std::any_of(s->comms.begin(), s->comms.end(), [&](const auto& k) {
+      return k.comm_id == c.comm_id && k.rank == c.rank;
+    });
+    if (!known && s->comms.size() < FooterSummary::kMaxComms)
+      s->comms.push_back({c.comm_id, c.nranks, c.rank});
+  }
+  uint64_t counted = 0;
+  for (const CallRecord& c : calls) {
+    if (c.flags & call_flags::kInFlight) {
+      counted += in_flight->insert(c.uid).second;
+    } else {
+      counted += in_flight->empty() || in_flight->erase(c.uid) == 0;
+    }
+  }
+  for (const GpuTimeRecord& g : gpu_times) {
+    ++s->gpu_times;
+    s->gpu_times_cupti += g.source == static_cast<uint8_t>(GpuTimeSource::kCupti);
+    s->gpu_times_events += g.source == static_cast<uint8_t>(GpuTimeSource::kEventPair);
+  }
+  for (const CaptureRefData& c : captures) {
+    ++s->captures;
+    s->capture_bytes += c.bytes;
+    s->captured_calls += captured_uids->insert(c.call_uid).second;
+  }
+  for (const NoteData& n : notes)
+    if (s->notes.size() < FooterSummary::kMaxNotes) s->notes.push_back(n.text);
+  return counted;
+}
 
 void PendingBatch::Add(const Record& r) {
   switch (r.kind) {
@@ -110,10 +163,7 @@ std::pair<const uint8_t*, size_t> BatchEncoder::Encode(const PendingBatch& p) {
     captures = b.CreateVector(v);
   }
   flatbuffers::Offset<fb::Footer> footer = 0;
-  if (p.footer) {
-    footer = fb::CreateFooter(b, p.footer->clean, p.footer->calls, p.footer->dropped,
-                              p.footer->end_ns, b.CreateString(p.footer->reason));
-  }
+  if (p.footer) footer = EncodeFooter(b, *p.footer);
   auto comms = StructVector<fb::CommRec>(b, p.comms);
   auto calls = StructVector<fb::CallRec>(b, p.calls);
   auto clocks = StructVector<fb::ClockPair>(b, p.clocks);

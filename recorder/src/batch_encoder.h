@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,18 @@ struct PendingBatch {
   bool Empty() const { return RecordCount() == 0 && !footer && nccl_version == 0; }
   void Clear();
 };
+
+// Counts what a batch holds into a footer summary (writer thread as it writes; reader when a
+// file has no footer): distinct (comm, rank) pairs, GPU times, captures, the first notes. Returns
+// the calls as readers count them: a call first written while in flight and again when it
+// returned counts once (`in_flight`: uids written in flight and not yet returned).
+uint64_t AddToFooterSummary(const std::vector<CommRecord>& comms,
+                            const std::vector<CallRecord>& calls,
+                            const std::vector<GpuTimeRecord>& gpu_times,
+                            const std::vector<CaptureRefData>& captures,
+                            const std::vector<NoteData>& notes, FooterSummary* s,
+                            std::unordered_set<uint64_t>* captured_uids,
+                            std::unordered_set<uint64_t>* in_flight);
 
 class BatchEncoder {
  public:

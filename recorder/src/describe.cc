@@ -88,6 +88,41 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
+size_t Utf8SequenceAt(std::string_view text, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = at(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte (RFC 3629, table 3-7)
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // overlong
+    if (c == 0xed) hi = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // overlong
+    if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > text.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if ((at(i + k) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+size_t AppendJsonUtf8(std::string_view text, size_t i, std::string* out) {
+  const size_t n = Utf8SequenceAt(text, i);
+  if (n == 0) {
+    *out += "\\ufffd";
+    return 1;
+  }
+  out->append(text.substr(i, n));
+  return n;
+}
+
 std::string DescribeComm(const CommRecord& c, const std::string& name, bool stable) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "comm %s rank %d/%d dev %d via %s", Hex64(c.comm_id).c_str(),

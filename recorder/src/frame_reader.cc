@@ -32,6 +32,24 @@ void AppendStructs(const flatbuffers::Vector<const Fb*>* v, std::vector<Pod>* ou
 
 }  // namespace
 
+FooterData ReadFooter(const fb::Footer& f) {
+  FooterData d{f.clean(), f.calls(), f.dropped(), f.end_ns(), Str(f.reason()), std::nullopt};
+  if (!f.summary()) return d;
+  FooterSummary& s = d.summary.emplace();
+  AppendStructs(f.comms(), &s.comms);
+  if (s.comms.size() > FooterSummary::kMaxComms) s.comms.resize(FooterSummary::kMaxComms);
+  s.gpu_times = f.gpu_times();
+  s.gpu_times_cupti = f.gpu_times_cupti();
+  s.gpu_times_events = f.gpu_times_events();
+  s.captures = f.captures();
+  s.capture_bytes = f.capture_bytes();
+  s.captured_calls = f.captured_calls();
+  if (f.notes())
+    for (const auto* n : *f.notes())
+      if (s.notes.size() < FooterSummary::kMaxNotes) s.notes.push_back(Str(n));
+  return d;
+}
+
 Status ParseHeader(const std::string& path, const ByteView& f, HeaderData* out, size_t* end) {
   const uint8_t* p = f.data();
   const std::string expect =
@@ -234,9 +252,7 @@ void CollectBatch(const fb::Batch& b, TraceFile* t) {
     for (const auto* c : *b.captures())
       t->captures.push_back({c->call_uid(), static_cast<SketchWhich>(c->which()), Str(c->file()),
                              c->offset(), c->bytes()});
-  if (b.footer())
-    t->footer = FooterData{b.footer()->clean(), b.footer()->calls(), b.footer()->dropped(),
-                           b.footer()->end_ns(), Str(b.footer()->reason())};
+  if (b.footer()) t->footer = ReadFooter(*b.footer());
   if (b.nccl_version() != 0) t->nccl_version = b.nccl_version();
 }
 

@@ -16,6 +16,7 @@
 namespace ncclrr {
 namespace fb {
 struct Batch;
+struct Footer;
 }
 namespace internal {
 
@@ -37,6 +38,9 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector
 
 // The next offset after `from` where a valid frame starts, or f.size().
 size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch);
+
+// A verified footer (its 1.2 summary when it has one).
+FooterData ReadFooter(const fb::Footer& f);
 
 // Appends a verified batch's records to `t`.
 void CollectBatch(const fb::Batch& b, TraceFile* t);

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "batch_encoder.h"
 #include "frame_reader.h"
 #include "ncclrr/format.h"
 #include "ncclrr/schema/trace_generated.h"
@@ -100,6 +103,34 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
 
 namespace {
 
+// The footer in the last frame of `f` (frames start at `start`), when there is one: a frame that
+// ends where the file does, found by looking back at most 1 MiB for a frame header.
+std::optional<FooterData> LastFooter(const internal::ByteView& f, size_t start) {
+  constexpr size_t kLookBack = 1u << 20;
+  std::vector<uint8_t> scratch[2];
+  if (f.size() < start + format::kFrameHeaderSize) return std::nullopt;
+  const size_t lowest = f.size() - start > kLookBack ? f.size() - kLookBack : start;
+  for (size_t off = f.size() - format::kFrameHeaderSize + 1; off-- > lowest;) {
+    uint32_t magic;
+    std::memcpy(&magic, f.data() + off, sizeof magic);
+    if (magic != format::kFrameMagic) continue;
+    internal::FrameHeader h;
+    std::memcpy(&h, f.data() + off, sizeof h);  // a frame that would not end at the file's end
+    const size_t ext = (h.flags & format::kFlagTransposed) ? format::kFrameExtensionSize : 0;
+    if (off + sizeof h + ext + h.stored_size != f.size()) continue;  // is not checked in full
+    const uint8_t* payload = nullptr;
+    size_t psize = 0, frame_bytes = 0;
+    if (internal::CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes) !=
+            internal::FrameCheck::kOk ||
+        off + frame_bytes != f.size())
+      continue;
+    const fb::Batch* b = flatbuffers::GetRoot<fb::Batch>(payload);
+    if (b->footer() == nullptr) return std::nullopt;
+    return internal::ReadFooter(*b->footer());
+  }
+  return std::nullopt;
+}
+
 // A call written while in flight and written again when it returned is kept once, as returned.
 void DropSupersededInFlight(TraceFile* t) {
   auto in_flight = [](const CallRecord& c) { return (c.flags & call_flags::kInFlight) != 0; };
@@ -153,6 +184,45 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path) {
   return t;
 }
 
+StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
+  FileSummary s;
+  s.path = path;
+  {
+    MappedFile file;
+    NCCLRR_RETURN_IF_ERROR(file.Open(path));
+    size_t start = 0;
+    NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, file.view(), &s.header, &start));
+    s.file_bytes = file.size();
+    if (auto footer = LastFooter(file.view(), start)) {
+      s.has_footer = s.counted = true;
+      s.totals = std::move(*footer);
+      if (!s.totals.summary) s.totals.summary.emplace();  // a 1.1 file: no more than its counts
+      return s;
+    }
+  }
+  if (s.file_bytes > FileSummary::kScanBytes) return s;
+  // No footer: count what the file holds, one batch at a time.
+  FooterSummary& sum = s.totals.summary.emplace();
+  std::unordered_set<uint64_t> captured, in_flight;
+  std::unordered_map<uint32_t, uint64_t> drops;  // per thread: the last count (DroppedRecords)
+  std::vector<std::string> warnings;
+  const Status st = ForEachBatch(
+      path, &s.header,
+      [&](const fb::Batch& b) {
+        TraceFile one;
+        internal::CollectBatch(b, &one);
+        s.totals.calls += internal::AddToFooterSummary(one.comms, one.calls, one.gpu_times,
+                                                       one.captures, one.notes, &sum, &captured,
+                                                       &in_flight);
+        for (const DropCountRecord& d : one.drops) drops[d.tid] = std::max(drops[d.tid], d.dropped);
+      },
+      &warnings);
+  if (!st.ok()) return st;
+  for (const auto& [tid, n] : drops) s.totals.dropped += n;
+  s.counted = true;
+  return s;
+}
+
 StatusOr<TraceDir> LoadTraceDir(const std::string& path) {
   namespace fs = std::filesystem;
   TraceDir d;
@@ -169,6 +239,11 @@ StatusOr<TraceDir> LoadTraceDir(const std::string& path) {
     if (files.empty())
       return NotFound("no trace files (*.ncclrr) in '" + path +
                       "'; expected a directory written by `ncclrr record -o DIR`");
+  } else if (fs::exists(path, ec)) {  // a device (/dev/null), a pipe, a socket
+    return InvalidArgument("'" + path +
+                           "' is not a trace: it is neither a directory nor a regular file; "
+                           "expected a trace directory written by `ncclrr record -o DIR` or a "
+                           ".ncclrr file");
   } else {
     return NotFound("'" + path +
                     "' does not exist; expected a trace directory written by "

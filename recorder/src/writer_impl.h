@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "batch_encoder.h"
@@ -99,6 +100,11 @@ class TraceWriter::Impl {
   std::atomic<uint64_t> retired_dropped_{
       0};  // drops of threads that have exited  // drained but not written (I/O failure, size cap)
   std::atomic<bool> io_failed_{false};
+  // What the written records hold, for the footer's summary (writer thread only).
+  void Tally(const internal::PendingBatch& batch);
+  FooterSummary summary_;
+  uint64_t footer_calls_ = 0;  // calls as readers count them (a returned in-flight call once)
+  std::unordered_set<uint64_t> captured_uids_, in_flight_uids_;
   int io_errno_ = 0;  // why writing failed (ENOSPC: the disk is full), for the footer
 };
 

@@ -20,6 +20,7 @@
 #include "frame_io.h"
 #include "ncclrr/format.h"
 #include "ncclrr/new_file.h"
+#include "ncclrr/fatal_signals.h"
 #include "writer_impl.h"
 
 namespace ncclrr {
@@ -96,8 +97,11 @@ Status TraceWriter::Impl::OpenFile() {
   if (h.host.empty()) h.host = HostName();
   h.start_mono_ns = MonotonicNs();
   h.start_real_ns = RealtimeNs();
-  h.ring_mode = flight_;
-  h.ring_capacity = options_.flight_recorder_calls;
+  // A generator may describe a flight-recorder file it writes whole (synthetic_trace.cc).
+  if (flight_ || !h.ring_mode) {
+    h.ring_mode = flight_;
+    h.ring_capacity = options_.flight_recorder_calls;
+  }
   const std::string name =
       options_.file_name.empty() ? DefaultTraceFileName(h.pid) : options_.file_name;
   std::string created;
@@ -306,8 +310,15 @@ void TraceWriter::Impl::WriteBatch(PendingBatch* batch) {
     records_written_ += records;
     calls_written_ += batch->calls.size();
     frames_ += 1;
+    Tally(*batch);
   }
   batch->Clear();
+}
+
+void TraceWriter::Impl::Tally(const PendingBatch& batch) {
+  footer_calls_ += internal::AddToFooterSummary(batch.comms, batch.calls, batch.gpu_times,
+                                                batch.captures, batch.notes, &summary_,
+                                                &captured_uids_, &in_flight_uids_);
 }
 
 void TraceWriter::Impl::Loop() {
@@ -318,6 +329,9 @@ void TraceWriter::Impl::Loop() {
   sigemptyset(&xfsz);
   sigaddset(&xfsz, SIGXFSZ);
   pthread_sigmask(SIG_BLOCK, &xfsz, nullptr);
+  // A fatal signal's handler waits for this thread to flush (FlushFromSignal); delivered here,
+  // it could not, and the calls since the last flush would be lost.
+  BlockFatalSignalsOnThisThread();
   PendingBatch batch;
   int64_t last_clock = MonotonicNs();
   uint64_t dumps_done = 0;
@@ -340,26 +354,26 @@ void TraceWriter::Impl::Loop() {
     while (DrainRings(dump, &batch)) WriteBatch(&batch);
     dumps_done = dump_want;
     if (stopping) {
+      batch.clocks.push_back({MonotonicNs(), RealtimeNs()});
+      // Past the size cap, or once writing failed, the last records are dropped: the closing
+      // frame says how many, and why.
+      if ((options_.max_file_bytes && lost_ > 0) || io_failed_.load()) {
+        lost_ += batch.RecordCount();
+        batch.Clear();
+      }
+      WriteBatch(&batch);  // the last records (a write that fails counts them as lost)
       uint64_t dropped = lost_ + retired_dropped_;
       {
         std::lock_guard<std::mutex> lock(rings_mu_);
         for (auto& r : rings_) dropped += r->dropped.load();
       }
-      batch.clocks.push_back({MonotonicNs(), RealtimeNs()});
-      // Past the size cap, or once writing failed, the closing frame carries only the footer:
-      // what was dropped, and why.
       const bool failed = io_failed_.load();
-      if ((options_.max_file_bytes && lost_ > 0) || failed) {
-        dropped += batch.RecordCount();
-        lost_ += batch.RecordCount();
-        batch.Clear();
-      }
       std::string reason = close_reason_;
       if (failed)
         reason += std::string(reason.empty() ? "" : "; ") + format::kWriteErrorPrefix +
                   std::strerror(io_errno_);
-      batch.footer =
-          FooterData{true, calls_written_ + batch.calls.size(), dropped, MonotonicNs(), reason};
+      // The footer alone in the last frame: summaries read it without reading the file.
+      batch.footer = FooterData{true, footer_calls_, dropped, MonotonicNs(), reason, summary_};
       // One more try for the small closing frame: cutting back the frame that failed may have
       // left room for it (and the disk may have room again). Close() still reports the failure.
       if (failed) io_failed_ = false;
@@ -442,6 +456,10 @@ void TraceWriter::Impl::RestartAfterFork() {
     for (const auto& [text, id] : interned_) side_.strings.emplace_back(id, text);
   }
   records_written_ = calls_written_ = frames_ = bytes_ = lost_ = 0;
+  summary_ = {};  // the child's file starts empty
+  captured_uids_.clear();
+  in_flight_uids_.clear();
+  footer_calls_ = 0;
   flush_req_ = flush_done_ = dump_req_ = 0;
   generation_ = g_generation.fetch_add(1);
   options_.file_name.clear();

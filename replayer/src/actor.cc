@@ -350,8 +350,9 @@ class Actor {
     }
     for (uint32_t idx : plan_.units[f.unit].calls) Complete(idx, failed, f);
     if (f.has_block) arena_.FreeOldest();
-    in_flight_.pop_front();
-    st_.done_calls.fetch_add(plan_.units[f.unit].calls.size(), std::memory_order_relaxed);
+    const size_t calls = plan_.units[f.unit].calls.size();
+    in_flight_.pop_front();  // `f` is gone from here on
+    st_.done_calls.fetch_add(calls, std::memory_order_relaxed);
     st_.Progressed();
     return true;
   }

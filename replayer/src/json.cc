@@ -1,5 +1,7 @@
 #include "json.h"
 
+#include "ncclrr/describe.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -79,9 +81,12 @@ namespace {
 
 void Quote(std::string_view s, std::string* out) {
   *out += '"';
-  for (const char ch : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
+    if (c >= 0x80) {  // copied when well-formed UTF-8, else U+FFFD: the output stays valid
+      i += AppendJsonUtf8(s, i, out) - 1;
+    } else if (c == '"' || c == '\\') {
       *out += '\\';
       *out += ch;
     } else if (c < 0x20) {  // control characters as \u00XX: valid JSON, one rule

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "ncclrr/analysis/collective_shape.h"
+#include "ncclrr/analysis/coverage.h"
 #include "ncclrr/analysis/logical_identity.h"
 #include "ncclrr/describe.h"
 #include "loop_steps.h"
@@ -53,6 +54,15 @@ class PlanBuilder {
       return InvalidArgument(
           "the trace holds no collective or point-to-point calls: nothing to replay (is it the "
           "trace of a process that used NCCL? `ncclrr info DIR` lists what each file holds)");
+    if (std::none_of(plan_.comms.begin(), plan_.comms.end(),
+                     [](const PlanComm& pc) { return pc.used; }))
+      return InvalidArgument(
+          "the trace is incomplete: no call of it is held by the files of every rank that takes "
+          "part in it, so nothing can be replayed without making up hangs. " +
+          Join(left_out_why_, ". ") +
+          ". Record again without --ring (or with a larger ring) and let the job finish, or "
+          "stop it with SIGTERM or SIGINT, which write every call; `ncclrr check DIR` still "
+          "reports what the files hold");
     AssignActors();
     NCCLRR_RETURN_IF_ERROR(CheckOneRankPerActor());
     for (size_t ci = 0; ci < m_.comms().size(); ++ci)
@@ -64,20 +74,20 @@ class PlanBuilder {
     for (const TraceFile& f : m_.dir().files)
       plan_.recorded_nccl_version = std::max(plan_.recorded_nccl_version, f.nccl_version);
     AddNotes();
+    plan_.left_out_calls = left_out_;
     return std::move(plan_);
   }
 
  private:
   Status CheckComms() {
+    coverage_.resize(m_.comms().size());
     for (size_t ci = 0; ci < m_.comms().size(); ++ci) {
       const CommModel& c = m_.comms()[ci];
       bool used = false;
       for (const RankView& r : c.ranks) used |= !r.collectives.empty() || !r.p2p.empty();
       if (!used) continue;
       any_calls_ = true;
-      plan_.comms[ci].used = true;
-      const std::string label =
-          "communicator " + Hex64(c.id) + (c.name.empty() ? "" : " (\"" + c.name + "\")");
+      const std::string label = LabelOf(c);
       for (const std::string& p : c.problems)
         if (p.find("claimed by two") != std::string::npos ||
             p.find("from two processes") != std::string::npos)
@@ -91,8 +101,67 @@ class PlanBuilder {
               " ranks but no process file holds rank " + std::to_string(r.rank) +
               ": the replay needs every rank's calls (copy that process's .ncclrr file into the "
               "trace directory; `ncclrr check` explains what the other ranks did)");
+      coverage_[ci] = analysis::CoverageOf(m_, ci);
+      plan_.comms[ci].used = CountLeftOut(ci) < CountCalls(c);
     }
     return Status::Ok();
+  }
+
+  static uint64_t CountCalls(const CommModel& c) {
+    uint64_t n = 0;
+    for (const RankView& r : c.ranks) n += r.collectives.size() + r.p2p.size();
+    return n;
+  }
+
+  // A send or receive is replayed when its partner is in the trace, or when the partner's file
+  // holds every call its process made (then the partner never issued it: a real mismatch).
+  bool P2pHeld(size_t ci, const RankView& r, const analysis::P2pCall& p) const {
+    const CommModel& c = m_.comms()[ci];
+    if (p.peer < 0 || p.peer >= static_cast<int>(c.ranks.size())) return true;
+    const RankView& peer = c.ranks[static_cast<size_t>(p.peer)];
+    if (!peer.has_file() || !analysis::FileMayLackCalls(m_.files()[peer.file])) return true;
+    for (const analysis::P2pCall& q : peer.p2p)
+      if (q.peer == r.rank && q.send != p.send && q.pair_seq == p.pair_seq) return true;
+    return false;
+  }
+
+  // Calls of communicator `ci` outside the part every rank's file holds (Coverage), counted once
+  // per communicator and remembered for the notes.
+  uint64_t CountLeftOut(size_t ci) {
+    const CommModel& c = m_.comms()[ci];
+    const analysis::CommCoverage& cov = coverage_[ci];
+    uint64_t colls = 0, p2p = 0;
+    for (const RankView& r : c.ranks) {
+      for (const analysis::CollectiveSlot& s : r.collectives) colls += !cov.Holds(s.seq);
+      for (const analysis::P2pCall& p : r.p2p) p2p += !P2pHeld(ci, r, p);
+    }
+    if (colls + p2p == 0) return 0;
+    std::string why = Join(cov.reasons, "; ");
+    if (p2p > 0)
+      why += (why.empty() ? "" : "; ") + std::to_string(p2p) +
+             " send/recv call(s) whose partner's file, which may lack calls, does not hold them";
+    std::string held;
+    if (colls > 0 && !cov.nothing && cov.first < cov.end)
+      held = " (collectives from seq " + std::to_string(cov.first) +
+             (cov.end == kNoSeq ? " on)" : " to " + std::to_string(cov.end - 1) + ")");
+    left_out_ += colls + p2p;
+    left_out_why_.push_back(LabelOf(c) + ": " + why);
+    plan_.notes.push_back("the trace is incomplete: " + LabelOf(c) +
+                          " replays only what every rank's file holds" + held + "; " +
+                          std::to_string(colls + p2p) +
+                          " call(s) outside it are left out, so that no hang or mismatch is made "
+                          "up where a file ends: " + why);
+    return colls + p2p;
+  }
+
+  static std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+    std::string s;
+    for (const std::string& p : parts) s += (s.empty() ? "" : sep) + p;
+    return s;
+  }
+
+  static std::string LabelOf(const CommModel& c) {
+    return "communicator " + Hex64(c.id) + (c.name.empty() ? "" : " (\"" + c.name + "\")");
   }
 
   void AssignActors() {
@@ -182,25 +251,28 @@ class PlanBuilder {
     // [rank][tensor] -> the recorded seqs of its occurrences, and the calls
     std::vector<std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>>> occurrences(
         c.ranks.size());
-    std::vector<uint32_t> reference_calls;  // the reference rank's calls, slot by slot
+    // The reference rank's calls replayed: (slot, call), slot by slot.
+    std::vector<std::pair<size_t, uint32_t>> reference_calls;
     for (const RankView& r : c.ranks) {
       pc.actor_of_rank[r.rank] = ActorOf(r);
       pc.device_of_rank[r.rank] = r.device;
       for (size_t k = 0; k < r.collectives.size(); ++k) {
         const analysis::CollectiveSlot& s = r.collectives[k];
+        if (!coverage_[ci].Holds(s.seq)) continue;
         PlanCall p = MakeCall(ci, r, s.call, s.time_ns);
         p.recorded_seq = s.seq;
         p.launch = s.launch;
         const uint32_t tensor = ids.of_slot[r.rank][k];
         const uint32_t idx = static_cast<uint32_t>(plan_.calls.size());
         plan_.calls.push_back(p);
-        if (r.rank == ids.reference_rank) reference_calls.push_back(idx);
+        if (r.rank == ids.reference_rank) reference_calls.push_back({k, idx});
         if (tensor == analysis::kNoLogicalId)
           unknown.push_back(idx);
         else
           occurrences[r.rank][tensor].push_back({s.seq, idx});
       }
       for (const analysis::P2pCall& pp : r.p2p) {
+        if (!P2pHeld(ci, r, pp)) continue;
         if (m_.call(pp.call).capture == 1) {
           ++graph_p2p_skipped_;
           continue;
@@ -262,24 +334,26 @@ class PlanBuilder {
   // Steps as the user knows them: the loop of the reference rank's calls (loop_steps.h), found
   // from its logical tensors where they recur (persistent buffers: two same-size tensors per
   // step are two calls of one step, not two steps), else from the calls' shapes (fresh buffers).
-  void PlaceInLoop(size_t ci, const TensorIds& ids, const std::vector<uint32_t>& reference_calls) {
+  void PlaceInLoop(size_t ci, const TensorIds& ids,
+                   const std::vector<std::pair<size_t, uint32_t>>& reference_calls) {
     PlanComm& pc = plan_.comms[ci];
     const analysis::CommIdentity& identity = identity_.comm(ci);
     const std::vector<uint32_t>& tensors = ids.of_slot[ids.reference_rank];
     const size_t ref = static_cast<size_t>(ids.reference_rank);
-    if (ref >= identity.shapes.size() || identity.shapes[ref].size() != reference_calls.size() ||
-        tensors.size() != reference_calls.size())
-      return;
-    const std::vector<uint64_t>& shapes = identity.shapes[ref];
-    std::vector<uint64_t> keys(shapes.size());
-    for (size_t k = 0; k < keys.size(); ++k) keys[k] = Mix(shapes[k], tensors[k]);
+    if (ref >= identity.shapes.size() || tensors.size() != identity.shapes[ref].size()) return;
+    std::vector<uint64_t> shapes, keys;
+    for (const auto& [slot, idx] : reference_calls) {
+      if (slot >= tensors.size()) return;
+      shapes.push_back(identity.shapes[ref][slot]);
+      keys.push_back(Mix(shapes.back(), tensors[slot]));
+    }
     LoopSteps loop = FindLoop(keys);
     if (!loop.found()) loop = FindLoop(shapes);
     if (!loop.found() || loop.steps == 0) return;
     pc.loop_period = static_cast<uint32_t>(loop.period);
     pc.loop_steps = loop.steps;
     for (size_t k = 0; k < reference_calls.size(); ++k) {
-      const uint32_t l = plan_.calls[reference_calls[k]].logical;
+      const uint32_t l = plan_.calls[reference_calls[k].second].logical;
       if (l == kNone || loop.step_of[k] == kNotInLoop) continue;
       pc.logical[l].loop_step = loop.step_of[k];
       pc.logical[l].loop_call = loop.call_of[k];
@@ -475,6 +549,9 @@ class PlanBuilder {
   ReplayPlan plan_;
   std::map<std::pair<uint32_t, int>, uint32_t> actor_index_;
   bool any_calls_ = false;
+  std::vector<analysis::CommCoverage> coverage_;  // per communicator
+  uint64_t left_out_ = 0;  // calls outside what every rank's file holds
+  std::vector<std::string> left_out_why_;  // "communicator 0x... (\"dp\"): rank 1's file ..."
   uint64_t rebuilt_children_ = 0, graph_p2p_skipped_ = 0, first_step_identity_ = 0;
 };
 

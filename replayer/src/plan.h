@@ -99,10 +99,13 @@ struct ReplayPlan {
   uint32_t steps = 0;  // of the longest loop found on any communicator (loop_steps.h); 0: none
   int32_t recorded_nccl_version = 0;
   std::vector<std::string> notes;  // what the replay cannot reproduce exactly
+  // Calls left out because some rank's file may lack their counterparts (an incomplete trace:
+  // flight-recorder windows, torn or unclosed files, dropped records; analysis/coverage.h).
+  uint64_t left_out_calls = 0;
 };
 
 // Fails (with what to do) when the trace cannot be replayed: no calls, a communicator rank whose
-// process file is missing, inconsistent communicator records.
+// process file is missing, inconsistent communicator records, no call every rank's file holds.
 StatusOr<ReplayPlan> BuildPlan(const analysis::TraceModel& model);
 
 // "AllReduce(1024 float32, sum)"

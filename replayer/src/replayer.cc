@@ -110,6 +110,7 @@ class Replayer {
     report_.ranks = plan_.actors.size();
     for (const PlanComm& pc : plan_.comms) report_.comms += pc.used;
     report_.calls = plan_.calls.size();
+    report_.left_out_calls = plan_.left_out_calls;
     report_.include_timing = Env().timing;
     if (opt_.backend == BackendKind::kNccl) report_.warnings.push_back(backend_->Describe());
     const int rec = plan_.recorded_nccl_version, now = backend_->nccl().version;

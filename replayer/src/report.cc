@@ -236,6 +236,9 @@ std::string SummaryLine(const ReplayReport& rep) {
          " trials wrong, " + std::to_string(n(Outcome::kHang)) + " hang";
     if (n(Outcome::kError)) s += ", " + std::to_string(n(Outcome::kError)) + " error";
   }
+  if (rep.left_out_calls > 0)
+    s += "; of an incomplete trace: only the calls every rank's file holds were replayed (" +
+         std::to_string(rep.left_out_calls) + " left out, see the notes)";
   return s;
 }
 
@@ -260,6 +263,13 @@ std::string FormatText(const ReplayReport& rep) {
   return out;
 }
 
+std::string ErrorJson(const std::string& message) {
+  Json j = Json::Object();
+  j.Set("error", Json::Str(message));
+  j.Set("exit_code", Json::Int(2));
+  return j.Serialize(0) + "\n";
+}
+
 std::string FormatJson(const ReplayReport& rep) {
   Json j = Json::Object();
   j.Set("trace", Json::Str(rep.trace));
@@ -276,6 +286,7 @@ std::string FormatJson(const ReplayReport& rep) {
   j.Set("ranks", Json::Uint(rep.ranks));
   j.Set("communicators", Json::Uint(rep.comms));
   j.Set("trace_calls", Json::Uint(rep.calls));
+  j.Set("left_out_calls", Json::Uint(rep.left_out_calls));
   Json warnings = Json::Array();
   for (const std::string& w : rep.warnings) warnings.Push(Json::Str(w));
   j.Set("notes", std::move(warnings));

@@ -72,15 +72,20 @@ TEST(FindingKind, NamesRoundTrip) {
   EXPECT_FALSE(FindingKindFromName("hang", &k));
 }
 
+// A trace without calls is no usable trace (docs/check.md: exit 2), and the note says why.
 TEST(ReportFormat, JsonOfAnEmptyReportFollowsTheContract) {
   TraceModel m = TraceModel::Build(TraceDir{});
   Report r = Check(m, {});
   FormatOptions o;
   o.stable = true;
   EXPECT_EQ(FormatJson(r, &m, o),
-            "{\"findings\":[],\"notes\":[],\"summary\":{\"files\":0,\"comms\":0,\"ranks\":0,"
-            "\"calls\":0,\"findings\":0,\"occurrences\":0,\"notes\":0,\"by_kind\":{},"
-            "\"strict\":false,\"exit_code\":0}}\n");
+            "{\"findings\":[],\"notes\":[{\"kind\":\"trace_incomplete\",\"file\":null,"
+            "\"ranks\":[],\"count\":0,\"message\":\"the trace holds no NCCL call that can be "
+            "checked (0 files read, no call record in them, or only damaged ones): nothing was "
+            "checked. Was the job stopped before its first NCCL call? `ncclrr info DIR` lists "
+            "what each file holds.\"}],\"summary\":{\"files\":0,\"comms\":0,\"ranks\":0,"
+            "\"calls\":0,\"findings\":0,\"occurrences\":0,\"notes\":1,"
+            "\"by_kind\":{\"trace_incomplete\":1},\"strict\":false,\"exit_code\":2}}\n");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "frame_io.h"
 #include "ncclrr/format.h"
@@ -183,6 +184,22 @@ TEST(CraftedInput, TerminalEscapesInTraceStringsArePrintedEscaped) {
   EXPECT_THAT(dump.out, HasSubstr("name \"dp\\x1b]0;owned\\x07\\x1b[2J\""));
 }
 
+// JSON stays valid UTF-8 whatever bytes a trace's strings hold: a byte that starts no UTF-8
+// sequence is written as U+FFFD, well-formed sequences as they are.
+TEST(CraftedInput, JsonOfStringsThatAreNotUtf8IsValidUtf8) {
+  SyntheticScript s;
+  for (const Scenario& sc : GoldenScenarios())
+    if (sc.name == "count_mismatch") s = sc.build();  // a finding that names its communicator
+  ASSERT_FALSE(s.comms.empty());
+  for (ScriptComm& c : s.comms) c.name = "dp\xff\xc3\xa9";
+  s.dir = Dir("latin1-json");
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  const Result json = Ncclrr("check --json " + s.dir);
+  EXPECT_EQ(json.code, 1) << json.out;
+  EXPECT_EQ(json.out.find('\xff'), std::string::npos) << json.out;
+  EXPECT_THAT(json.out, HasSubstr("dp\\ufffd\xc3\xa9")) << json.out;
+}
+
 // A recording whose writes failed (here a file size limit; a full disk alike) ends with a footer
 // that says so, and `check` tells that apart from a killed process.
 TEST(CraftedInput, AFailedWriteIsNotTakenForAKill) {
@@ -221,6 +238,121 @@ TEST(CraftedInput, AFailedWriteIsNotTakenForAKill) {
   EXPECT_THAT(r.out, HasSubstr(" record(s) could not be written")) << r.out;  // 5,000 calls + clocks
   EXPECT_THAT(r.out, Not(HasSubstr("was not closed"))) << r.out;
   fs::remove_all(dir);
+}
+
+// A trace file written through the writer holding exactly `calls` (and its header and footer).
+void WriteRawFile(const std::string& dir, const std::string& name,
+                  const std::vector<CallRecord>& calls) {
+  WriterOptions o;
+  o.dir = dir;
+  o.file_name = name;
+  auto w = TraceWriter::Create(o);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (const CallRecord& c : calls) (*w)->AppendCall(c);
+  ASSERT_TRUE((*w)->Close("exit").ok());
+}
+
+// Separate stdout and stderr of one command.
+struct Streams {
+  int code = -1;
+  std::string out, err;
+};
+Streams NcclrrStreams(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "/crafted-stderr.txt";
+  const std::string cmd =
+      std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args + " 2>" + err_file;
+  FILE* p = popen(cmd.c_str(), "r");
+  Streams s;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) s.out.append(buf.data(), n);
+  const int status = pclose(p);
+  s.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  s.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return s;
+}
+
+// docs/check.md: exit 2 when there is no usable trace. A file with no call record (a job that
+// stopped before its first NCCL call) is nothing to check.
+TEST(CraftedInput, ATraceWithoutCallsIsNotUsable) {
+  const std::string dir = Dir("no-calls");
+  WriteRawFile(dir, "empty.ncclrr", {});
+  Result r = Ncclrr("check " + dir);
+  std::replace(r.out.begin(), r.out.end(), '\n', ' ');
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("the trace holds no NCCL call that can be checked")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("`ncclrr info DIR` lists what each file holds")) << r.out;
+  const Result json = Ncclrr("check --json " + dir);
+  EXPECT_EQ(json.code, 2);
+  EXPECT_THAT(json.out, HasSubstr("\"exit_code\":2"));
+}
+
+// Calls no rank or communicator can hold are counted in a note, never dropped silently, and the
+// rest of the trace is still checked.
+TEST(CraftedInput, CallsNoRankOrCommunicatorCanHoldAreANoteWithTheirCount) {
+  SyntheticScript s = ExampleLikeClean();
+  s.dir = Dir("unplaceable");
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  CallRecord negative{}, no_comm{}, unknown{};
+  negative.api = no_comm.api = static_cast<uint16_t>(Api::kAllReduce);
+  negative.comm_id = s.comms[0].id;
+  negative.rank = -7;
+  negative.count = no_comm.count = 16;
+  no_comm.comm_id = 0;
+  unknown.api = 9999;
+  unknown.comm_id = s.comms[0].id;
+  WriteRawFile(s.dir, "crafted.ncclrr", {negative, no_comm, unknown});
+  Result r = Ncclrr("check " + s.dir);
+  std::replace(r.out.begin(), r.out.end(), '\n', ' ');
+  EXPECT_THAT(r.out, HasSubstr("holds 3 call record(s) no rank or communicator can hold")) << r.out;
+  EXPECT_NE(r.code, 2) << r.out;
+  const Result json = Ncclrr("check --json " + s.dir);
+  EXPECT_THAT(json.out, HasSubstr("\"count\":3")) << json.out;
+}
+
+// dump and export write data to stdout; that the trace is torn or a file unreadable goes to
+// stderr, where a user who pipes the output still sees it.
+TEST(CraftedInput, DumpAndExportSayWhenATraceIsTornOrAFileUnreadable) {
+  SyntheticScript s = ExampleLikeClean();
+  for (ScriptProcess& p : s.processes) p.flush_every = 6;
+  s.processes[1].close = false;
+  s.processes[1].truncate_bytes = 40;
+  s.dir = Dir("torn-notes");
+  ASSERT_TRUE(WriteSyntheticScript(s).ok());
+  std::ofstream(s.dir + "/garbage.ncclrr") << "not a trace";
+  const Streams dump = NcclrrStreams("dump " + s.dir);
+  EXPECT_EQ(dump.code, 0) << dump.err;
+  EXPECT_THAT(dump.err, HasSubstr("ncclrr dump: note: the trace is incomplete: ")) << dump.err;
+  EXPECT_THAT(dump.err, HasSubstr("torn tail at byte offset")) << dump.err;
+  EXPECT_THAT(dump.err, HasSubstr("ncclrr dump: note: a trace file could not be read and is left "
+                                  "out: "))
+      << dump.err;
+  EXPECT_THAT(dump.err, HasSubstr("garbage.ncclrr")) << dump.err;
+  const Streams exp =
+      NcclrrStreams("export --format perfetto -o " + s.dir + "/out.json " + s.dir);
+  EXPECT_EQ(exp.code, 0) << exp.err;
+  EXPECT_THAT(exp.err, HasSubstr("ncclrr export: note: the trace is incomplete: ")) << exp.err;
+  EXPECT_THAT(exp.err, HasSubstr("torn tail at byte offset")) << exp.err;
+  EXPECT_THAT(exp.err, HasSubstr("garbage.ncclrr")) << exp.err;
+  // A complete trace: no notes.
+  SyntheticScript clean = ExampleLikeClean();
+  clean.dir = Dir("complete-notes");
+  ASSERT_TRUE(WriteSyntheticScript(clean).ok());
+  EXPECT_EQ(NcclrrStreams("dump " + clean.dir).err, "");
+}
+
+// Something that exists but is not a trace is said to be one, not to be missing.
+TEST(CraftedInput, ADeviceOrAnEmptyFileIsNotATraceNotMissing) {
+  const Result dev = Ncclrr("info /dev/null");
+  EXPECT_EQ(dev.code, 2) << dev.out;
+  EXPECT_THAT(dev.out, Not(HasSubstr("does not exist"))) << dev.out;
+  EXPECT_THAT(dev.out, HasSubstr("'/dev/null' is not a trace")) << dev.out;
+  const std::string dir = Dir("empty-file");
+  std::ofstream(dir + "/empty.ncclrr").flush();
+  const Result empty = Ncclrr("info " + dir + "/empty.ncclrr");
+  EXPECT_EQ(empty.code, 2) << empty.out;
+  EXPECT_THAT(empty.out, Not(HasSubstr("does not exist"))) << empty.out;
 }
 
 TEST(CraftedInput, ANegativeRankIsAUsageError) {

@@ -48,7 +48,7 @@ TraceFile File(const std::string& host, std::vector<CommRecord> comms,
   f.header.host = host;
   f.comms = std::move(comms);
   f.calls = std::move(calls);
-  f.footer = FooterData{true, f.calls.size(), 0, 0, "closed"};
+  f.footer = FooterData{true, f.calls.size(), 0, 0, "closed", std::nullopt};
   return f;
 }
 

@@ -71,15 +71,42 @@ TEST(RecordVerb, FailuresBeforeLaunchExit125WithAReason) {
   std::filesystem::remove_all(dir);
 }
 
+// LD_PRELOAD is split at spaces and cannot quote one: an install path holding a space (and a
+// trace directory holding one too) still records every call.
+TEST(RecordVerb, AnInstallPathWithASpaceStillRecords) {
+  namespace fs = std::filesystem;
+  const std::string root = FreshDir("space") + "/install with space";
+  const fs::path bin(std::getenv("NCCLRR_TEST_BIN"));
+  const fs::path lib = bin.parent_path() / "lib";
+  fs::create_directories(root + "/bin");
+  for (const char* exe : {"ncclrr", "ncclrr-example"}) fs::copy(bin / exe, root + "/bin/" + exe);
+  fs::create_directories(root + "/lib");
+  for (const auto& e : fs::directory_iterator(lib))
+    if (e.path().filename() != "static")
+      fs::copy(e.path(), root + "/lib/" + e.path().filename().string(),
+               fs::copy_options::recursive);
+  for (const std::string& out : {root + "/trace", root + "/trace with space"}) {
+    const ShellResult r = RunShell("'" + root + "/bin/ncclrr' record -o '" + out + "' -- '" + root +
+                                   "/bin/ncclrr-example' clean 2>&1");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("ncclrr: recorded 1 process, 1 communicator (ranks 2 of 2)"),
+              std::string::npos)
+        << out << ": " << r.out;
+  }
+  fs::remove_all(fs::path(root).parent_path());
+}
+
+// The closing line of `record` for interposer_app_direct's basic workload into `dir`.
+std::string BasicSummary(const std::string& dir) {
+  return "ncclrr: recorded 1 process, 6 communicators (ranks 4 of 4), 126 calls, 0 dropped, "
+         "route preload, in " + dir + "\n";
+}
+
 TEST(RecordVerb, SummaryLineAndEnvironment) {
   const std::string dir = FreshDir("summary");
   const Cli r = Ncclrr("record -o " + dir + "/t -- " + App("interposer_app_direct") + " basic");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("ncclrr: recorded 1 process, 6 communicators (ranks 4 of 4), 126 calls, "
-                       "0 dropped, route preload, in " +
-                       dir + "/t\n"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find(BasicSummary(dir + "/t")), std::string::npos) << r.out;
   // LD_PRELOAD is appended to, and the mode variables are set.
   const Cli env = Ncclrr("record -o " + dir + "/e -- sh -c 'echo \"[$LD_PRELOAD][$NCCLRR_RING]\"'");
   ASSERT_EQ(env.code, 0);
@@ -89,6 +116,35 @@ TEST(RecordVerb, SummaryLineAndEnvironment) {
                           "LD_PRELOAD=libm.so.6");
   EXPECT_NE(user.out.find("[libm.so.6 "), std::string::npos) << user.out;
   EXPECT_NE(user.out.find("libncclrr-interpose.so]"), std::string::npos) << user.out;
+  std::filesystem::remove_all(dir);
+}
+
+// The closing summary comes from the files' footers, never from loading the trace: damage to
+// the file's body after the job wrote it changes nothing in the summary (a whole-file read would
+// skip the damaged frame and count fewer calls), and a killed process's file, which has no
+// footer, is said so and still counted (a small file: one scan, nothing kept).
+TEST(RecordVerb, SummaryComesFromTheFooters) {
+  const std::string dir = FreshDir("footer-summary");
+  const std::string damage =
+      "f=$(ls " + dir + "/t/*.ncclrr) && n=$(stat -c %s $f) && "
+      "dd if=/dev/zero of=$f bs=1 seek=$((n / 3)) count=64 conv=notrunc 2>/dev/null";
+  const Cli r = Ncclrr("record -o " + dir + "/t -- sh -c '" + App("interposer_app_direct") +
+                       " basic && " + damage + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(BasicSummary(dir + "/t")), std::string::npos) << r.out;
+  const Cli info = Ncclrr("info " + dir + "/t");
+  EXPECT_NE(info.out.find("corrupt frame"), std::string::npos)
+      << "the damage is real: " << info.out;
+  // Killed after its calls were flushed: no footer.
+  const Cli killed =
+      Ncclrr("record -o " + dir + "/k -- " + App("interposer_app_direct") + " crash kill 7");
+  EXPECT_EQ(killed.code, 128 + 9) << killed.out;
+  EXPECT_NE(killed.out.find("ncclrr: recorded 1 process, 1 communicator (ranks 2 of 2), "),
+            std::string::npos)
+      << killed.out;
+  EXPECT_NE(killed.out.find("(1 file(s) not closed: a process was killed or is still running)"),
+            std::string::npos)
+      << killed.out;
   std::filesystem::remove_all(dir);
 }
 

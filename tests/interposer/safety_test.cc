@@ -32,6 +32,39 @@ TEST_P(InterposerCrash, EveryCallBeforeTheCrashIsOnDisk) {
   std::filesystem::remove_all(dir);
 }
 
+// One thread per rank: when one rank's thread dies right after its last call, the other rank's
+// last call (returned from NCCL at the same moment, its record being appended) is on disk too,
+// in every one of 20 runs.
+TEST_P(InterposerCrash, EveryCallOfEveryThreadBeforeTheCrashIsOnDisk) {
+  const CrashCase c = GetParam();
+  if (c.signal == SIGKILL) GTEST_SKIP() << "SIGKILL cannot be handled: 'kill' loses the last flush";
+  for (int run = 0; run < 20; ++run) {
+    const std::string dir = FreshDir(std::string(c.how) + "-threads");
+    const RunResult r = RunApp("interposer_app_direct", {"crash-threads", c.how, "50"}, dir);
+    ASSERT_EQ(r.signal, c.signal) << r.err;
+    const TraceFile t = ReadOnlyTrace(dir);
+    int per_rank[2] = {0, 0};
+    for (const CallRecord& call : CallsOf(t, Api::kAllReduce))
+      if (call.rank == 0 || call.rank == 1) ++per_rank[call.rank];
+    ASSERT_EQ(per_rank[0], 50) << "run " << run;
+    ASSERT_EQ(per_rank[1], 50) << "run " << run;
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// A SIGTERM for the process while the application's own threads block it goes to one of
+// ncclrr's threads or NCCL's: never to the writer, whose flush the handler waits for.
+TEST(InterposerSignals, ASignalTheApplicationBlocksStillFlushesEveryCall) {
+  for (int run = 0; run < 2; ++run) {
+    const std::string dir = FreshDir("blocked-term");
+    const RunResult r = RunApp("interposer_app_direct", {"blocked-term", "7"}, dir);
+    ASSERT_EQ(r.signal, SIGTERM) << r.err;
+    const TraceFile t = ReadOnlyTrace(dir);
+    EXPECT_EQ(CallsOf(t, Api::kAllReduce).size(), 14u) << "run " << run << ": 7 steps x 2 ranks";
+    std::filesystem::remove_all(dir);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Signals, InterposerCrash,
                          ::testing::Values(CrashCase{"segv", SIGSEGV}, CrashCase{"abort", SIGABRT},
                                            CrashCase{"kill", SIGKILL}),

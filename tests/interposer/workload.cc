@@ -375,6 +375,59 @@ int Crash(const NcclApi& a, const std::string& how, int steps) {
   return 99;
 }
 
+// Two ranks on two threads, `steps` allreduces each, every one waited for (the host NCCL, like
+// NCCL, only enqueues: a rank could otherwise be many calls ahead of the other). Right after its
+// last one completes, rank 1's thread dies of `how` (segv, abort), while rank 0's thread may
+// still be between its last call's return and the append of its record.
+int CrashThreads(const NcclApi& a, const std::string& how, int steps) {
+  ncclUniqueId id;
+  if (a.ncclGetUniqueId(&id) != ncclSuccess) return 1;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      Checker ck;
+      ncclComm_t comm = nullptr;
+      ck.Ok(a.ncclCommInitRank(&comm, 2, id, r), "InitRank");
+      cudaStream_t s = a.StreamCreate();
+      std::vector<float> v(16, 1.0f);
+      for (int i = 0; i < steps; ++i) {
+        ck.Ok(a.ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, s),
+              "AllReduce");
+        ck.Ok(a.StreamSynchronize(s), "sync");
+      }
+      if (r == 1) {
+        std::printf("steps %d done\n", steps);
+        std::fflush(stdout);
+        if (how == "segv") *static_cast<volatile int*>(nullptr) = 1;  // a real fault
+        std::abort();
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(5));  // the crash ends the process
+    });
+  for (auto& t : threads) t.join();
+  return 99;
+}
+
+// An application that blocks SIGTERM in its own threads after `steps` steps, then is sent
+// SIGTERM: the kernel hands a signal for the process to a thread that does not block it, which
+// must not be the trace writer (its flush cannot wait for itself). Half a second later the main
+// thread takes it, if nothing else has.
+int BlockedTerm(const NcclApi& a, int steps) {
+  Checker ck;
+  Ranks R(a, ck, 2);
+  for (int i = 0; i < steps; ++i) AllReduceStep(R, ck, 16, i);
+  std::printf("steps %d done\n", steps);
+  std::fflush(stdout);
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
+  kill(getpid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  return 99;
+}
+
 int Ring(const NcclApi& a, const std::string& trigger, int steps) {
   Checker ck;
   Ranks R(a, ck, 2);
@@ -449,6 +502,8 @@ int RunWorkload(const NcclApi& api, int argc, char** argv) {
   if (s == "nonblocking") return Nonblocking(api);
   if (s == "fork") return Fork(api);
   if (s == "crash" && argc > 2) return Crash(api, argv[2], arg(3, 5));
+  if (s == "crash-threads" && argc > 2) return CrashThreads(api, argv[2], arg(3, 5));
+  if (s == "blocked-term") return BlockedTerm(api, arg(2, 5));
   if (s == "ring" && argc > 2) return Ring(api, argv[2], arg(3, 5));
   std::fprintf(stderr, "workload: unknown scenario '%s'\n", s.c_str());
   return 64;

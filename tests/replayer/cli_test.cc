@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "replay_scripts.h"
 
 namespace ncclrr::testing {
@@ -66,7 +68,29 @@ TEST_F(ReplayCli, UsageErrors) {
   const CommandResult r = RunNcclrr("replay " + *clean_ + " --data captured --json", true);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.out, HasSubstr("no captured buffers"));
-  EXPECT_THAT(r.out, HasSubstr("\"exit_code\": 2"));
+  EXPECT_THAT(r.out, HasSubstr("\"exit_code\":2"));
+}
+
+// docs/replay.md: under --json, usage errors are JSON on stdout too (the text on stderr).
+TEST_F(ReplayCli, UsageErrorsUnderJsonAreJson) {
+  for (const char* bad : {"--order sideways", "--timeout -3", "--frobnicate", ""}) {
+    const std::string dir = std::string(bad).empty() ? "" : *clean_;
+    const CommandResult r = RunNcclrr("replay " + dir + " " + bad + " --json");
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_THAT(r.out, ::testing::StartsWith("{\"error\":\"")) << bad << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("\"exit_code\":2}")) << bad << ": " << r.out;
+  }
+}
+
+// A trace path that is not UTF-8 (a Latin-1 directory name) is written as valid UTF-8 JSON.
+TEST_F(ReplayCli, JsonOfANonUtf8PathIsValidUtf8) {
+  const std::string dir = FreshDir("caf\xe9-trace");
+  for (const auto& e : std::filesystem::directory_iterator(*clean_))
+    std::filesystem::copy(e.path(), dir + "/" + e.path().filename().string());
+  const CommandResult r = RunNcclrr("replay '" + dir + "' --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find('\xe9'), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("caf\\ufffd-trace")) << r.out;
 }
 
 // Without a GPU the nccl backend refuses with what to do; with one, a 2-rank trace needs two.

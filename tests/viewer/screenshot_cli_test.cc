@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <QImage>
 #include <QProcess>
-#include <cstdlib>
+#include <sys/wait.h>
 
+#include <cstdlib>
+#include <filesystem>
+
+#include "models/path_text.h"
 #include "models/timeline_style.h"
 #include "viewer_test_util.h"
 
@@ -79,6 +83,30 @@ TEST(ScreenshotCli, BadInputExitsTwoWithTheDialogText) {
   r = RunViewer({"--bogus"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(r.err.contains("unknown option '--bogus'")) << r.err.toStdString();
+}
+
+// A trace directory whose name is not UTF-8 (Latin-1 "caf\xe9") opens: the path keeps its bytes
+// (models/path_text.h) instead of becoming U+FFFD and "does not exist".
+TEST(ScreenshotCli, ANonUtf8PathOpens) {
+  testing::EnsureApp();
+  const std::string root = testing::TempDir("cli-latin1");
+  const std::string dir = root + "/caf\xe9";
+  std::filesystem::create_directories(dir);
+  for (const auto& e :
+       std::filesystem::directory_iterator(testing::WriteCleanTrace("cli-latin1-src")))
+    std::filesystem::copy(e.path(), dir + "/" + e.path().filename().string());
+  const std::string png = root + "/latin1.png";
+  const std::string cmd = "QT_QPA_PLATFORM=offscreen XDG_CONFIG_HOME='" + root + "' '" +
+                          Viewer().toStdString() + "' '" + dir + "' --screenshot '" + png +
+                          "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+  EXPECT_FALSE(QImage(QString::fromStdString(png)).isNull());
+  // The conversion itself: bytes -> QString -> the same bytes, UTF-8 text unchanged.
+  for (const std::string& bytes : {std::string("caf\xe9/x"), std::string("\xff\xfe"),
+                                  std::string("caf\xc3\xa9 \xe2\x82\xac"), std::string("a\xc3")})
+    EXPECT_EQ(PathToBytes(PathFromBytes(bytes)), bytes);
+  EXPECT_EQ(PathFromBytes("caf\xc3\xa9"), QString::fromUtf8("caf\xc3\xa9"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "main_window.h"
+#include "models/path_text.h"
 
 namespace {
 
@@ -73,9 +74,10 @@ int Parse(int argc, char** argv, Options* o) {
     } else if (!a.empty() && a[0] == '-') {
       return Usage("unknown option '" + a + "'");
     } else if (o->dir.isEmpty()) {
-      o->dir = QString::fromLocal8Bit(argv[i]);
+      o->dir = ncclrr::viewer::PathFromBytes(argv[i]);
     } else {
-      return Usage("one trace at a time; got '" + o->dir.toStdString() + "' and '" + a + "'");
+      return Usage("one trace at a time; got '" + ncclrr::viewer::PathToBytes(o->dir) + "' and '" +
+                   a + "'");
     }
   }
   if (!o->screenshot.isEmpty() && o->dir.isEmpty()) return Usage("--screenshot needs a DIR");
@@ -85,10 +87,10 @@ int Parse(int argc, char** argv, Options* o) {
 
 int Screenshot(ncclrr::viewer::MainWindow& w, const Options& o) {
   using ncclrr::viewer::TraceSession;
-  auto session = TraceSession::Load(o.dir.toStdString());
+  const std::string dir = ncclrr::viewer::PathToBytes(o.dir);
+  auto session = TraceSession::Load(dir);
   if (!session.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 ncclrr::viewer::LoadErrorText(o.dir.toStdString(), session.status()).c_str());
+    std::fprintf(stderr, "%s\n", ncclrr::viewer::LoadErrorText(dir, session.status()).c_str());
     return 2;
   }
   w.SetSession(session.value());

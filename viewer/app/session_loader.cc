@@ -3,6 +3,8 @@
 #include <QPointer>
 #include <exception>
 
+#include "models/path_text.h"
+
 namespace ncclrr::viewer {
 
 SessionLoader::SessionLoader(QObject* parent) : QObject(parent) {}
@@ -16,7 +18,7 @@ void SessionLoader::Start(const QString& path) {
   const quint64 gen = ++generation_;
   thread_ = nullptr;  // a running load finishes in the background; its result is ignored
   QPointer<SessionLoader> self(this);
-  const std::string p = path.toStdString();
+  const std::string p = PathToBytes(path);  // the bytes the file system knows
   // Results travel to the GUI thread as queued calls on `this`; `gen` drops stale ones.
   auto deliver = [self, gen](auto fn) {
     QMetaObject::invokeMethod(

@@ -1,5 +1,6 @@
 #pragma once
 // Human-readable text for records, shared by `ncclrr dump`, `check` and the viewer's details.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,12 @@ std::string Hex64(uint64_t v);  // "0x%016llx"
 // `text` with control bytes (and DEL) written as \xNN: strings from a trace (names, notes,
 // hosts, paths) never reach a terminal as escape sequences.
 std::string Printable(std::string_view text);
+// Length (1-4) of the well-formed UTF-8 sequence that starts at text[i], or 0 when none does
+// (a path in another encoding, a damaged trace).
+size_t Utf8SequenceAt(std::string_view text, size_t i);
+// For JSON writers, at a byte >= 0x80: appends the UTF-8 sequence at text[i], or "\ufffd" when
+// none starts there, so the output stays valid UTF-8. Returns the bytes consumed (at least 1).
+size_t AppendJsonUtf8(std::string_view text, size_t i, std::string* out);
 // One line in the spirit of NCCL's COLL log: "AllReduce: opCount 3 sendbuff 0x.. ...".
 // `stable` leaves out addresses, thread ids and times (golden tests).
 std::string DescribeCall(const CallRecord& c, bool stable);

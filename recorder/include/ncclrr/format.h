@@ -8,7 +8,9 @@ namespace ncclrr::format {
 
 inline constexpr char kFileMagic[8] = {'\x89', 'N', 'C', 'C', 'L', 'R', 'R', '\n'};
 inline constexpr uint16_t kMajor = 1;
-inline constexpr uint16_t kMinor = 1;  // 1.1: sketch launch, SendBeforeSample, Scalar
+// 1.1: sketch launch, SendBeforeSample, Scalar. 1.2: the footer's summary, alone in the last
+// frame.
+inline constexpr uint16_t kMinor = 2;
 inline constexpr size_t kFilePreambleSize = 20;  // magic, major, minor, header_size, crc
 
 inline constexpr uint32_t kFrameMagic = 0x46525248;  // "HRRF" read little-endian as bytes "HRRF"

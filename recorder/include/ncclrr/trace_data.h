@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,12 +77,29 @@ struct HeaderData {
   std::map<std::string, std::string> env;
 };
 
+// (1.2 footers) What a file holds beyond its calls and drops, so that `ncclrr record`'s closing
+// summary reads footers only, never whole files.
+struct FooterSummary {
+  static constexpr size_t kMaxComms = 4096;
+  static constexpr size_t kMaxNotes = 16;
+  struct CommRank {
+    uint64_t comm_id = 0;
+    int32_t nranks = 0;
+    int32_t rank = 0;
+  };
+  std::vector<CommRank> comms;  // distinct (communicator, rank) pairs, at most kMaxComms
+  uint64_t gpu_times = 0, gpu_times_cupti = 0, gpu_times_events = 0;
+  uint64_t captures = 0, capture_bytes = 0, captured_calls = 0;
+  std::vector<std::string> notes;  // the first kMaxNotes notes
+};
+
 struct FooterData {
   bool clean = false;
   uint64_t calls = 0;
   uint64_t dropped = 0;
   int64_t end_ns = 0;
   std::string reason;
+  std::optional<FooterSummary> summary;  // absent in files older than format 1.2
 };
 
 }  // namespace ncclrr

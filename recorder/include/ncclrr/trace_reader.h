@@ -57,6 +57,21 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
 
 StatusOr<TraceFile> ReadTraceFile(const std::string& path);
 
+// What `ncclrr record`'s closing summary needs of one file, read without loading it: the
+// header, and the footer from the file's last frame. A file without a footer (its process was
+// killed, or is still running) of at most kScanBytes is read through once, keeping nothing but
+// counts; a larger one is not counted.
+struct FileSummary {
+  static constexpr uint64_t kScanBytes = 64ull << 20;
+  std::string path;
+  HeaderData header;
+  bool has_footer = false;
+  bool counted = false;  // `totals` hold the file's counts (from its footer or a scan)
+  FooterData totals;     // the footer; after a scan: calls, dropped and summary counted
+  uint64_t file_bytes = 0;
+};
+StatusOr<FileSummary> ReadFileSummary(const std::string& path);
+
 struct TraceDir {
   std::string dir;
   std::vector<TraceFile> files;

@@ -81,6 +81,9 @@ struct ReplayReport {
   int32_t recorded_nccl_version = 0;
   int32_t replay_nccl_version = 0;
   uint64_t ranks = 0, comms = 0, calls = 0;  // of the trace
+  // An incomplete trace (flight-recorder windows, torn or unclosed files, dropped records):
+  // calls left out because some rank's file may lack their counterparts; the notes say which.
+  uint64_t left_out_calls = 0;
   std::vector<std::string> warnings;  // version differences, unsupported features, data notes
   std::vector<OrderResult> results;
   bool include_timing = false;  // add "timing" to each JSON result and text line
@@ -98,6 +101,8 @@ struct ReplayReport {
 
 std::string FormatText(const ReplayReport& report);
 std::string FormatJson(const ReplayReport& report);
+// `{"error": MESSAGE, "exit_code": 2}`: what `replay --json` prints when it cannot replay.
+std::string ErrorJson(const std::string& message);
 // "recorded order: 2 of 4 steps wrong (seq 4-5 swapped on rank 1); canonical order: 0 wrong"
 std::string SummaryLine(const ReplayReport& report);
 
