@@ -116,9 +116,9 @@ void Watchdog(int64_t now) {
 
 void Housekeeping() {
   g_housekeeping_tid.store(static_cast<int>(syscall(SYS_gettid)));
-  // A fatal signal sent to the process goes to another thread, whose handler can have this one
-  // write the calls in flight (on this thread it could not wait for itself).
-  BlockFatalSignalsOnThisThread();
+  // Started with the fatal signals blocked: a fatal signal sent to the process goes to another
+  // thread, whose handler can have this one write the calls in flight (here it could not wait
+  // for itself).
   const uint32_t wd = GetConfig().watchdog_ms;
   const int tick_ms = wd > 0 && wd / 2 < 100 ? static_cast<int>(wd / 2 + 1) : 100;
   int64_t last_queries = 0;
@@ -160,7 +160,7 @@ void Housekeeping() {
 
 void StartHousekeeping() {
   if (g_housekeeping.exchange(true)) return;
-  std::thread(Housekeeping).detach();
+  StartThreadBlockingFatalSignals(Housekeeping).detach();
 }
 
 // --- exit --------------------------------------------------------------------------------------

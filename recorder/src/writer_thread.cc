@@ -142,7 +142,7 @@ Status TraceWriter::Impl::OpenFile() {
 
 void TraceWriter::Impl::StartThread() {
   stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = StartThreadBlockingFatalSignals([this] { Loop(); });
 }
 
 std::shared_ptr<ThreadRing> TraceWriter::Impl::RegisterThread() {
@@ -329,9 +329,8 @@ void TraceWriter::Impl::Loop() {
   sigemptyset(&xfsz);
   sigaddset(&xfsz, SIGXFSZ);
   pthread_sigmask(SIG_BLOCK, &xfsz, nullptr);
-  // A fatal signal's handler waits for this thread to flush (FlushFromSignal); delivered here,
-  // it could not, and the calls since the last flush would be lost.
-  BlockFatalSignalsOnThisThread();
+  // Started with the fatal signals blocked (StartThreadBlockingFatalSignals): a fatal signal's
+  // handler waits for this thread to flush (FlushFromSignal), which it could not do here.
   PendingBatch batch;
   int64_t last_clock = MonotonicNs();
   uint64_t dumps_done = 0;
