@@ -12,6 +12,7 @@ std::string RankText(int rank) { return "rank " + std::to_string(rank); }
 std::string CutReason(const FileView& f) {
   if (f.torn) return "its file ends inside a frame";
   if (f.dropped > 0) return "its process dropped records";
+  if (f.bad_frames > 0) return "its file has corrupt frames that were skipped";
   return "its file was not closed, and its process was not seen alive after the other ranks' "
          "next call";
 }
@@ -23,6 +24,7 @@ bool TailMayBeCut(const TraceModel& m, const RankView& r, const CollectiveSlot* 
   const FileView& f = m.files()[static_cast<size_t>(r.file)];
   if (f.torn) return true;
   if (f.dropped >= missing) return true;  // the dropped records may be the calls that look missing
+  if (f.bad_frames > 0) return true;      // so may the calls of a corrupt frame that was skipped
   return !f.clean && (waited == nullptr || f.last_alive_ns - waited->time_ns < kUnflushedSlackNs);
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "checkers.h"
+#include "ncclrr/analysis/coverage.h"
 #include "text_util.h"
 
 namespace ncclrr::analysis {
@@ -79,7 +80,8 @@ class LifecycleChecker : public Checker {
   }
 
   // Finalize, Split and Shrink are collective over the communicator: every rank must call them
-  // (the same number of times). Ranks whose files do not show their end are left out.
+  // (the same number of times). Ranks whose files may lack calls (not closed, corrupt frames
+  // skipped, records dropped, a flight-recorder window) are left out: their count is unknown.
   void CollectiveLifecycle(CheckContext& ctx, size_t ci, Api api, const std::string& fn,
                            FindingSink& sink) {
     const TraceModel& m = ctx.model();
@@ -87,7 +89,7 @@ class LifecycleChecker : public Checker {
     std::map<int, std::vector<CallRef>> calls;
     std::map<size_t, std::vector<int>> by_count;
     for (const RankView& r : c.ranks) {
-      if (!r.has_file() || !m.files()[r.file].clean) continue;
+      if (!r.has_file() || FileMayLackCalls(m.files()[r.file])) continue;
       auto& v = calls[r.rank];
       for (CallRef ref : r.lifecycle)
         if (static_cast<Api>(m.call(ref).api) == api) v.push_back(ref);

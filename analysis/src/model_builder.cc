@@ -293,14 +293,25 @@ class ModelBuilder {
     }
   }
 
+  bool CreationMayBeLost(const CommModel& c) const {
+    for (const RankView& rv : c.ranks)
+      if (rv.file >= 0 &&
+          (m_.files_[rv.file].bad_frames > 0 || m_.files_[rv.file].dropped > 0))
+        return true;
+    return false;
+  }
+
   void FinishComms() {
     for (size_t ci = 0; ci < m_.comms_.size(); ++ci) {
       CommModel& c = m_.comms_[ci];
       if (unannounced_.count(ci)) {
         c.nranks = static_cast<int>(c.ranks.size());
-        c.problems.push_back(
-            "calls were recorded on this communicator but no process recorded "
-            "its creation");
+        // A corrupt frame or dropped records may have held the creation: the file's own note
+        // says so (trace_incomplete), and it is no evidence of a lifecycle error.
+        if (!CreationMayBeLost(c))
+          c.problems.push_back(
+              "calls were recorded on this communicator but no process recorded "
+              "its creation");
       }
       if (static_cast<int>(c.ranks.size()) < c.nranks) c.ranks.resize(c.nranks);
       for (int r = 0; r < static_cast<int>(c.ranks.size()); ++r) {

@@ -41,7 +41,9 @@ class TraceNotesChecker : public Checker {
         sink.AddNote(MakeNote(NoteKind::kTraceIncomplete, m, f,
                               who + " has " + std::to_string(v.bad_frames) +
                                   " corrupt frame(s) that were skipped; the calls in them are "
-                                  "missing."));
+                                  "missing (and with them, perhaps, records of a communicator's "
+                                  "creation). Findings those missing calls could explain are "
+                                  "left out."));
       if (v.unplaceable_calls > 0) {
         Note n = MakeNote(NoteKind::kTraceIncomplete, m, f,
                           who + " holds " + Thousands(v.unplaceable_calls) +

@@ -47,8 +47,9 @@ def dump_flight_recorder(rank):
         f.write(c10d._dump_nccl_trace())
     dump_json = getattr(c10d, "_dump_nccl_trace_json", None)
     if dump_json is not None:
-        with open(os.path.join(out, "json", f"nccl_trace_rank_{rank}"), "w") as f:
-            f.write(dump_json())
+        with open(os.path.join(out, "json", f"nccl_trace_rank_{rank}"), "wb") as f:
+            data = dump_json()
+            f.write(data.encode() if isinstance(data, str) else data)
 
 
 def worker(rank, world, args, results):
@@ -77,11 +78,12 @@ def worker(rank, world, args, results):
         if bug(step) == "two-groups":
             dist.all_reduce(torch.ones(4, device=dev), group=other)
         grads = [p.grad for p in model.parameters()]
+        at = lambda t: next(k for k, g in enumerate(grads) if g is t)  # noqa: E731
         if bug(step) == "swap-same":
-            i, j = grads.index(fc2.weight.grad), grads.index(fc3.weight.grad)
+            i, j = at(fc2.weight.grad), at(fc3.weight.grad)
             grads[i], grads[j] = grads[j], grads[i]
         elif bug(step) == "swap-diff":
-            i, j = grads.index(fc2.weight.grad), grads.index(fc2.bias.grad)
+            i, j = at(fc2.weight.grad), at(fc2.bias.grad)
             grads[i], grads[j] = grads[j], grads[i]
         for g in grads:
             dist.all_reduce(g)
