@@ -8,6 +8,11 @@
 #   record-preload  ncclrr record with NCCLRR_PROFILER_PLUGIN=0 (the preload alone)
 #   ring            ncclrr record --ring 10000
 #   colllog         NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL into a file (for comparison)
+#   gputiming       ncclrr record --gpu-timing (CUPTI, with a start event per call for `status`)
+#   gputiming-noprog  the same with NCCLRR_GPU_PROGRESS=0 (no start event): against gputiming,
+#                   the cost of GPU progress
+# NCCLRR_BENCH_SHARED_GPU=1 with one GPU: the two-process topology too, both processes on the
+# one GPU with their own NCCL_HOSTID (NCCL's socket transport: a real kernel per call, slow).
 # Writes $OUT/interposer-bench/latency.md: per topology and size, the median over rounds of each
 # mode's median per iteration (us) and its ratio to `none` (target: record <= 1.02x).
 set -u
@@ -31,6 +36,8 @@ wrap() {
     record) timeout 300 "$N" record -o "$dir" -- "$@" ;;
     record-preload) NCCLRR_PROFILER_PLUGIN=0 timeout 300 "$N" record -o "$dir" -- "$@" ;;
     ring) timeout 300 "$N" record --ring 10000 -o "$dir" -- "$@" ;;
+    gputiming) timeout 300 "$N" record --gpu-timing -o "$dir" -- "$@" ;;
+    gputiming-noprog) NCCLRR_GPU_PROGRESS=0 timeout 300 "$N" record --gpu-timing -o "$dir" -- "$@" ;;
     colllog) NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL NCCL_DEBUG_FILE="$dir.%p.log" timeout 300 "$@" ;;
   esac
 }
@@ -41,10 +48,14 @@ for round in $(seq 1 "$ROUNDS"); do
     tag=$mode.r$round
     wrap "$mode" "$W/t-group-$tag" "$BENCH" --group "$G" --iters "$ITERS" \
       >"$W/results/group.$tag.out" 2>"$W/results/group.$tag.err"
-    if [ "$G" -ge 2 ]; then
-      wrap "$mode" "$W/t-procs-$tag" sh -c "'$BENCH' --rank 0 --nranks 2 --id '$W/id.$tag' \
-        --iters $ITERS >'$W/results/procs.$tag.out' & '$BENCH' --rank 1 --nranks 2 \
-        --id '$W/id.$tag' --iters $ITERS >/dev/null; wait" 2>"$W/results/procs.$tag.err"
+    if [ "$G" -ge 2 ] || [ "${NCCLRR_BENCH_SHARED_GPU:-0}" = 1 ]; then
+      host0="" host1=""
+      [ "$G" -lt 2 ] && host0="NCCL_HOSTID=host-0 NCCL_SOCKET_IFNAME=lo" &&
+        host1="NCCL_HOSTID=host-1 NCCL_SOCKET_IFNAME=lo"
+      wrap "$mode" "$W/t-procs-$tag" sh -c "env $host0 '$BENCH' --rank 0 --nranks 2 \
+        --id '$W/id.$tag' --iters $ITERS >'$W/results/procs.$tag.out' & env $host1 '$BENCH' \
+        --rank 1 --nranks 2 --id '$W/id.$tag' --iters $ITERS >/dev/null; wait" \
+        2>"$W/results/procs.$tag.err"
     fi
     rm -rf "$W"/t-*"$tag"*  # traces and COLL logs are large and not needed here
   done
