@@ -16,6 +16,7 @@ using Event = void*;
 inline constexpr Result kSuccess = 0;
 inline constexpr Result kNotReady = 600;           // CUDA_ERROR_NOT_READY
 inline constexpr unsigned kEventDefault = 0;       // CU_EVENT_DEFAULT: timing enabled
+inline constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING: cheaper to record
 inline constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
 inline constexpr int kCaptureModeRelaxed = 2;      // CU_STREAM_CAPTURE_MODE_RELAXED
 
