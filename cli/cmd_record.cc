@@ -1,5 +1,5 @@
 // `ncclrr record [-o DIR] [--ring N] [--sketch] [--capture BYTES] [--capture-filter F]
-// [--gpu-timing] [--stacks] -- CMD [ARGS...]`: runs CMD with the interposer
+// [--gpu-timing] [--gpu-progress] [--stacks] -- CMD [ARGS...]`: runs CMD with the interposer
 // preloaded (children inherit it: torchrun, mpirun, multiprocessing), exits with CMD's status
 // (128+N if a signal N killed it; 125 if ncclrr failed before launching it; 126/127 when CMD
 // cannot be run or is not found, as a shell says), and ends with a one-line summary read from
@@ -351,7 +351,7 @@ class RecordCommand : public Command {
   const char* name() const override { return "record"; }
   const char* synopsis() const override {
     return "[-o DIR] [--ring N] [--sketch] [--capture BYTES] [--capture-filter F] "
-           "[--gpu-timing] [--stacks] -- CMD [ARGS...]";
+           "[--gpu-timing] [--gpu-progress] [--stacks] -- CMD [ARGS...]";
   }
   const char* help() const override {
     return "Runs CMD with every NCCL call recorded: one trace file per process that calls NCCL\n"
@@ -369,6 +369,9 @@ class RecordCommand : public Command {
            "  --gpu-timing  when each collective's kernels ran on the GPU (CUPTI, or CUDA events\n"
            "              when CUPTI is missing or the job uses CUPTI itself); 'ncclrr check'\n"
            "              reports stragglers\n"
+           "  --gpu-progress  --gpu-timing, and with CUPTI one CUDA event before each call too\n"
+           "              (about 1 us per call), so that 'ncclrr status' tells a call not started\n"
+           "              on the GPU from one running (CUDA event timing tells it at no cost)\n"
            "  --capture BYTES  copy the send and recv buffers of every collective and send/recv\n"
            "              into a side file per process (<host>-<pid>.capture) until BYTES\n"
            "              (per process; K/M/G/T suffixes) are used: 'ncclrr check' verifies the\n"
@@ -399,7 +402,7 @@ class RecordCommand : public Command {
     const Plan plan = Split(raw);
     Args args("record", plan.ours);
     args.Option("-o").Option("--ring").Flag("--sketch").Option("--capture");
-    args.Option("--capture-filter").Flag("--gpu-timing").Flag("--stacks");
+    args.Option("--capture-filter").Flag("--gpu-timing").Flag("--gpu-progress").Flag("--stacks");
     args.Parse();
     const uint64_t capture = CaptureBudget(args);
     if (plan.command.empty()) throw UsageError("no command to record: add -- CMD [ARGS...]");
@@ -465,7 +468,9 @@ class RecordCommand : public Command {
     setenv("NCCLRR_CAPTURE_FILTER", args.GetOr("--capture-filter", "").c_str(), 1);
     // The preload reads it (docs/gpu-timing.md); a test's NCCLRR_GPU_TIMING=2 (stand-ins) stays.
     const char* gpu = getenv("NCCLRR_GPU_TIMING");
-    if (!args.Has("--gpu-timing")) {
+    const bool gpu_timing = args.Has("--gpu-timing") || args.Has("--gpu-progress");
+    if (args.Has("--gpu-progress")) setenv("NCCLRR_GPU_PROGRESS", "1", 1);
+    if (!gpu_timing) {
       setenv("NCCLRR_GPU_TIMING", "0", 1);
     } else if (gpu == nullptr || std::string(gpu) != "2") {
       setenv("NCCLRR_GPU_TIMING", "1", 1);
@@ -478,7 +483,7 @@ class RecordCommand : public Command {
                    r.error.c_str());
       return r.exit_code != 0 ? r.exit_code : kExitNotLaunched;
     }
-    PrintSummary(dir.string(), args.Has("--gpu-timing"), capture > 0);
+    PrintSummary(dir.string(), gpu_timing, capture > 0);
     return r.exit_code;
   }
 };

@@ -83,7 +83,7 @@ Config Load() {
   c.gpu_timing_source = ReadString("NCCLRR_GPU_TIMING_SOURCE", "auto");
   c.gpu_timing_cupti = ReadString("NCCLRR_GPU_TIMING_CUPTI", "");
   c.gpu_timing_cuda = ReadString("NCCLRR_GPU_TIMING_CUDA", "");
-  c.gpu_progress = ReadBool("NCCLRR_GPU_PROGRESS", true);
+  c.gpu_progress = ReadBool("NCCLRR_GPU_PROGRESS", false);
   if (const char* v = std::getenv("NCCLRR_GPU_TIMING_ALL_API"); v != nullptr && *v != '\0') {
     if (!std::strcmp(v, "0") || !std::strcmp(v, "1"))
       c.gpu_timing_all_api = v[0] - '0';

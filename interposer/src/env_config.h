@@ -44,9 +44,10 @@ struct Config {
   // NCCLRR_GPU_TIMING_ALL_API: unset: CUPTI launch callbacks; 1: every CUPTI API record; 0:
   // the launch entry points' API records only.
   int gpu_timing_all_api = -1;
-  // NCCLRR_GPU_PROGRESS=0: with CUPTI timing, no CUDA event before each call (`ncclrr status`
-  // then cannot tell a call not started on the GPU from one running).
-  bool gpu_progress = true;
+  // NCCLRR_GPU_PROGRESS=1 (`record --gpu-progress`): with CUPTI timing, a CUDA event before
+  // each call too (about 1 us per call), so that `ncclrr status` tells a call not started on the
+  // GPU from one running. Event pairs tell it without this.
+  bool gpu_progress = false;
 };
 
 // The process's configuration. Thread-safe; reads the environment on the first call only.

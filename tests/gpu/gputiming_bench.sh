@@ -12,8 +12,8 @@
 # drift hits every variant alike (the reference numbers of this machine move between ~13
 # and ~18.6 us run to run); the medians are compared.
 #
-# cupti_noprog is CUPTI without the start event per call that lets `status` tell "not started"
-# from "running" (NCCLRR_GPU_PROGRESS=0): cupti against it is that event's cost.
+# cupti_progress is CUPTI with the start event per call that lets `status` tell "not started"
+# from "running" (`record --gpu-progress`): against cupti, that event's cost.
 #
 # Usage: tests/gpu/gputiming_bench.sh [ROUNDS=7] [ITERS=5000]   GPUTIMING_MODES="group" for one mode
 # Writes $OUT/gputiming_bench.log; exit 0 when CUPTI's median ratio is <= 1.05 in every
@@ -29,9 +29,9 @@ RAW=$OUT/gputiming_bench.raw
 for mode in ${GPUTIMING_MODES:-group threads}; do
   for count in 2 8192; do
     for round in $(seq "$ROUNDS"); do
-      for timing in none cupti cupti_noprog cupti_rec cupti_all events cupti_floor; do
+      for timing in none cupti cupti_progress cupti_rec cupti_all events cupti_floor; do
         extra=()
-        [ "$timing" = cupti_noprog ] && extra=(--no-progress)
+        [ "$timing" = cupti_progress ] && extra=(--progress)
         [ "$timing" = cupti_all ] && extra=(--all-api)
         [ "$timing" = cupti_rec ] && extra=(--launches-only)
         probe_timing=${timing%_*}
@@ -57,7 +57,7 @@ if not runs:
     print("no measurements: did ncclrr-gputiming-probe run? (see", sys.argv[1], ")")
     sys.exit(2)
 ok = True
-variants = ["cupti", "cupti_noprog", "cupti_rec", "cupti_all", "events", "cupti_floor"]
+variants = ["cupti", "cupti_progress", "cupti_rec", "cupti_all", "events", "cupti_floor"]
 print(f"{'mode':8} {'bytes':>6} {'none us':>8} " + " ".join(f"{v + ' us':>12} {'ratio':>6}" for v in variants) + "  runs")
 for (mode, count), t in sorted(runs.items()):
     med = {k: statistics.median(v) for k, v in t.items()}

@@ -8,9 +8,9 @@
 #   record-preload  ncclrr record with NCCLRR_PROFILER_PLUGIN=0 (the preload alone)
 #   ring            ncclrr record --ring 10000
 #   colllog         NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL into a file (for comparison)
-#   gputiming       ncclrr record --gpu-timing (CUPTI, with a start event per call for `status`)
-#   gputiming-noprog  the same with NCCLRR_GPU_PROGRESS=0 (no start event): against gputiming,
-#                   the cost of GPU progress
+#   gputiming       ncclrr record --gpu-timing (CUPTI)
+#   gpu-progress    ncclrr record --gpu-progress (CUPTI and a start event per call for `status`):
+#                   against gputiming, the cost of GPU progress
 # NCCLRR_BENCH_SHARED_GPU=1 with one GPU: the two-process topology too, both processes on the
 # one GPU with their own NCCL_HOSTID (NCCL's socket transport: a real kernel per call, slow).
 # Writes $OUT/interposer-bench/latency.md: per topology and size, the median over rounds of each
@@ -37,7 +37,7 @@ wrap() {
     record-preload) NCCLRR_PROFILER_PLUGIN=0 timeout 300 "$N" record -o "$dir" -- "$@" ;;
     ring) timeout 300 "$N" record --ring 10000 -o "$dir" -- "$@" ;;
     gputiming) timeout 300 "$N" record --gpu-timing -o "$dir" -- "$@" ;;
-    gputiming-noprog) NCCLRR_GPU_PROGRESS=0 timeout 300 "$N" record --gpu-timing -o "$dir" -- "$@" ;;
+    gpu-progress) timeout 300 "$N" record --gpu-progress -o "$dir" -- "$@" ;;
     colllog) NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL NCCL_DEBUG_FILE="$dir.%p.log" timeout 300 "$@" ;;
   esac
 }

@@ -6,10 +6,11 @@
 #   straggler    PyTorch, rank 1 sleeps 0.2 s per step: a straggler, never hung
 #   two-groups   PyTorch, two groups used in opposite orders from step 3: hung
 #   jax-branch   JAX, process 1 issues an extra psum at step 7: hung
-#   gpu-stall    PyTorch under record --gpu-timing (CUPTI, with a start event per call for
+#   gpu-stall    PyTorch under record --gpu-progress (CUPTI, with a start event per call for
 #                progress): rank 1 launches a 120 s kernel before step 5's collectives; every rank
 #                issues them; status names rank 1, whose GPU has not started seq N, while rank
-#                0's GPU runs it. gpu-stall-events: the same with NCCLRR_GPU_TIMING_SOURCE=events.
+#                0's GPU runs it. gpu-stall-events: the same under --gpu-timing with
+#                NCCLRR_GPU_TIMING_SOURCE=events (progress from the event pairs, at no extra cost).
 #                gpu-stall-plain: without --gpu-timing (the host side alone cannot see it)
 #   ring         record --ring: rank 0 blocks in a fresh group's first collective, rank 1 sleeps
 #                in Python; rank 0's watchdog (3 s) makes both write their rings; the time from
@@ -123,8 +124,9 @@ gpu_stall() {
 }
 for variant in gpu-stall gpu-stall-events; do
   want "$variant" || continue
-  if [ "$variant" = gpu-stall-events ]; then export NCCLRR_GPU_TIMING_SOURCE=events; fi
-  gpu_stall "$variant" --gpu-timing
+  flag=--gpu-progress  # CUPTI: the start event per call is asked for
+  if [ "$variant" = gpu-stall-events ]; then export NCCLRR_GPU_TIMING_SOURCE=events flag=--gpu-timing; fi
+  gpu_stall "$variant" "$flag"
   unset NCCLRR_GPU_TIMING_SOURCE
   check "$variant: hung (exit 1)" [ "$RC" = 1 ]
   check "$variant: rank 1's GPU has not started the collective" \

@@ -5,11 +5,11 @@
 //   ncclrr-gputiming-probe [--timing none|auto|cupti|events] [--mode group|threads|graph|
 //       nonblocking] [--iters N] [--warmup N] [--count FLOATS] [--foreign-cupti AT]
 //       [--trace DIR] [--job-subscribes] [--all-api] [--launches-only] [--context-first]
-//       [--job-kernel-records] [--no-progress]
+//       [--job-kernel-records] [--progress]
 //
 // --job-kernel-records: the job itself has CUPTI record kernels (CONCURRENT_KERNEL, nothing
 // else) for the whole loop; with --timing none this is CUPTI's own cost, the floor of ncclrr's.
-// --no-progress: no start event per call beside CUPTI (as NCCLRR_GPU_PROGRESS=0).
+// --progress: a start event per call beside CUPTI too (as record --gpu-progress).
 //
 // Prints one line of key=value results. Exit 0 when every call that should have a GPU time got
 // exactly the right number of plausible ones (start <= end, not before the call was issued, not
@@ -41,7 +41,7 @@ namespace {
 struct Options {
   std::string timing = "auto", mode = "group", trace;
   int iters = 2000, warmup = 200, foreign_at = -1;
-  bool no_progress = false;     // no start event per call beside CUPTI (NCCLRR_GPU_PROGRESS=0)
+  bool progress = false;        // a start event per call beside CUPTI (record --gpu-progress)
   bool job_subscribes = false;  // the job holds CUPTI's subscriber slot before ncclrr starts
   bool all_api = false;  // CUPTI records every API call, as for a job with a context at start
   bool launches_only = false;  // CUPTI keeps to launch records even with a context at start
@@ -175,8 +175,8 @@ Options Parse(int argc, char** argv) {
       o.all_api = true;
     else if (a == "--launches-only")
       o.launches_only = true;
-    else if (a == "--no-progress")
-      o.no_progress = true;
+    else if (a == "--progress")
+      o.progress = true;
     else if (a == "--job-kernel-records")
       o.job_kernel_records = true;
     else if (a == "--context-first")
@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   if (opt.timing != "none") {
     GpuTimerOptions to;
     to.choice = SourceChoiceFromString(opt.timing);
-    to.progress = !opt.no_progress;
+    to.progress = opt.progress;
     to.api_records = opt.all_api         ? ApiRecords::kAll
                      : opt.launches_only ? ApiRecords::kLaunchesOnly
                                          : ApiRecords::kAuto;
