@@ -50,7 +50,9 @@ std::vector<ProtoField> Fields(std::string_view msg, const std::map<uint32_t, ui
   for (const ProtoField& f : fields) {
     auto it = schema.find(f.number);
     EXPECT_TRUE(it != schema.end()) << what << " has field " << f.number;
-    if (it != schema.end()) EXPECT_EQ(f.wire, it->second) << what << " field " << f.number;
+    if (it != schema.end()) {
+      EXPECT_EQ(f.wire, it->second) << what << " field " << f.number;
+    }
   }
   return fields;
 }
@@ -80,7 +82,9 @@ void DecodeTrackEvent(std::string_view msg, DecodedTrace& t) {
     if (f.number == 11) track = f.value;
     if (f.number == 10) name = f.value;
     if (f.number == 47) ++t.flow_uses[f.value];
-    if (f.number == 3) EXPECT_NE(Interned(t, 1, f.value), "") << "category iid " << f.value;
+    if (f.number == 3) {
+      EXPECT_NE(Interned(t, 1, f.value), "") << "category iid " << f.value;
+    }
     if (f.number == 4)
       for (const ProtoField& a : Fields(f.bytes, kAnnotationFields, "DebugAnnotation")) {
         if (a.number == 1) {
@@ -88,7 +92,9 @@ void DecodeTrackEvent(std::string_view msg, DecodedTrace& t) {
           EXPECT_NE(n, "") << "annotation name iid " << a.value;
           t.annotation_names.insert(n);
         }
-        if (a.number == 17) EXPECT_NE(Interned(t, 29, a.value), "") << "string iid " << a.value;
+        if (a.number == 17) {
+          EXPECT_NE(Interned(t, 29, a.value), "") << "string iid " << a.value;
+        }
       }
   }
   ASSERT_TRUE(type >= 1 && type <= 3) << "type " << type;
@@ -162,7 +168,9 @@ DecodedTrace DecodeTrace(const std::string& bytes) {
       }
     }
     EXPECT_EQ(sequence, 1u);
-    if (t.packets++ == 0) EXPECT_TRUE(flags & 1) << "first packet must clear incremental state";
+    if (t.packets++ == 0) {
+      EXPECT_TRUE(flags & 1) << "first packet must clear incremental state";
+    }
   }
   return t;
 }
