@@ -78,7 +78,7 @@ class DemoCommand : public Command {
     PrintLines(canonical.output, {}, 12);
 
     Heading(5, "export: a timeline for ui.perfetto.dev");
-    const std::string perfetto = (dir / "swap-same-size.perfetto.json").string();
+    const std::string perfetto = (dir / "swap-same-size.pftrace").string();
     StepResult exp = RunCaptured({self, "export", trace, "--format", "perfetto", "-o", perfetto});
     PrintLines(exp.output, {}, 4);
 

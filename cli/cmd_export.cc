@@ -1,11 +1,14 @@
-// `ncclrr export DIR --format perfetto -o FILE.json`: the trace as Chrome trace JSON for
-// ui.perfetto.dev, with flow arrows across ranks and findings as instant events.
+// `ncclrr export DIR [--format perfetto|chrome-json|flight-recorder] -o PATH`: the trace for
+// other tools: Perfetto's protobuf trace or Chrome trace JSON for ui.perfetto.dev (flows across
+// ranks, findings as instant events), or PyTorch Flight Recorder dumps, one per rank.
 #include <cstdio>
+#include <functional>
 
 #include "args.h"
 #include "command.h"
 #include "read_notes.h"
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/perfetto_export.h"
 
 namespace ncclrr::cli {
@@ -14,12 +17,24 @@ namespace {
 class ExportCommand : public Command {
  public:
   const char* name() const override { return "export"; }
-  const char* synopsis() const override { return "DIR --format perfetto -o FILE.json"; }
+  const char* synopsis() const override {
+    return "DIR [--format perfetto|chrome-json|flight-recorder] -o PATH [--no-flows]";
+  }
   const char* help() const override {
-    return "Writes the trace as Chrome trace JSON that opens in ui.perfetto.dev: a process per\n"
-           "rank, a track per stream, a slice per call on one timeline (clocks aligned across\n"
-           "hosts), flow arrows linking the same (comm, seq) across ranks, and the findings of\n"
-           "`ncclrr check` as instant events. --no-flows leaves the arrows out (smaller files).";
+    return "Writes the trace in a format other tools read:\n"
+           "  perfetto (default)  Perfetto's protobuf trace (-o FILE.pftrace), for\n"
+           "                      ui.perfetto.dev and trace_processor: a process per rank, a\n"
+           "                      track per stream, a slice per call on one timeline (clocks\n"
+           "                      aligned across hosts), flows linking the calls NCCL paired\n"
+           "                      (same comm and seq) across ranks, the findings of `ncclrr\n"
+           "                      check` as instant events. About a third of the JSON's size.\n"
+           "  chrome-json         the same as Chrome trace JSON (-o FILE.json; also\n"
+           "                      chrome://tracing).\n"
+           "  flight-recorder     PyTorch Flight Recorder dumps, JSON variant, version 2.10:\n"
+           "                      -o is a directory that gets one nccl_trace_rank_N per rank\n"
+           "                      (communicators as process groups, `state` from GPU times when\n"
+           "                      recorded), for fr_trace and other tools that read FR dumps.\n"
+           "--no-flows leaves the flow arrows out of perfetto and chrome-json (smaller files).";
   }
   int Run(const std::vector<std::string>& raw) override {
     Args args("export", raw);
@@ -27,29 +42,56 @@ class ExportCommand : public Command {
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
     const std::string format = args.GetOr("--format", "perfetto");
-    if (format != "perfetto")
-      throw UsageError("--format must be perfetto (Chrome trace JSON), got '" + format + "'");
+    if (format != "perfetto" && format != "chrome-json" && format != "flight-recorder")
+      throw UsageError("--format must be perfetto, chrome-json or flight-recorder, got '" +
+                       format + "'");
     const auto path = args.Get("-o");
-    if (!path) throw UsageError("-o FILE.json is required (where to write the exported trace)");
+    if (!path)
+      throw UsageError(format == "flight-recorder"
+                           ? "-o DIR is required (the directory that gets one dump per rank)"
+                           : "-o FILE is required (where to write the exported trace)");
     auto model = analysis::TraceModel::Load(dir);
     if (!model.ok()) {
       std::fprintf(stderr, "ncclrr export: %s\n", model.status().message().c_str());
       return kExitError;
     }
     PrintReadNotes("export", model->dir());
-    const analysis::Report report = analysis::Check(*model);
-    analysis::PerfettoOptions po;
-    po.flows = !args.Has("--no-flows");
+    if (format == "flight-recorder") return FlightRecorder(*model, *path);
+    return Timeline(*model, format, *path, !args.Has("--no-flows"));
+  }
+
+ private:
+  static int Fail(const Status& s) {
+    std::fprintf(stderr, "ncclrr export: %s\n", s.message().c_str());
+    return kExitError;
+  }
+
+  static int FlightRecorder(const analysis::TraceModel& model, const std::string& out_dir) {
+    analysis::FlightRecorderStats st;
+    const Status s = analysis::ExportFlightRecorder(model, out_dir, &st);
+    if (!s.ok()) return Fail(s);
+    std::printf("wrote %llu Flight Recorder dumps (%llu entries, %.1f MB) into %s\n",
+                static_cast<unsigned long long>(st.files),
+                static_cast<unsigned long long>(st.entries), static_cast<double>(st.bytes) / 1e6,
+                out_dir.c_str());
+    return kExitOk;
+  }
+
+  static int Timeline(const analysis::TraceModel& model, const std::string& format,
+                      const std::string& path, bool flows) {
+    const analysis::Report report = analysis::Check(model);
+    analysis::ExportOptions eo;
+    eo.flows = flows;
     analysis::ExportStats st;
-    const Status s = analysis::ExportPerfettoFile(*model, &report, po, *path, &st);
-    if (!s.ok()) {
-      std::fprintf(stderr, "ncclrr export: %s\n", s.message().c_str());
-      return kExitError;
-    }
+    const auto write = format == "perfetto" ? analysis::ExportPerfetto : analysis::ExportChromeJson;
+    const Status s = analysis::ExportToFile(
+        path, [&](std::ostream& out) { return write(model, &report, eo, out, &st); });
+    if (!s.ok()) return Fail(s);
     std::printf(
-        "wrote %s: %llu events, %llu flows, %llu findings, %.1f MB; open it in "
+        "wrote %s: %s, %llu %s, %llu flows, %llu findings, %.1f MB; open it in "
         "https://ui.perfetto.dev\n",
-        path->c_str(), static_cast<unsigned long long>(st.events),
+        path.c_str(), format == "perfetto" ? "Perfetto protobuf" : "Chrome trace JSON",
+        static_cast<unsigned long long>(st.events), format == "perfetto" ? "packets" : "events",
         static_cast<unsigned long long>(st.flows),
         static_cast<unsigned long long>(report.findings.size()),
         static_cast<double>(st.bytes) / 1e6);

@@ -1,310 +1,320 @@
-// Chrome trace JSON for ui.perfetto.dev. Times are microseconds from the start of the trace on
-// the common timeline. Processes are (file, device) pairs, named after the rank they hold on
-// their largest communicator; threads are streams (track 0 holds findings and host-only calls).
-#include "ncclrr/analysis/perfetto_export.h"
-
+// Perfetto's protobuf trace (`export --format perfetto`), written with a small wire encoder.
+// One packet sequence; the first packet clears incremental state, and names (API names, finding
+// kinds, argument names, dtypes, results) are interned in the packet that first uses them.
+// Tracks: a process track per (trace file, device), its pid ordered by rank, with child tracks
+// "host calls and findings" and one per CUDA stream. Each call is a TYPE_SLICE_BEGIN / _END
+// pair (TrackEvent has no complete events); the calls NCCL paired share a flow id; findings are
+// TYPE_INSTANT events. Timestamps are nanoseconds on the common timeline, counted from one
+// second before the first call so that they stay small varints.
 #include <algorithm>
-#include <charconv>
-#include <cinttypes>
-#include <fstream>
+#include <array>
 #include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
 
-#include "json_writer.h"
+#include "export_layout.h"
+#include "ncclrr/analysis/perfetto_export.h"
 #include "ncclrr/describe.h"
+#include "perfetto_fields.h"
+#include "proto_writer.h"
 
 namespace ncclrr::analysis {
 namespace {
 
-class Exporter {
- public:
-  Exporter(const TraceModel& m, std::ostream& os, ExportStats* st) : m_(m), os_(os), st_(*st) {}
+namespace pf = perfetto_field;
 
-  void Run(const Report* report, const PerfettoOptions& o) {
-    buf_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-    first_ = true;
-    NameProcesses();
-    for (uint32_t f = 0; f < m_.files().size(); ++f) CallSlices(f);
-    GraphLaunchSlices();
-    if (o.flows) Flows();
+// Debug annotation names, interned with these ids in the first packet.
+enum Arg : uint64_t {
+  kArgCount = 1,
+  kArgDtype,
+  kArgRoot,
+  kArgPeer,
+  kArgSeq,
+  kArgGraphLaunch,
+  kArgResult,
+  kArgComm,
+  kArgRank,
+  kArgShort,
+  kArgMessage,
+  kArgRepeats,
+  kArgEnd
+};
+constexpr std::array<const char*, kArgEnd> kArgNames = {
+    "",    "count",  "dtype", "root",  "peer",    "seq",
+    "graph_launch", "result", "comm", "rank", "short", "message", "repeats"};
+enum Category : uint64_t { kCatNccl = 1, kCatFinding = 2 };
+
+class ProtoExporter {
+ public:
+  ProtoExporter(const TraceModel& m, std::ostream& os, ExportStats* st)
+      : m_(m), os_(os), st_(*st), base_ns_(m.start_ns() - 1'000'000'000) {}
+
+  void Run(const Report* report, const ExportOptions& o) {
+    for (uint64_t a = 1; a < kArgEnd; ++a)
+      pending_.push_back({pf::kInternedAnnotationNames, a, kArgNames[a]});
+    pending_.push_back({pf::kInternedCategories, kCatNccl, "nccl"});
+    pending_.push_back({pf::kInternedCategories, kCatFinding, "finding"});
+    if (o.flows) AssignFlows();
+    DescribeRanks();
+    for (uint32_t f = 0; f < m_.files().size(); ++f)
+      ForEachCallSpan(m_, f, [&](const CallRecord& c, uint32_t i, int64_t start, int64_t dur) {
+        CallSlice(c, f, start, dur, 0, flows_.empty() ? 0 : flows_[f][i]);
+      });
+    ForEachGraphLaunch(m_, [&](const CollectiveSlot& s) {
+      auto it = launch_flows_.find({s.call.file, s.call.index, s.launch});
+      CallSlice(m_.call(s.call), s.call.file, s.time_ns, 1000, s.launch,
+                it == launch_flows_.end() ? 0 : it->second);
+    });
     if (report) Findings(*report);
-    buf_ += "\n]}\n";
     Flush(true);
   }
 
  private:
-  // Microseconds since the trace start, as Chrome's format wants.
-  std::string Us(int64_t common_ns) const {
-    char b[32];
-    const int64_t d = common_ns - m_.start_ns();
-    std::snprintf(b, sizeof b, "%s%" PRId64 ".%03d", d < 0 ? "-" : "", std::abs(d) / 1000,
-                  static_cast<int>(std::abs(d) % 1000));
-    return b;
+  struct Process {
+    uint64_t uuid = 0, host_uuid = 0;
+    std::unordered_map<uint64_t, uint64_t> streams;  // stream -> track uuid
+  };
+  struct Pending {
+    uint32_t field;
+    uint64_t iid;
+    std::string name;
+  };
+
+  // --- flows: one id per group of paired calls ---
+  void AssignFlows() {
+    flows_.resize(m_.files().size());
+    for (uint32_t f = 0; f < flows_.size(); ++f) flows_[f].assign(m_.file(f).calls.size(), 0);
+    uint64_t id = 0;
+    ForEachPairedGroup(m_, [&](uint64_t, const std::vector<const CollectiveSlot*>& at) {
+      ++id;
+      for (const CollectiveSlot* s : at) {
+        if (s->launch)
+          launch_flows_[{s->call.file, s->call.index, s->launch}] = id;
+        else
+          flows_[s->call.file][s->call.index] = id;
+      }
+    });
+    st_.flows = id;
   }
-  void Event(const std::string& body) {
-    if (!first_) buf_ += ",\n";
-    first_ = false;
-    buf_ += body;
+
+  // --- tracks ---
+  // Process tracks of the ranked (file, device) pairs first, pids in rank order.
+  void DescribeRanks() {
+    std::vector<std::tuple<int, uint32_t, int>> order;  // (rank, file, device)
+    for (const auto& [key, b] : ProcessRanks(m_)) order.emplace_back(b.rank, key.first, key.second);
+    std::sort(order.begin(), order.end());
+    for (const auto& [rank, file, device] : order) AddProcess(file, device, rank);
+  }
+  Process& AddProcess(uint32_t file, int device, int rank) {
+    const int pid = static_cast<int>(procs_.size()) + 1;
+    proc_index_.try_emplace({file, device}, procs_.size());
+    Process& p = procs_.emplace_back();
+    p.uuid = ++last_uuid_;
+    const FileView& v = m_.files()[file];
+    const std::string label = rank >= 0 ? ProcessLabel(v, device, rank)
+                                        : v.host + " pid " + std::to_string(v.pid) + " dev " +
+                                              std::to_string(device);
+    BeginPacket();
+    ProtoWriter w(&pkt_);
+    const size_t td = w.Begin(pf::kTrackDescriptor);
+    w.Uint(pf::kTrackUuid, p.uuid);
+    const size_t pd = w.Begin(pf::kTrackProcess);
+    w.Int(pf::kProcessPid, pid);
+    w.String(pf::kProcessName, label);
+    if (rank >= 0) w.Int(pf::kProcessLegacySortIndex, rank);
+    w.End(pd);
+    w.End(td);
+    EndPacket(false);
+    p.host_uuid = ChildTrack(p.uuid, "host calls and findings");
+    return p;
+  }
+  Process& ProcessOf(uint32_t file, int device) {
+    auto it = proc_index_.find({file, device});
+    return it != proc_index_.end() ? procs_[it->second] : AddProcess(file, device, -1);
+  }
+  uint64_t ChildTrack(uint64_t parent, const std::string& name) {
+    const uint64_t uuid = ++last_uuid_;
+    BeginPacket();
+    ProtoWriter w(&pkt_);
+    const size_t td = w.Begin(pf::kTrackDescriptor);
+    w.Uint(pf::kTrackUuid, uuid);
+    w.Uint(pf::kTrackParentUuid, parent);
+    w.String(pf::kTrackName, name);
+    w.End(td);
+    EndPacket(false);
+    return uuid;
+  }
+  uint64_t Track(uint32_t file, int device, uint64_t stream) {
+    if (std::tie(file, device, stream) == last_track_key_) return last_track_;
+    Process& p = ProcessOf(file, device);
+    uint64_t uuid = p.host_uuid;
+    if (stream != 0) {
+      auto it = p.streams.find(stream);
+      uuid = it != p.streams.end() ? it->second
+                                   : p.streams[stream] = ChildTrack(p.uuid, "stream " + Hex64(stream));
+    }
+    last_track_key_ = {file, device, stream};
+    return last_track_ = uuid;
+  }
+
+  // --- interning ---
+  uint64_t Intern(uint32_t field, std::string_view s) {
+    auto& ids = interned_[field];
+    auto [it, added] = ids.try_emplace(std::string(s), ids.size() + 1);
+    if (added) pending_.push_back({field, it->second, it->first});
+    return it->second;
+  }
+  template <size_t N>
+  uint64_t Cached(std::array<uint64_t, N>& cache, size_t key, uint32_t field, std::string_view s) {
+    if (key >= N) return Intern(field, s);
+    if (!cache[key]) cache[key] = Intern(field, s);
+    return cache[key];
+  }
+
+  // --- packets ---
+  void BeginPacket() { pkt_.clear(); }
+  void EndPacket(bool needs_state) {
+    ProtoWriter w(&pkt_);
+    if (!pending_.empty()) {
+      const size_t id = w.Begin(pf::kInternedData);
+      for (const Pending& p : pending_) {
+        const size_t e = w.Begin(p.field);
+        w.Uint(pf::kInternedIid, p.iid);
+        w.String(pf::kInternedName, p.name);
+        w.End(e);
+      }
+      w.End(id);
+      pending_.clear();
+    }
+    w.Uint(pf::kSequenceId, 1);
+    uint32_t flags = needs_state ? pf::kSeqNeedsIncrementalState : 0;
+    if (st_.events == 0) flags |= pf::kSeqIncrementalStateCleared;
+    if (flags) w.Uint(pf::kSequenceFlags, flags);
+    ProtoWriter::AppendVarint(buf_, (uint64_t{pf::kTracePacket} << 3) |
+                                        ProtoWriter::kLengthDelimited);
+    ProtoWriter::AppendVarint(buf_, pkt_.size());
+    buf_ += pkt_;
     ++st_.events;
     Flush(false);
   }
-  void Flush(bool all) {
-    if (!all && buf_.size() < (1u << 20)) return;
-    os_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    st_.bytes += buf_.size();
-    buf_.clear();
-  }
-  static std::string Q(std::string_view s) {
-    std::string o = "\"";
-    JsonWriter::Escape(s, &o);
-    return o + "\"";
+  void Flush(bool all) { FlushExport(buf_, os_, st_.bytes, all); }
+  uint64_t Ts(int64_t common_ns) const {
+    return static_cast<uint64_t>(std::max<int64_t>(common_ns - base_ns_, 0));
   }
 
-  int Pid(uint32_t file, int device) {
-    if (file == last_pid_key_.first && device == last_pid_key_.second) return last_pid_;
-    auto [it, added] = pids_.try_emplace({file, device}, static_cast<int>(pids_.size()) + 1);
-    last_pid_key_ = {file, device};
-    return last_pid_ = it->second;
+  // A debug annotation whose value is a varint: uint, int (two's complement), pointer or an
+  // interned string's iid, as `value_field` says.
+  static void ArgVarint(ProtoWriter& w, Arg a, uint32_t value_field, uint64_t v) {
+    const size_t d = w.Begin(pf::kEventDebugAnnotations);
+    w.Uint(pf::kAnnotationNameIid, a);
+    w.Uint(value_field, v);
+    w.End(d);
   }
-  int Tid(int pid, uint64_t stream) {
-    if (stream == 0) return 1;
-    if (pid == last_tid_key_.first && stream == last_tid_key_.second) return last_tid_;
-    last_tid_key_ = {pid, stream};
-    return last_tid_ = NewTid(pid, stream);
+  static void ArgUint(ProtoWriter& w, Arg a, uint64_t v) { ArgVarint(w, a, pf::kAnnotationUint, v); }
+  static void ArgInt(ProtoWriter& w, Arg a, int64_t v) {
+    ArgVarint(w, a, pf::kAnnotationInt, static_cast<uint64_t>(v));
   }
-  int NewTid(int pid, uint64_t stream) {
-    auto& m = tids_[pid];
-    auto [it, added] = m.try_emplace(stream, static_cast<int>(m.size()) + 2);
-    if (added)
-      Event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
-            ",\"tid\":" + std::to_string(it->second) +
-            ",\"args\":{\"name\":" + Q("stream " + Hex64(stream)) + "}}");
-    return it->second;
+  static void ArgString(ProtoWriter& w, Arg a, std::string_view v) {
+    const size_t d = w.Begin(pf::kEventDebugAnnotations);
+    w.Uint(pf::kAnnotationNameIid, a);
+    w.String(pf::kAnnotationString, v);
+    w.End(d);
   }
-
-  void NameProcesses() {
-    // The rank a (file, device) holds on its largest communicator names the process.
-    std::map<std::pair<uint32_t, int>, std::pair<int, int>> best;  // -> (nranks, rank)
-    for (const CommModel& c : m_.comms())
-      for (const RankView& r : c.ranks) {
-        if (r.file < 0) continue;
-        auto& b = best[{static_cast<uint32_t>(r.file), r.device}];
-        if (c.nranks > b.first) b = {c.nranks, r.rank};
-      }
-    for (const auto& [key, b] : best) {
-      const int pid = Pid(key.first, key.second);
-      const FileView& v = m_.files()[key.first];
-      Event("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
-            ",\"args\":{\"name\":" +
-            Q("rank " + std::to_string(b.second) + " (" + v.host + " pid " + std::to_string(v.pid) +
-              " dev " + std::to_string(key.second) + ")") +
-            "}}");
-      Event("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
-            ",\"args\":{\"sort_index\":" + std::to_string(b.second) + "}}");
-      Event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
-            ",\"tid\":1,\"args\":{\"name\":\"host calls and findings\"}}");
-    }
-  }
-
-  // Appenders with std::to_chars: exports are hundreds of MB, and printf-style formatting
-  // would be most of the time.
-  static void Int(std::string& o, int64_t v) {
-    char b[24];
-    o.append(b, static_cast<size_t>(std::to_chars(b, b + sizeof b, v).ptr - b));
-  }
-  static void Uint(std::string& o, uint64_t v) {
-    char b[24];
-    o.append(b, static_cast<size_t>(std::to_chars(b, b + sizeof b, v).ptr - b));
-  }
-  static void Micros(std::string& o, int64_t ns) {  // ns as microseconds with 3 decimals
-    if (ns < 0) {
-      o += '-';
-      ns = -ns;
-    }
-    Int(o, ns / 1000);
-    const int frac = static_cast<int>(ns % 1000);
-    o += '.';
-    o += static_cast<char>('0' + frac / 100);
-    o += static_cast<char>('0' + frac / 10 % 10);
-    o += static_cast<char>('0' + frac % 10);
-  }
-  static void Hex(std::string& o, uint64_t v) {
-    char b[19] = "0x0000000000000000";
-    for (int i = 17; i >= 2; --i, v >>= 4) b[i] = "0123456789abcdef"[v & 15];
-    o.append(b, 18);
-  }
-
-  std::string Slice(const CallRecord& c, uint32_t f, int64_t t, int64_t dur, int launch) {
-    const int pid = Pid(f, c.device);
-    const int tid = Tid(pid, c.stream);
+  void CallSlice(const CallRecord& c, uint32_t f, int64_t start, int64_t dur, uint32_t launch,
+                 uint64_t flow) {
+    const uint64_t track = Track(f, c.device, c.stream);
     const Api api = static_cast<Api>(c.api);
-    std::string o;
-    o.reserve(256);
-    o += "{\"ph\":\"X\",\"name\":\"";
-    o += ApiName(api);
-    o += "\",\"cat\":\"nccl\",\"pid\":";
-    Int(o, pid);
-    o += ",\"tid\":";
-    Int(o, tid);
-    o += ",\"ts\":";
-    Micros(o, t - m_.start_ns());
-    o += ",\"dur\":";
-    Micros(o, std::max<int64_t>(dur, 1000));
-    o += ",\"args\":{";
+    BeginPacket();
+    ProtoWriter w(&pkt_);
+    w.Uint(pf::kTimestamp, Ts(start));
+    const size_t te = w.Begin(pf::kTrackEvent);
+    w.Uint(pf::kEventType, pf::kTypeSliceBegin);
+    w.Uint(pf::kEventTrackUuid, track);
+    w.Uint(pf::kEventNameIid, Cached(api_iids_, c.api, pf::kInternedEventNames, ApiName(api)));
+    w.Uint(pf::kEventCategoryIids, kCatNccl);
     if (IsCollective(api) || IsP2p(api)) {
-      o += "\"count\":";
-      Uint(o, c.count);
-      o += ",\"dtype\":\"";
-      o += DtypeName(c.dtype);
-      o += "\",";
+      ArgUint(w, kArgCount, c.count);
+      ArgVarint(w, kArgDtype, pf::kAnnotationStringIid,
+                Cached(dtype_iids_, c.dtype, pf::kInternedAnnotationStrings, DtypeName(c.dtype)));
     }
-    if (IsRooted(api) || IsP2p(api)) {
-      o += IsP2p(api) ? "\"peer\":" : "\"root\":";
-      Int(o, c.root_peer);
-      o += ',';
-    }
-    if (c.seq != kNoSeq) {
-      o += "\"seq\":";
-      Uint(o, c.seq);
-      o += ',';
-    }
-    if (launch) {
-      o += "\"graph_launch\":";
-      Int(o, launch);
-      o += ',';
-    }
-    if (c.result) {
-      o += "\"result\":\"";
-      o += NcclResultName(c.result);
-      o += "\",";
-    }
-    o += "\"comm\":\"";
-    Hex(o, c.comm_id);
-    o += "\",\"rank\":";
-    Int(o, c.rank);
-    o += "}}";
-    return o;
-  }
+    if (IsRooted(api) || IsP2p(api)) ArgInt(w, IsP2p(api) ? kArgPeer : kArgRoot, c.root_peer);
+    if (c.seq != kNoSeq) ArgUint(w, kArgSeq, c.seq);
+    if (launch) ArgUint(w, kArgGraphLaunch, launch);
+    if (c.result)
+      ArgVarint(w, kArgResult, pf::kAnnotationStringIid,
+                Cached(result_iids_, static_cast<uint8_t>(c.result),
+                       pf::kInternedAnnotationStrings, NcclResultName(c.result)));
+    ArgVarint(w, kArgComm, pf::kAnnotationPointer, c.comm_id);
+    ArgInt(w, kArgRank, c.rank);
+    if (flow) w.Fixed64(pf::kEventFlowIds, flow);
+    w.End(te);
+    EndPacket(true);
 
-  void CallSlices(uint32_t f) {
-    const TraceFile& t = m_.file(f);
-    std::map<uint64_t, const GpuTimeRecord*> gpu;
-    for (const GpuTimeRecord& g : t.gpu_times) gpu[g.call_uid] = &g;
-    for (const CallRecord& c : t.calls) {
-      if (c.capture == 1) continue;  // templates run at their graph's launches
-      int64_t start = c.enter_ns, end = c.exit_ns;
-      if (auto it = gpu.find(c.uid); it != gpu.end() && it->second->end_ns > 0) {
-        start = it->second->start_ns;
-        end = it->second->end_ns;
-      }
-      Event(Slice(c, f, m_.CommonTime(f, start), end - start, 0));
-    }
-  }
-
-  void GraphLaunchSlices() {
-    for (const CommModel& c : m_.comms())
-      for (const RankView& r : c.ranks)
-        for (const CollectiveSlot& s : r.collectives)
-          if (s.launch) Event(Slice(m_.call(s.call), s.call.file, s.time_ns, 1000, s.launch));
-  }
-
-  int64_t SliceTime(const CollectiveSlot& s) const {
-    return s.launch ? s.time_ns : m_.CallTime(s.call);
-  }
-
-  void Flows() {
-    uint64_t id = 0;
-    for (const CommModel& c : m_.comms()) {
-      if (c.ranks.size() < 2) continue;
-      // Walk all ranks' sequences together by seq.
-      std::vector<size_t> pos(c.ranks.size(), 0);
-      while (true) {
-        uint64_t seq = kNoSeq;
-        for (size_t r = 0; r < c.ranks.size(); ++r)
-          if (pos[r] < c.ranks[r].collectives.size())
-            seq = std::min(seq, c.ranks[r].collectives[pos[r]].seq);
-        if (seq == kNoSeq) break;
-        std::vector<const CollectiveSlot*> at;
-        for (size_t r = 0; r < c.ranks.size(); ++r) {
-          const auto& v = c.ranks[r].collectives;
-          if (pos[r] < v.size() && v[pos[r]].seq == seq) at.push_back(&v[pos[r]++]);
-        }
-        if (at.size() < 2) continue;
-        ++id;
-        ++st_.flows;
-        for (size_t k = 0; k < at.size(); ++k) {
-          const CallRecord& call = m_.call(at[k]->call);
-          const int pid = Pid(at[k]->call.file, call.device);
-          const char* ph = k == 0 ? "s" : (k + 1 == at.size() ? "f" : "t");
-          std::string o = "{\"ph\":\"";
-          o += ph;
-          o += "\",\"bp\":\"e\",\"cat\":\"seq\",\"name\":\"seq ";
-          Uint(o, seq);
-          o += "\",\"id\":";
-          Uint(o, id);
-          o += ",\"pid\":";
-          Int(o, pid);
-          o += ",\"tid\":";
-          Int(o, Tid(pid, call.stream));
-          o += ",\"ts\":";
-          Micros(o, SliceTime(*at[k]) - m_.start_ns());
-          o += '}';
-          Event(o);
-        }
-      }
-    }
+    BeginPacket();
+    w.Uint(pf::kTimestamp, Ts(start + std::max<int64_t>(dur, 1000)));
+    const size_t end = w.Begin(pf::kTrackEvent);
+    w.Uint(pf::kEventType, pf::kTypeSliceEnd);
+    w.Uint(pf::kEventTrackUuid, track);
+    w.End(end);
+    EndPacket(false);
   }
 
   void Findings(const Report& report) {
     for (const Finding& f : report.findings) {
-      std::map<int, int64_t> pids;  // pid -> time
+      std::map<uint64_t, int64_t> at;  // host track -> earliest involved call
       for (const InvolvedCall& c : f.calls) {
-        const int pid = Pid(c.call.file, m_.call(c.call).device);
+        const uint64_t track = Track(c.call.file, m_.call(c.call).device, 0);
         const int64_t t = m_.CallTime(c.call);
-        if (!pids.count(pid) || t < pids[pid]) pids[pid] = t;
+        auto [it, added] = at.try_emplace(track, t);
+        if (!added) it->second = std::min(it->second, t);
       }
-      if (pids.empty()) pids[1] = f.first_time;
-      for (const auto& [pid, t] : pids)
-        Event("{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"finding\",\"name\":" +
-              Q(std::string(FindingKindName(f.kind))) + ",\"pid\":" + std::to_string(pid) +
-              ",\"tid\":1,\"ts\":" + Us(t) + ",\"args\":{\"short\":" + Q(f.short_text) +
-              ",\"message\":" + Q(f.message) + ",\"repeats\":" + std::to_string(f.repeats) + "}}");
+      // No call named: the first rank's track (or the trace-global track 0 when none exists).
+      if (at.empty()) at[procs_.empty() ? 0 : procs_[0].host_uuid] = f.first_time;
+      const uint64_t name =
+          Cached(kind_iids_, static_cast<size_t>(f.kind), pf::kInternedEventNames,
+                 FindingKindName(f.kind));
+      for (const auto& [track, t] : at) {
+        BeginPacket();
+        ProtoWriter w(&pkt_);
+        w.Uint(pf::kTimestamp, Ts(t));
+        const size_t te = w.Begin(pf::kTrackEvent);
+        w.Uint(pf::kEventType, pf::kTypeInstant);
+        if (track) w.Uint(pf::kEventTrackUuid, track);
+        w.Uint(pf::kEventNameIid, name);
+        w.Uint(pf::kEventCategoryIids, kCatFinding);
+        ArgString(w, kArgShort, f.short_text);
+        ArgString(w, kArgMessage, f.message);
+        ArgUint(w, kArgRepeats, f.repeats);
+        w.End(te);
+        EndPacket(true);
+      }
     }
   }
 
   const TraceModel& m_;
   std::ostream& os_;
   ExportStats& st_;
-  std::string buf_;
-  bool first_ = true;
-  std::map<std::pair<uint32_t, int>, int> pids_;
-  std::pair<uint32_t, int> last_pid_key_{~0u, 0};  // the last lookups, usually repeated
-  int last_pid_ = 0;
-  std::pair<int, uint64_t> last_tid_key_{-1, 0};
-  int last_tid_ = 0;
-  std::map<int, std::map<uint64_t, int>> tids_;
+  const int64_t base_ns_;
+  std::string buf_, pkt_;
+  std::vector<Pending> pending_;
+  std::map<uint32_t, std::unordered_map<std::string, uint64_t>> interned_;  // field -> ids
+  std::array<uint64_t, 256> api_iids_{}, dtype_iids_{}, result_iids_{}, kind_iids_{};
+  std::vector<Process> procs_;
+  std::map<ProcessKey, size_t> proc_index_;
+  uint64_t last_uuid_ = 0;
+  std::tuple<uint32_t, int, uint64_t> last_track_key_{~0u, 0, 0};
+  uint64_t last_track_ = 0;
+  std::vector<std::vector<uint64_t>> flows_;  // per file, per call: flow id or 0
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> launch_flows_;
 };
 
 }  // namespace
 
-Status ExportPerfetto(const TraceModel& model, const Report* report, const PerfettoOptions& o,
+Status ExportPerfetto(const TraceModel& model, const Report* report, const ExportOptions& o,
                       std::ostream& out, ExportStats* stats) {
-  ExportStats local;
-  Exporter(model, out, stats ? stats : &local).Run(report, o);
-  if (!out) return IoError("writing the exported trace failed (disk full?)");
-  return Status::Ok();
-}
-
-Status ExportPerfettoFile(const TraceModel& model, const Report* report, const PerfettoOptions& o,
-                          const std::string& path, ExportStats* stats) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return IoError("cannot create '" + path +
-                   "'; check that its directory exists and is "
-                   "writable");
-  NCCLRR_RETURN_IF_ERROR(ExportPerfetto(model, report, o, out, stats));
-  out.close();
-  if (!out) return IoError("writing '" + path + "' failed (disk full?)");
-  return Status::Ok();
+  return RunExporter<ProtoExporter>(model, report, o, out, stats);
 }
 
 }  // namespace ncclrr::analysis

@@ -111,7 +111,7 @@ TEST_F(CliCheckTest, NoUsableTraceExitsTwoWithAClearMessage) {
 TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
   const fs::path dir = Write("cross_comm_order");
   const fs::path out = dir / "export.json";
-  const Result r = RunNcclrr("export " + dir.string() + " --format perfetto -o " + out.string());
+  const Result r = RunNcclrr("export " + dir.string() + " --format chrome-json -o " + out.string());
   EXPECT_EQ(r.code, 0) << r.out;
   const std::string j = Slurp(out);
   EXPECT_EQ(j.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0u);
@@ -123,6 +123,39 @@ TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
   EXPECT_EQ(RunNcclrr("export " + dir.string() + " --format pprof -o x 2>&1").code, 2);
   EXPECT_EQ(RunNcclrr("export " + dir.string() + " 2>&1").code, 2);  // -o is required
   EXPECT_EQ(RunNcclrr("export " + dir.string() + " -o /nonexistent/dir/x.json 2>&1").code, 2);
+}
+
+// The default format is Perfetto's protobuf: a Trace whose first field is packet (1, bytes),
+// smaller than the JSON of the same trace (perfetto_export_test.cc decodes it in full).
+TEST_F(CliCheckTest, ExportDefaultsToPerfettoProtobuf) {
+  const fs::path dir = Write("cross_comm_order");
+  const fs::path proto = dir / "export.pftrace", json = dir / "export.json";
+  const Result r = RunNcclrr("export " + dir.string() + " -o " + proto.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Perfetto protobuf"), std::string::npos) << r.out;
+  const std::string bytes = Slurp(proto);
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(static_cast<uint8_t>(bytes[0]), (1u << 3) | 2u);
+  ASSERT_EQ(RunNcclrr("export " + dir.string() + " --format chrome-json -o " + json.string()).code,
+            0);
+  EXPECT_LT(bytes.size(), Slurp(json).size());
+}
+
+TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
+  const fs::path dir = Write("cross_comm_order");
+  const fs::path out = dir / "fr";
+  const Result r =
+      RunNcclrr("export " + dir.string() + " --format flight-recorder -o " + out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Flight Recorder dumps"), std::string::npos) << r.out;
+  for (const char* f : {"nccl_trace_rank_0", "nccl_trace_rank_1"}) {
+    const std::string dump = Slurp(out / f);
+    EXPECT_NE(dump.find("\"version\":\"2.10\""), std::string::npos) << f;
+    EXPECT_NE(dump.find("\"profiling_name\":\"nccl:all_reduce\""), std::string::npos) << f;
+  }
+  const Result help = RunNcclrr("export --help 2>&1");
+  EXPECT_NE(help.out.find("flight-recorder"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("chrome-json"), std::string::npos) << help.out;
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ void EveryCommandAnswers(const std::string& dir) {
   const std::vector<std::string> verbs = {"info",         "dump",
                                           "check",        "check --json",
                                           "replay --timeout 2",
-                                          "export --format perfetto -o " + dir + "/out.json"};
+                                          "export --format perfetto -o " + dir + "/out.pftrace",
+                                          "export --format chrome-json -o " + dir + "/out.json",
+                                          "export --format flight-recorder -o " + dir + "/fr"};
   for (const std::string& verb : verbs) {
     const Result r = Ncclrr(verb + " " + dir);
     EXPECT_NE(r.code, -1) << verb << " crashed: " << r.out;
@@ -330,7 +332,7 @@ TEST(CraftedInput, DumpAndExportSayWhenATraceIsTornOrAFileUnreadable) {
       << dump.err;
   EXPECT_THAT(dump.err, HasSubstr("garbage.ncclrr")) << dump.err;
   const Streams exp =
-      NcclrrStreams("export --format perfetto -o " + s.dir + "/out.json " + s.dir);
+      NcclrrStreams("export --format perfetto -o " + s.dir + "/out.pftrace " + s.dir);
   EXPECT_EQ(exp.code, 0) << exp.err;
   EXPECT_THAT(exp.err, HasSubstr("ncclrr export: note: the trace is incomplete: ")) << exp.err;
   EXPECT_THAT(exp.err, HasSubstr("torn tail at byte offset")) << exp.err;

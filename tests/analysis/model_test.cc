@@ -219,6 +219,7 @@ TEST(TraceModel, RandomRecordsNeverCrashTheCheckers) {
     EXPECT_FALSE(FormatJson(r, &m, {}).empty());
     std::ostringstream exported;
     EXPECT_TRUE(ExportPerfetto(m, &r, {}, exported).ok());
+    EXPECT_TRUE(ExportChromeJson(m, &r, {}, exported).ok());
   }
 }
 

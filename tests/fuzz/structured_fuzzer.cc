@@ -144,6 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const analysis::Report report = analysis::Check(*model, co);
     std::ostringstream json;
     (void)analysis::ExportPerfetto(*model, &report, {}, json);
+    (void)analysis::ExportChromeJson(*model, &report, {}, json);
     (void)replay::BuildPlan(*model);
   }
   analysis::LiveStatus live(dir);

@@ -30,7 +30,7 @@ while read -r sc kind seq must; do
   "$N" check "$t" >"$W/$sc.check.txt" 2>&1
   chk=$?
   "$N" check "$t" --json >"$W/$sc.check.json" 2>"$W/$sc.check.err"
-  "$N" export "$t" --format perfetto -o "$W/$sc.perfetto.json" >"$W/$sc.export.log" 2>&1
+  "$N" export "$t" --format perfetto -o "$W/$sc.pftrace" >"$W/$sc.export.log" 2>&1
   got=$("$PY" - "$W/$sc.check.json" <<'PYEOF'
 import json, sys
 try:
@@ -66,5 +66,5 @@ p2p-mismatch        p2p_mismatch           1  no
 cross-comm-order    cross_comm_order       1  yes
 send-race           -                      -  no
 EOF2
-say "details: $W/<scenario>.check.txt (text), .check.json, .perfetto.json (open in ui.perfetto.dev)"
+say "details: $W/<scenario>.check.txt (text), .check.json, .pftrace (open in ui.perfetto.dev)"
 exit $fail

@@ -1,8 +1,13 @@
 #pragma once
-// Chrome trace JSON (opens in ui.perfetto.dev and chrome://tracing): a process per rank-file
-// (device), a track per stream, a slice per call on the common timeline, flow arrows linking
-// the same (comm, seq) across ranks, and findings as instant events on the ranks they name.
+// Timeline exports of a trace for ui.perfetto.dev, both with a process per (trace file, device)
+// named after its rank, a track per stream, a slice per call on the common timeline, flows
+// linking the calls NCCL paired (same communicator and seq) across ranks, and the findings of
+// `check` as instant events on the ranks they name:
+//   - ExportPerfetto: Perfetto's own protobuf trace (TracePackets of TrackDescriptors and
+//     TrackEvents, names interned); about a third of the JSON's size.
+//   - ExportChromeJson: Chrome trace JSON (also read by chrome://tracing).
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -12,20 +17,23 @@
 
 namespace ncclrr::analysis {
 
-struct PerfettoOptions {
+struct ExportOptions {
   bool flows = true;  // arrows across ranks per (comm, seq)
 };
 
 struct ExportStats {
-  uint64_t events = 0;
+  uint64_t events = 0;  // JSON events; protobuf TracePackets
   uint64_t flows = 0;
   uint64_t bytes = 0;
 };
 
-// `report` may be null (no findings track).
-Status ExportPerfetto(const TraceModel& model, const Report* report, const PerfettoOptions& o,
+// `report` may be null (no findings).
+Status ExportPerfetto(const TraceModel& model, const Report* report, const ExportOptions& o,
                       std::ostream& out, ExportStats* stats = nullptr);
-Status ExportPerfettoFile(const TraceModel& model, const Report* report, const PerfettoOptions& o,
-                          const std::string& path, ExportStats* stats = nullptr);
+Status ExportChromeJson(const TraceModel& model, const Report* report, const ExportOptions& o,
+                        std::ostream& out, ExportStats* stats = nullptr);
+
+// Runs `write` (one of the above, bound to its arguments) into a new file at `path`.
+Status ExportToFile(const std::string& path, const std::function<Status(std::ostream&)>& write);
 
 }  // namespace ncclrr::analysis
