@@ -226,7 +226,9 @@ class PlanBuilder {
       ++unknown_roots_;
     }
     p.count = rec.count;
-    const analysis::CollectiveShape shape = analysis::ShapeOf(rec, c.nranks);
+    CallRecord rooted = rec;  // the buffer sizes follow the root replayed
+    rooted.root_peer = IsRooted(p.api) ? p.root_peer : rec.root_peer;
+    const analysis::CollectiveShape shape = analysis::ShapeOf(rooted, c.nranks);
     p.send_elems = shape.send_elems;
     p.recv_elems = shape.recv_elems;
     p.in_place = InPlace(rec, p);
