@@ -15,7 +15,7 @@ if(NOT TARGET PkgConfig::ZSTD)  # no pkg-config (e.g. a GPU machine given header
   target_link_libraries(PkgConfig::ZSTD INTERFACE ${ZSTD_LIBRARY})
 endif()
 find_package(Threads REQUIRED)
-find_package(nlohmann_json 3 REQUIRED)  # nlohmann-json3-dev (Flight Recorder JSON)
+find_package(nlohmann_json 3 REQUIRED)  # nlohmann-json3-dev (Flight Recorder dumps, both ways)
 
 # NCCL's header (types and signatures of the API we emulate and intercept). It includes
 # cuda_runtime.h, so the CUDA include directory comes with it.

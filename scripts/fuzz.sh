@@ -4,6 +4,7 @@
 #   reader_fuzzer      arbitrary bytes as a trace file (the reader's framing and checksums)
 #   structured_fuzzer  checksum-valid mutations of real traces through every reading path
 #                      (reader, follower, model, checkers, replay plan, export, live status)
+#   fr_fuzzer          arbitrary bytes as a PyTorch Flight Recorder dump (pickle and JSON readers)
 # Exit status: the first fuzzer that failed, else 0. FUZZ_RUNS=N runs the structured fuzzer for
 # N inputs instead (reports the count); crashers land in build-fuzz/crashes/.
 set -euo pipefail
@@ -18,7 +19,7 @@ if [ ! -f "$build/build.ninja" ] || ! grep -q "CMAKE_CXX_FLAGS:STRING=$flags\$" 
     -DNCCLRR_BUILD_FUZZERS=ON -DNCCLRR_BUILD_VIEWER=OFF -DCMAKE_CUDA_COMPILER=OFF \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 fi
-cmake --build "$build" --target reader_fuzzer structured_fuzzer >"$build/build.log" 2>&1 ||
+cmake --build "$build" --target reader_fuzzer structured_fuzzer fr_fuzzer >"$build/build.log" 2>&1 ||
   { tail -n 30 "$build/build.log"; exit 1; }
 corpus="$build/fuzz-corpus"
 mkdir -p "$corpus" "$build/crashes"
@@ -38,6 +39,16 @@ status=0
 echo "== fuzzing the trace reader for ${seconds}s"
 "$build/bin/reader_fuzzer" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
   -artifact_prefix="$build/crashes/" -print_final_stats=1 "$corpus" 2>&1 | tail -n 12 ||
+  status=$?
+fr_seconds=$((seconds < 10 ? seconds : 10))  # a small reader: a few seconds cover it
+echo "== fuzzing the Flight Recorder dump readers for ${fr_seconds}s"
+frcorpus="$build/fr-corpus"
+mkdir -p "$frcorpus"
+find "$root/tests/data/fr" -name 'nccl_trace_rank_*' -size -64k | while read -r f; do
+  cp "$f" "$frcorpus/$(basename "$(dirname "$f")")-$(basename "$f")"
+done
+"$build/bin/fr_fuzzer" -max_total_time="$fr_seconds" -max_len=65536 -rss_limit_mb=2048 \
+  -artifact_prefix="$build/crashes/" -print_final_stats=1 "$frcorpus" 2>&1 | tail -n 12 ||
   status=$?
 limit="-max_total_time=$seconds"
 [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"

@@ -276,6 +276,8 @@ const char* RouteName(Route r) {
       return "generator";
     case Route::kNcclLog:
       return "nccl-log";
+    case Route::kFlightRecorder:
+      return "flight-recorder";
     case Route::kUnknown:
       break;
   }

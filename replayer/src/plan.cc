@@ -220,8 +220,15 @@ class PlanBuilder {
       ++unknown_ops_;
     }
     p.root_peer = rec.root_peer;
+    // Flight Recorder dumps (ncclrr import-fr) record no root.
+    if (IsRooted(p.api) && rec.root_peer < 0) {
+      p.root_peer = 0;
+      ++unknown_roots_;
+    }
     p.count = rec.count;
-    const analysis::CollectiveShape shape = analysis::ShapeOf(rec, c.nranks);
+    CallRecord rooted = rec;  // the buffer sizes follow the root replayed
+    rooted.root_peer = IsRooted(p.api) ? p.root_peer : rec.root_peer;
+    const analysis::CollectiveShape shape = analysis::ShapeOf(rooted, c.nranks);
     p.send_elems = shape.send_elems;
     p.recv_elems = shape.recv_elems;
     p.in_place = InPlace(rec, p);
@@ -535,8 +542,12 @@ class PlanBuilder {
     if (unknown_ops_)
       plan_.notes.push_back(std::to_string(unknown_ops_) +
                             " reducing call(s) have no recorded reduction op (NCCL's profiler "
-                            "plugin does not report it): replayed as sum, so a recorded max, min "
-                            "or prod would be verified as a sum");
+                            "plugin and Flight Recorder dumps do not report it): replayed as sum, "
+                            "so a recorded max, min or prod would be verified as a sum");
+    if (unknown_roots_)
+      plan_.notes.push_back(std::to_string(unknown_roots_) +
+                            " rooted call(s) have no recorded root (Flight Recorder dumps do not "
+                            "report it): replayed with root 0");
     if (first_step_identity_)
       plan_.notes.push_back(
           std::to_string(first_step_identity_) +
@@ -544,6 +555,7 @@ class PlanBuilder {
   }
 
   uint64_t unknown_ops_ = 0;
+  uint64_t unknown_roots_ = 0;
   const analysis::TraceModel& m_;
   const analysis::LogicalIdentity identity_;
   ReplayPlan plan_;

@@ -18,7 +18,8 @@ enum class Route : uint8_t {
   kSonameShim,
   kProfilerPlugin,
   kGenerator,
-  kNcclLog
+  kNcclLog,
+  kFlightRecorder  // imported from PyTorch Flight Recorder dumps (ncclrr import-fr)
 };
 const char* RouteName(Route r);
 

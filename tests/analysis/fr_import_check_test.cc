@@ -1,0 +1,158 @@
+// Real PyTorch Flight Recorder dumps (tests/data/fr/<variant>, PyTorch 2.11 on NCCL 2.28.9, two
+// ranks; tests/data/fr/README.md says how they were made) imported with ImportFlightRecorder and
+// checked: the clean job gives no finding, each bug its finding (kind, communicator, seq), and
+// `check --stable` its golden text (tests/data/fr/<variant>/check.txt). Then the verb as a user
+// runs it: `ncclrr import-fr DIR -o OUT`, `ncclrr check OUT`, and --help.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/report_format.h"
+#include "ncclrr/fr_import.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path FrData() {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  return fs::path(src ? src : ".") / "tests/data/fr";
+}
+
+fs::path Scratch(const std::string& tag) {
+  const fs::path p = fs::temp_directory_path() /
+                     ("ncclrr-fr-" + std::to_string(getpid()) + "-" + tag);
+  fs::remove_all(p);
+  return p;
+}
+
+struct FrVariant {
+  std::string name;
+  std::optional<FindingKind> kind;  // the finding that names the bug; nullopt: none at all
+  uint64_t seq = 0;
+  std::string comm_name = "default_pg";
+};
+
+void PrintTo(const FrVariant& v, std::ostream* os) { *os << v.name; }
+
+class FrVariantTest : public ::testing::TestWithParam<FrVariant> {};
+
+TEST_P(FrVariantTest, CheckNamesTheBug) {
+  const FrVariant& want = GetParam();
+  const fs::path out = Scratch(want.name);
+  auto imported = ImportFlightRecorder({(FrData() / want.name).string()}, out.string());
+  ASSERT_TRUE(imported.ok()) << imported.status().message();
+  EXPECT_EQ(imported->files.size(), 2u);
+  auto model = TraceModel::Load(out.string());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  CheckOptions o;
+  o.stable = true;
+  const Report r = Check(*model, o);
+  FormatOptions fo;
+  fo.stable = true;
+  const std::string text = FormatText(r, &*model, fo);
+  fs::remove_all(out);
+  if (!want.kind) {
+    EXPECT_TRUE(r.findings.empty()) << text;
+  } else {
+    const auto it = std::find_if(r.findings.begin(), r.findings.end(),
+                                 [&](const Finding& f) { return f.kind == *want.kind; });
+    ASSERT_NE(it, r.findings.end()) << FindingKindName(*want.kind) << " missing:\n" << text;
+    const Finding& f = *it;
+    EXPECT_EQ(f.comm_name, want.comm_name) << text;
+    ASSERT_TRUE(f.seq.has_value()) << text;
+    EXPECT_EQ(*f.seq, want.seq) << text;
+    // The Python frames reach the report: where the job issued the calls.
+    EXPECT_NE(text.find("call sites: rank "), std::string::npos) << text;
+    EXPECT_NE(text.find("torch_fr_bugs.py:"), std::string::npos) << text;
+  }
+  const fs::path golden = FrData() / want.name / "check.txt";
+  if (const char* u = std::getenv("NCCLRR_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(golden) << text;
+    return;
+  }
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << golden << " is missing; run with NCCLRR_UPDATE_GOLDEN=1";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(expected.str(), text) << "differs from " << golden;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Real, FrVariantTest,
+    ::testing::Values(
+        FrVariant{"none", std::nullopt},
+        // FR's collective_seq_id 82 is seq 81: ncclrr counts from 0.
+        FrVariant{"count", FindingKind::kCountMismatch, 81},
+        FrVariant{"dtype", FindingKind::kDtypeMismatch, 81},
+        // MAX instead of SUM: FR records no reduction op, so neither fr_trace nor check can
+        // see it (the import says so in a note rather than guess).
+        FrVariant{"op", std::nullopt},
+        // Rank 1 skipped an all_reduce: at seq 81 it issued the broadcast rank 0 issues next.
+        FrVariant{"missing", FindingKind::kOpMismatch, 81},
+        // A broadcast from another root: FR records no root; the hang it caused shows as rank 0
+        // stopping before seq 118 while rank 1 went on.
+        FrVariant{"root", FindingKind::kMissingCall, 118},
+        // A second group used before the default group's gradients on rank 1, after on rank 0.
+        FrVariant{"two-groups", FindingKind::kCrossCommOrder, 73}),
+    [](const auto& param_info) {
+      std::string n = param_info.param.name;
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result RunNcclrr(const std::string& args) {
+  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(ImportFrVerb, ImportThenCheck) {
+  const fs::path out = Scratch("verb");
+  Result r = RunNcclrr("import-fr " + (FrData() / "count").string() + " -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 Flight Recorder dump(s) (version 2.10)"), std::string::npos) << r.out;
+  r = RunNcclrr("check " + out.string() + " --json");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("\"kind\":\"count_mismatch\""), std::string::npos) << r.out;
+  // A second import into the same directory is refused, and a foreign file is a clear error.
+  r = RunNcclrr("import-fr " + (FrData() / "count").string() + " -o " + out.string() + " 2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("already holds a trace"), std::string::npos) << r.out;
+  r = RunNcclrr("import-fr " + (FrData() / "count" / "fr_trace.txt").string() + " -o " +
+                out.string() + "-x 2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  fs::remove_all(out);
+}
+
+TEST(ImportFrVerb, Help) {
+  const Result r = RunNcclrr("import-fr --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Flight Recorder"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped, never guessed"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ncclrr::analysis
