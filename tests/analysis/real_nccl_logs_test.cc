@@ -15,6 +15,7 @@
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
+#include "golden_file.h"
 #include "ncclrr/nccl_log_import.h"
 
 namespace ncclrr::analysis {
@@ -22,10 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path LogDir() {
-  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
-  return fs::path(src ? src : ".") / "tests/data/nccl-logs";
-}
+fs::path LogDir() { return ncclrr::testing::SourceDataDir("tests/data/nccl-logs"); }
 
 struct RealLog {
   std::string name;
@@ -71,15 +69,7 @@ TEST_P(RealNcclLogTest, ImportsAndChecks) {
   for (const Finding& f : r.findings)
     EXPECT_NE(f.kind, FindingKind::kLifecycleError) << "a log without INIT lines is no error";
   const fs::path golden = LogDir() / (want.name + ".check.txt");
-  if (const char* u = std::getenv("NCCLRR_UPDATE_GOLDEN"); u && std::string(u) == "1") {
-    std::ofstream(golden) << text;
-    return;
-  }
-  std::ifstream in(golden);
-  ASSERT_TRUE(in) << golden << " is missing; run with NCCLRR_UPDATE_GOLDEN=1";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(expected.str(), text) << "differs from " << golden;
+  ncclrr::testing::ExpectGolden(golden, text);
 }
 
 TEST(RealNcclLogs, EveryCollectedLogIsTested) {
