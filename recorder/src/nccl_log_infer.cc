@@ -16,6 +16,10 @@
 namespace ncclrr::nccl_log {
 namespace {
 
+// Larger communicators than this are damaged lines (the largest jobs have ~100k ranks); the
+// analysis refuses them too.
+constexpr int kMaxRanks = 1 << 18;
+
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdull;
@@ -32,16 +36,22 @@ uint64_t InferredId(int nranks, int ordinal) {
   return Mix(Mix(0x6e63636c6c6f6721ull, uint64_t(nranks)), uint64_t(ordinal)) | 1;
 }
 
-std::string Ranges(const std::vector<int>& sorted) {
+// The ranks in [0, nranks) not in `taken`, as "3, 8-15", without listing them one by one (a
+// line may claim a huge communicator).
+std::string Gaps(const std::set<int>& taken, int nranks) {
   std::string out;
-  for (size_t i = 0; i < sorted.size();) {
-    size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(sorted[i]);
-    if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(sorted[j]);
-    i = j + 1;
+  int from = 0;
+  auto add = [&](int a, int b) {  // [a, b)
+    if (a >= b) return;
+    out += (out.empty() ? "" : ", ") + std::to_string(a);
+    if (b - a == 2) out += ", " + std::to_string(b - 1);
+    if (b - a > 2) out += "-" + std::to_string(b - 1);
+  };
+  for (int r : taken) {
+    add(from, r);
+    from = r + 1;
   }
+  add(from, nranks);
   return out;
 }
 
@@ -77,6 +87,7 @@ class Inference {
         }
       if (l.nranks <= 0)
         for (size_t c : l.calls) l.nranks = std::max(l.nranks, job_.calls[c].fields.nranks);
+      if (l.nranks > kMaxRanks) l.nranks = -1;  // not a size NCCL prints: a damaged line
       if (l.nranks <= 0) l.nranks = 1;
       if (l.rank >= l.nranks) l.rank = -1, l.rank_source = RankSource::kUnknown;
       max_nranks_ = std::max(max_nranks_, l.nranks);
@@ -228,13 +239,10 @@ class Inference {
     add(RankSource::kDevice, "ranks guessed to be the CUDA devices (one host; a guess)");
     add(RankSource::kGuess, "ranks guessed from the order of hosts and CUDA devices (a guess)");
     c.note += "; " + how;
-    std::vector<int> absent;
-    for (int r = 0; r < c.nranks; ++r)
-      if (!taken.count(r)) absent.push_back(r);
     c.note += "; " + std::to_string(c.members.size()) + " of " + std::to_string(c.nranks) +
               " ranks logged";
-    if (!absent.empty())
-      c.note += "; rank" + std::string(absent.size() > 1 ? "s " : " ") + Ranges(absent) +
+    if (const std::string absent = Gaps(taken, c.nranks); !absent.empty())
+      c.note += "; rank" + std::string(c.nranks - taken.size() > 1 ? "s " : " ") + absent +
                 " absent from the logs";
   }
 

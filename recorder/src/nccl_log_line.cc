@@ -1,5 +1,6 @@
 #include "nccl_log_line.h"
 
+#include <cctype>
 #include <charconv>
 #include <vector>
 
@@ -61,11 +62,13 @@ void ReadPrefix(std::string_view prefix, ParsedLine* p, NumberReader* num) {
   const size_t c1 = who.rfind(':', c2 - 1);
   if (c1 == std::string_view::npos || c1 == 0) return;
   std::string_view host = who.substr(0, c1);
-  // A launcher tag glued to the host ("[rank3]:gpu0"): hostnames hold no brackets.
-  if (const size_t b = host.rfind(']'); b != std::string_view::npos) {
-    host.remove_prefix(b + 1);
-    if (!host.empty() && host.front() == ':') host.remove_prefix(1);
-  }
+  // A launcher tag glued to the host ("[rank3]:gpu0", "[1,0]<stdout>:gpu0"): the host is the
+  // longest tail of characters a hostname can hold.
+  size_t start = host.size();
+  while (start > 0 && (std::isalnum(static_cast<unsigned char>(host[start - 1])) ||
+                       host[start - 1] == '.' || host[start - 1] == '-' || host[start - 1] == '_'))
+    --start;
+  host.remove_prefix(start);
   const std::string_view pid = who.substr(c1 + 1, c2 - c1 - 1);
   const std::string_view tid = who.substr(c2 + 1);
   if (host.empty() || !AllDigits(pid) || !AllDigits(tid) || !AllDigits(dev)) return;
