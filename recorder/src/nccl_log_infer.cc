@@ -99,6 +99,7 @@ class Inference {
       for (size_t m : job_.comms[ci].members) job_.locals[m].comm = ci;
       AssignRanks(job_.comms[ci]);
       AssignSeqs(job_.comms[ci]);
+      SeparateDevices(job_.comms[ci]);
     }
   }
 
@@ -268,6 +269,24 @@ class Inference {
         return false;
     }
     return true;
+  }
+
+  // One process driving several GPUs from one thread (RCCL's replayer, ncclCommInitAll) prints
+  // every line with that thread's device: the ranks' devices are unknown, and taken to be their
+  // ranks so that each rank keeps a device of its own.
+  void SeparateDevices(InferredComm& c) {
+    std::map<std::pair<size_t, int>, int> users;
+    for (size_t m : c.members) ++users[{job_.locals[m].process, job_.locals[m].device}];
+    bool changed = false;
+    for (size_t m : c.members) {
+      LocalComm& l = job_.locals[m];
+      if (users[{l.process, l.device}] < 2 || (l.init && l.init->cuda_dev >= 0)) continue;
+      l.device = l.rank;
+      changed = true;
+    }
+    if (changed)
+      c.note += "; one process printed several ranks' calls from one device: each rank's device "
+                "is taken to be its rank";
   }
 
   // torchrun's "[rankN]:" is the global rank: it is this communicator's rank only for the

@@ -92,7 +92,10 @@ TEST(NcclLogVariants, RcclGlobalRankAndKernelTraceLines) {
   const TraceDir d = ImportText(log, &r);
   ASSERT_EQ(d.files.size(), 1u);
   ASSERT_EQ(d.files[0].calls.size(), 4u);
-  for (const CallRecord& c : d.files[0].calls) EXPECT_EQ(c.rank, 3 - int(c.uid - d.files[0].calls[0].uid));
+  for (const CallRecord& c : d.files[0].calls) {
+    EXPECT_EQ(c.rank, 3 - int(c.uid - d.files[0].calls[0].uid));
+    EXPECT_EQ(c.device, c.rank) << "one thread's device [3] is no rank's own device";
+  }
   EXPECT_EQ(r.comms, 1u);
   EXPECT_NE(AllNotes(r).find("ranks from RCCL's globalrank"), std::string::npos) << AllNotes(r);
 }
