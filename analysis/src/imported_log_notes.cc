@@ -40,8 +40,8 @@ std::string AbsentFromLogs(const TraceModel& m, size_t ci, const std::vector<int
       logged.push_back(r.rank);
       stops.insert(r.issued());
     }
-  std::string s = std::to_string(logged.size()) + " of " + std::to_string(c.nranks) +
-                  " ranks of " + CommLabel(c) + " logged; " + RankList(absent) +
+  std::string s = std::to_string(logged.size()) + " of " + std::to_string(c.nranks) + " ranks of " +
+                  CommLabel(c) + " logged; " + RankList(absent) +
                   " absent from the logs (their processes' logs were not given, or their hosts "
                   "were not logged).";
   if (stops.size() == 1 && *stops.begin() > 0) {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <memory>
 
+#include "nccl_log_job_builder.h"
 #include "ncclrr/format.h"
 #include "ncclrr/trace_writer.h"
-#include "nccl_log_job_builder.h"
 
 namespace ncclrr {
 namespace {
@@ -39,7 +39,8 @@ CommRecord CommRecordOf(const Job& job, const nccl_log::LocalComm& l) {
   r.parent_id = c.parent_id;
   r.handle = l.handle;
   r.create_ns = l.first_ns;
-  r.nranks = c.nranks;
+  // What the handle's own Init line says, so that ranks disagreeing on it are reported.
+  r.nranks = l.init ? l.nranks : c.nranks;
   r.rank = l.rank;
   r.device = l.device;
   r.color = c.color;
@@ -99,8 +100,8 @@ Status WriteProcess(const Job& job, size_t pi, const std::string& out_dir,
     rec.comm = CommRecordOf(job, job.locals[li]);
     writer.Append(rec);
     const nccl_log::InferredComm& c = job.comms[job.locals[li].comm];
-    writer.AddNote(NoteLevel::kInfo, "communicator handle " + Hex(handle) +
-                                         " is rank " + std::to_string(job.locals[li].rank) +
+    writer.AddNote(NoteLevel::kInfo, "communicator handle " + Hex(handle) + " is rank " +
+                                         std::to_string(job.locals[li].rank) +
                                          " of a communicator that was " + c.note);
     calls.insert(calls.end(), job.locals[li].calls.begin(), job.locals[li].calls.end());
   }

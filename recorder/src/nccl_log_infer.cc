@@ -118,10 +118,12 @@ class Inference {
     for (size_t i = 0; i < job_.locals.size(); ++i) {
       LocalComm& l = job_.locals[i];
       if (!l.init || !l.init->comm_id) continue;
-      const size_t ci = CommFor("id" + std::to_string(*l.init->comm_id), *l.init->comm_id, l.nranks);
+      const size_t ci =
+          CommFor("id" + std::to_string(*l.init->comm_id), *l.init->comm_id, l.nranks);
       InferredComm& c = job_.comms[ci];
       c.nccl_hash_known = true;
-      c.origin = l.init->function == "ncclCommInitAll" ? CommOrigin::kInitAll : CommOrigin::kInitRank;
+      c.origin =
+          l.init->function == "ncclCommInitAll" ? CommOrigin::kInitAll : CommOrigin::kInitRank;
       c.note = "identified by NCCL's commId on the 'Init COMPLETE' lines (certain)";
       Join(ci, i);
     }
@@ -166,11 +168,12 @@ class Inference {
                                 InferredId(l.nranks, k), l.nranks);
       InferredComm& c = job_.comms[ci];
       if (c.note.empty())
-        c.note = k == 0 ? "no 'Init COMPLETE' line: grouped by [nranks=" + std::to_string(l.nranks) +
-                              "] (likely)"
-                        : "no 'Init COMPLETE' line: grouped by [nranks=" +
-                              std::to_string(l.nranks) + "] and order of first use (number " +
-                              std::to_string(k + 1) + " of that size in each process; likely)";
+        c.note = k == 0
+                     ? "no 'Init COMPLETE' line: grouped by [nranks=" + std::to_string(l.nranks) +
+                           "] (likely)"
+                     : "no 'Init COMPLETE' line: grouped by [nranks=" + std::to_string(l.nranks) +
+                           "] and order of first use (number " + std::to_string(k + 1) +
+                           " of that size in each process; likely)";
       Join(ci, i);
     }
   }
@@ -187,7 +190,11 @@ class Inference {
     std::map<RankSource, int> sources;
     for (size_t m : c.members) {
       LocalComm& l = job_.locals[m];
-      if (l.rank >= 0 && l.rank < c.nranks && taken.insert(l.rank).second)
+      // A rank an Init line or RCCL names is kept even when another handle claims it too:
+      // check reports that as a lifecycle_error.
+      const bool certain =
+          l.rank_source == RankSource::kInitLine || l.rank_source == RankSource::kGlobalRank;
+      if (l.rank >= 0 && l.rank < c.nranks && (taken.insert(l.rank).second || certain))
         ++sources[l.rank_source];
       else
         l.rank = -1, unknown.push_back(m);
@@ -285,8 +292,9 @@ class Inference {
       changed = true;
     }
     if (changed)
-      c.note += "; one process printed several ranks' calls from one device: each rank's device "
-                "is taken to be its rank";
+      c.note +=
+          "; one process printed several ranks' calls from one device: each rank's device "
+          "is taken to be its rank";
   }
 
   // torchrun's "[rankN]:" is the global rank: it is this communicator's rank only for the
@@ -335,8 +343,7 @@ class Inference {
           call.seq = by_op_count ? call.fields.op_count - base : n++, any = true;
       }
     }
-    if (any)
-      c.note += by_op_count ? "; calls aligned by opCount" : "; calls aligned by log order";
+    if (any) c.note += by_op_count ? "; calls aligned by opCount" : "; calls aligned by log order";
   }
 
   int HostOrder(const LocalComm& l) const { return hosts_.at(job_.processes[l.process].host); }

@@ -104,8 +104,9 @@ Job JobBuilder::Finish(NcclLogImportResult* result) {
     }
   }
   for (LocalComm& l : job_.locals)
-    std::stable_sort(l.calls.begin(), l.calls.end(),
-                     [&](size_t a, size_t b) { return job_.calls[a].time_ns < job_.calls[b].time_ns; });
+    std::stable_sort(l.calls.begin(), l.calls.end(), [&](size_t a, size_t b) {
+      return job_.calls[a].time_ns < job_.calls[b].time_ns;
+    });
   InferCommunicators(&job_);
   result->lines += lines_;
   result->calls = job_.calls.size();

@@ -93,8 +93,7 @@ int LauncherRank(std::string_view prefix) {
 
 bool ReadColl(const std::vector<std::string_view>& t, CollFields* c, NumberReader* num) {
   size_t i = 0;
-  while (i + 1 < t.size() && !(t[i].size() > 1 && t[i].back() == ':' && t[i + 1] == "opCount"))
-    ++i;
+  while (i + 1 < t.size() && !(t[i].size() > 1 && t[i].back() == ':' && t[i + 1] == "opCount")) ++i;
   if (i + 1 >= t.size()) return false;
   c->op = std::string(t[i].substr(0, t[i].size() - 1));
   if (c->op.rfind("nccl", 0) == 0) c->op = c->op.substr(4);
@@ -108,17 +107,28 @@ bool ReadColl(const std::vector<std::string_view>& t, CollFields* c, NumberReade
     if (k + 1 >= t.size()) break;
     const std::string_view v = t[k + 1];
     bool used = true;
-    if (key == "opCount") c->has_op_count = num->Read(v, 16, &c->op_count);
-    else if (key == "sendbuff") num->Pointer(v, &c->sendbuff);
-    else if (key == "recvbuff") num->Pointer(v, &c->recvbuff);
-    else if (key == "count") has_count = num->Read(v, 10, &c->count);
-    else if (key == "datatype") has_dtype = num->Read(v, 10, &c->datatype);
-    else if (key == "op") num->Read(v, 10, &c->redop);
-    else if (key == "root") num->Read(v, 10, &c->root);
-    else if (key == "comm") has_comm = num->Pointer(v, &c->comm);
-    else if (key == "stream") num->Pointer(v, &c->stream);
-    else if (key == "globalrank") num->Read(v, 10, &c->global_rank);
-    else used = false;
+    if (key == "opCount")
+      c->has_op_count = num->Read(v, 16, &c->op_count);
+    else if (key == "sendbuff")
+      num->Pointer(v, &c->sendbuff);
+    else if (key == "recvbuff")
+      num->Pointer(v, &c->recvbuff);
+    else if (key == "count")
+      has_count = num->Read(v, 10, &c->count);
+    else if (key == "datatype")
+      has_dtype = num->Read(v, 10, &c->datatype);
+    else if (key == "op")
+      num->Read(v, 10, &c->redop);
+    else if (key == "root")
+      num->Read(v, 10, &c->root);
+    else if (key == "comm")
+      has_comm = num->Pointer(v, &c->comm);
+    else if (key == "stream")
+      num->Pointer(v, &c->stream);
+    else if (key == "globalrank")
+      num->Read(v, 10, &c->global_rank);
+    else
+      used = false;
     if (used) ++k;
   }
   return has_comm && has_count && has_dtype && c->comm != 0;
@@ -133,15 +143,24 @@ bool ReadInit(const std::vector<std::string_view>& t, InitFields* in, NumberRead
     const std::string_view key = t[k], v = t[k + 1];
     uint64_t u = 0;
     bool used = true;
-    if (key == "rank") num->Read(v, 10, &in->rank);
-    else if (key == "nranks" || key == "nRanks") num->Read(v, 10, &in->nranks);
-    else if (key == "cudaDev") num->Read(v, 10, &in->cuda_dev);
-    else if (key == "commId" && num->Read(v, 16, &u)) in->comm_id = u;
-    else if (key == "parent" && num->Pointer(v, &u)) in->parent = u;
-    else if (key == "splitCount") num->Read(v, 10, &in->split_count);
-    else if (key == "color") num->Read(v, 10, &in->color);
-    else if (key == "key") num->Read(v, 10, &in->key);
-    else used = false;
+    if (key == "rank")
+      num->Read(v, 10, &in->rank);
+    else if (key == "nranks" || key == "nRanks")
+      num->Read(v, 10, &in->nranks);
+    else if (key == "cudaDev")
+      num->Read(v, 10, &in->cuda_dev);
+    else if (key == "commId" && num->Read(v, 16, &u))
+      in->comm_id = u;
+    else if (key == "parent" && num->Pointer(v, &u))
+      in->parent = u;
+    else if (key == "splitCount")
+      num->Read(v, 10, &in->split_count);
+    else if (key == "color")
+      num->Read(v, 10, &in->color);
+    else if (key == "key")
+      num->Read(v, 10, &in->key);
+    else
+      used = false;
     if (used) ++k;
   }
   return in->rank >= 0 && in->nranks > 0 && in->rank < in->nranks;

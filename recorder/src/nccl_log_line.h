@@ -48,7 +48,7 @@ struct ParsedLine {
   int64_t pid = 0;
   uint32_t tid = 0;
   int dev = -1;
-  int launcher_rank = -1;  // "[rankN]:" put in front by torchrun
+  int launcher_rank = -1;     // "[rankN]:" put in front by torchrun
   bool out_of_range = false;  // a number did not fit: the line is skipped
   CollFields coll;
   InitFields init;

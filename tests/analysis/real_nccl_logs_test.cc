@@ -4,18 +4,18 @@
 // ones, the problem named on the broken ones.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
+#include "golden_file.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
-#include "golden_file.h"
 #include "ncclrr/nccl_log_import.h"
 
 namespace ncclrr::analysis {
@@ -38,8 +38,8 @@ class RealNcclLogTest : public ::testing::TestWithParam<RealLog> {};
 
 TEST_P(RealNcclLogTest, ImportsAndChecks) {
   const RealLog& want = GetParam();
-  const fs::path out = fs::temp_directory_path() /
-                       ("ncclrr-real-log-" + std::to_string(getpid()) + "-" + want.name);
+  const fs::path out =
+      fs::temp_directory_path() / ("ncclrr-real-log-" + std::to_string(getpid()) + "-" + want.name);
   fs::remove_all(out);
   auto imported = ImportNcclLogs({(LogDir() / (want.name + ".log")).string()}, out.string());
   ASSERT_TRUE(imported.ok()) << imported.status().message();
@@ -76,6 +76,56 @@ TEST(RealNcclLogs, EveryCollectedLogIsTested) {
   size_t logs = 0;
   for (const auto& e : fs::directory_iterator(LogDir())) logs += e.path().extension() == ".log";
   EXPECT_EQ(logs, 12u) << "add the new log to RealNcclLogTest's list";
+}
+
+// Checks the text as a log and returns the report.
+Report CheckLog(const std::string& name, const std::string& text) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ncclrr-log-" + std::to_string(getpid()) + "-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "job.log") << text;
+  auto imported = ImportNcclLogs({(dir / "job.log").string()}, (dir / "t").string());
+  EXPECT_TRUE(imported.ok()) << imported.status().message();
+  auto model = TraceModel::Load((dir / "t").string());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Report r = model.ok() ? Check(*model, CheckOptions{}) : Report{};
+  fs::remove_all(dir);
+  return r;
+}
+
+std::string AllReduce(const std::string& prefix, const std::string& comm) {
+  return prefix +
+         " NCCL INFO AllReduce: opCount 0 sendbuff 0x10 recvbuff 0x10 count 8 "
+         "datatype 7 op 0 root 0 comm " +
+         comm + " [nranks=2] stream 0x9\n";
+}
+
+// The first case: a clean 2-rank job logged without INIT lines is no error.
+TEST(ImportedLogs, NoInitLinesIsNoError) {
+  const Report r =
+      CheckLog("no-init", AllReduce("h:1:1 [0]", "0xa") + AllReduce("h:2:2 [1]", "0xb"));
+  EXPECT_TRUE(r.findings.empty());
+  EXPECT_EQ(r.ExitCode(false), 0);
+}
+
+// With INIT lines, two processes claiming one rank is still reported.
+TEST(ImportedLogs, InitLinesStillShowACreationError) {
+  const std::string init =
+      " NCCL INFO ncclCommInitRank comm 0x%s rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1 "
+      "commId 0x1234 - Init COMPLETE\n";
+  auto line = [&](const std::string& prefix, const std::string& comm) {
+    std::string s = prefix + init;
+    s.replace(s.find("%s"), 2, comm);
+    return s;
+  };
+  const Report r =
+      CheckLog("dup-rank", line("h:1:1 [0]", "a") + line("h:2:2 [1]", "b") +
+                               AllReduce("h:1:1 [0]", "0xa") + AllReduce("h:2:2 [1]", "0xb"));
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, FindingKind::kLifecycleError);
+  EXPECT_NE(r.findings[0].message.find("claimed by two processes"), std::string::npos)
+      << r.findings[0].message;
 }
 
 using K = FindingKind;
@@ -116,7 +166,9 @@ INSTANTIATE_TEST_SUITE_P(
         // complete, so the rank whose log ends first is named.
         RealLog{"pytorch-two-ranks-memalloc", {K::kMissingCall}, "calls aligned by log order", ""},
         RealLog{"torchtitan-tp-two-ranks", {K::kMissingCall}, "calls aligned by opCount", ""},
-        RealLog{"ray-128-ranks-partial", {K::kMissingCall}, "3 of 128 ranks logged",
+        RealLog{"ray-128-ranks-partial",
+                {K::kMissingCall},
+                "3 of 128 ranks logged",
                 "ranks 3-127 absent"},
         RealLog{"rccl-multi-process-globalrank",
                 {K::kMissingCall},

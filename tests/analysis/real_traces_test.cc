@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string>
 
+#include "golden_file.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
-#include "golden_file.h"
 
 namespace ncclrr::analysis {
 namespace {

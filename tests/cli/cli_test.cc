@@ -105,8 +105,8 @@ TEST_F(CliTest, BadFlagsAndVerbsExitTwoWithUsage) {
 // it inferred the communicator; check names the hang's cause and no lifecycle_error.
 TEST_F(CliTest, ImportNcclLogSaysWhatItInferredAndCheckNamesTheMismatch) {
   const char* src = std::getenv("NCCLRR_SOURCE_DIR");
-  const std::string log = std::string(src ? src : ".") +
-                          "/tests/data/nccl-logs/rccl-allgather-vs-allreduce.log";
+  const std::string log =
+      std::string(src ? src : ".") + "/tests/data/nccl-logs/rccl-allgather-vs-allreduce.log";
   const std::string out = (dir_ / "imported").string();
   Result r = RunNcclrr("import-nccl-log " + log + " -o " + out);
   EXPECT_EQ(r.code, 0) << r.out;

@@ -121,8 +121,8 @@ TEST(NcclLogVariants, LauncherPrefixesAndTimestamps) {
   ASSERT_EQ(d.files.size(), 6u);
   std::vector<std::string> hosts;
   for (const TraceFile& f : d.files) hosts.push_back(f.header.host);
-  EXPECT_EQ(hosts, (std::vector<std::string>{"node-01", "node-01", "node-02", "node-03",
-                                             "node-04", "node-05"}));
+  EXPECT_EQ(hosts, (std::vector<std::string>{"node-01", "node-01", "node-02", "node-03", "node-04",
+                                             "node-05"}));
 }
 
 TEST(NcclLogVariants, TorchrunRankPrefixGivesTheRanksOfTheLargestCommunicator) {
@@ -155,8 +155,9 @@ TEST(NcclLogVariants, GluedAndPrefixlessLinesFindTheirProcess) {
 }
 
 TEST(NcclLogVariants, ALogWithoutAnyPrefixIsOneProcess) {
-  const std::string log = "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 "
-                          "op 0 root 0 comm 0x5 [nranks=1] stream 0x9\n";
+  const std::string log =
+      "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 "
+      "op 0 root 0 comm 0x5 [nranks=1] stream 0x9\n";
   const TraceDir d = ImportText(log + log);
   ASSERT_EQ(d.files.size(), 1u);
   EXPECT_EQ(d.files[0].header.host, "log1");
@@ -189,7 +190,11 @@ TEST(NcclLogVariants, AbsentRanksAreNamed) {
 TEST(NcclLogVariants, MalformedLinesAreSkipped) {
   const std::string huge(1 << 20, 'x');
   const std::vector<std::string> texts = {
-      "", "\n\n\n", huge, "NCCL INFO", " NCCL INFO AllReduce: opCount",
+      "",
+      "\n\n\n",
+      huge,
+      "NCCL INFO",
+      " NCCL INFO AllReduce: opCount",
       "h:1:1 [0] NCCL INFO AllReduce: opCount zz sendbuff q count -5 datatype x comm (nil)",
       "h:1:1 [0] NCCL INFO comm 0x1 rank 9 nranks 2 cudaDev 0",
       "h:1:1 [99999999999] NCCL INFO comm 0x1 rank 0 nranks 2",

@@ -20,12 +20,12 @@ namespace ncclrr {
 struct NcclLogImportResult {
   std::vector<std::string> files;  // trace files written
   uint64_t calls = 0;
-  uint64_t comms = 0;            // communicators inferred
+  uint64_t comms = 0;  // communicators inferred
   uint64_t processes = 0;
-  uint64_t lines = 0;            // lines read
-  uint64_t unmatched_calls = 0;  // calls whose communicator has no 'Init COMPLETE' line
-  uint64_t skipped_calls = 0;     // COLL lines no process could be found for
-  uint64_t attributed_calls = 0;  // prefix-less COLL lines placed by their communicator handle
+  uint64_t lines = 0;                 // lines read
+  uint64_t unmatched_calls = 0;       // calls whose communicator has no 'Init COMPLETE' line
+  uint64_t skipped_calls = 0;         // COLL lines no process could be found for
+  uint64_t attributed_calls = 0;      // prefix-less COLL lines placed by their communicator handle
   std::vector<std::string> notes;     // how each communicator and its ranks were inferred
   std::vector<std::string> warnings;  // lines that could not be used, and why
 };
