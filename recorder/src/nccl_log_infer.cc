@@ -167,13 +167,13 @@ class Inference {
       const size_t ci = CommFor("n" + std::to_string(l.nranks) + "k" + std::to_string(k),
                                 InferredId(l.nranks, k), l.nranks);
       InferredComm& c = job_.comms[ci];
-      if (c.note.empty())
-        c.note = k == 0
-                     ? "no 'Init COMPLETE' line: grouped by [nranks=" + std::to_string(l.nranks) +
-                           "] (likely)"
-                     : "no 'Init COMPLETE' line: grouped by [nranks=" + std::to_string(l.nranks) +
-                           "] and order of first use (number " + std::to_string(k + 1) +
-                           " of that size in each process; likely)";
+      if (c.note.empty()) {
+        c.note = l.init ? "Init lines without commId" : "no 'Init COMPLETE' line";
+        c.note += ": grouped by [nranks=" + std::to_string(l.nranks) + "]";
+        c.note += k == 0 ? " (likely)"
+                         : " and order of first use (number " + std::to_string(k + 1) +
+                               " of that size in each process; likely)";
+      }
       Join(ci, i);
     }
   }

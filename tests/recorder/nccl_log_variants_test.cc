@@ -58,7 +58,9 @@ TEST(NcclLogVariants, Nccl24InitLinesWithoutCommIdGiveRanks) {
   EXPECT_EQ(d.files[0].calls[0].rank, 1);
   EXPECT_EQ(d.files[0].calls[1].rank, 0);
   EXPECT_EQ(d.files[0].calls[0].comm_id, d.files[0].calls[1].comm_id);
-  EXPECT_NE(AllNotes(r).find("ranks from the Init lines (certain)"), std::string::npos)
+  EXPECT_NE(AllNotes(r).find("Init lines without commId: grouped by [nranks=2] (likely); ranks "
+                             "from the Init lines (certain)"),
+            std::string::npos)
       << AllNotes(r);
 }
 
