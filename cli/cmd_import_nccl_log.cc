@@ -1,4 +1,4 @@
-// `ncclrr import-nccl-log LOG... -o DIR`: NCCL's own INFO logs into an ncclrr trace.
+// `ncclrr import-nccl-log LOG... -o DIR`: NCCL's and RCCL's own INFO logs into an ncclrr trace.
 #include <cstdio>
 
 #include "args.h"
@@ -13,10 +13,23 @@ class ImportNcclLogCommand : public Command {
   const char* name() const override { return "import-nccl-log"; }
   const char* synopsis() const override { return "LOG... -o DIR"; }
   const char* help() const override {
-    return "Turns logs written with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL (one file per\n"
-           "process, or several processes mixed, each line prefixed host:pid:tid [dev]) into a\n"
-           "trace directory that `check`, `dump` and the viewer read. Communicator ids come\n"
-           "from the 'Init COMPLETE' lines (commId); times are log order.";
+    return "Turns NCCL or RCCL console logs (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=COLL, best\n"
+           "with INIT too) into a trace directory that `check`, `replay --backend host`, `dump`\n"
+           "and the viewer read. LOG is one file per process (NCCL_DEBUG_FILE) or a console log\n"
+           "of many processes interleaved, with or without what a launcher puts in front of\n"
+           "NCCL's 'host:pid:tid [dev] NCCL INFO' prefix ([rank3]:, [default0]:, Ray's\n"
+           "(RayTrainWorker …), Slurm's '0: ', timestamps). NCCL 2.4 to 2.30 and RCCL; tuning and\n"
+           "RCCL '##' kernel-trace lines are ignored. Logs of only some hosts of a job are fine.\n"
+           "\n"
+           "Communicators and ranks come from the 'Init COMPLETE' lines (commId) when the log has\n"
+           "them; otherwise they are inferred from [nranks=N], the communicator handle of each\n"
+           "process and the order of first use, RCCL's globalrank, torchrun's [rankN] prefix and\n"
+           "the CUDA device. The import prints how each communicator was inferred and how sure\n"
+           "that is; `check` repeats it as 'inferred' notes and names the ranks no log shows.\n"
+           "Calls are aligned by opCount where it increases, else by log order; times are log\n"
+           "order. docs/import.md says which evidence gives which checks.\n"
+           "\n"
+           "Exit status: 0 imported, 2 nothing to import or an error.";
   }
   int Run(const std::vector<std::string>& raw) override {
     Args args("import-nccl-log", raw);
@@ -32,10 +45,12 @@ class ImportNcclLogCommand : public Command {
     }
     for (const auto& w : r->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::printf(
-        "imported %llu calls on %llu communicator(s) from %llu lines into %zu trace "
-        "file(s) in %s\n",
-        static_cast<unsigned long long>(r->calls), static_cast<unsigned long long>(r->comms),
-        static_cast<unsigned long long>(r->lines), r->files.size(), out->c_str());
+        "imported %llu calls of %llu process(es) on %llu communicator(s) from %llu lines into "
+        "%zu trace file(s) in %s\n",
+        static_cast<unsigned long long>(r->calls), static_cast<unsigned long long>(r->processes),
+        static_cast<unsigned long long>(r->comms), static_cast<unsigned long long>(r->lines),
+        r->files.size(), out->c_str());
+    for (const auto& n : r->notes) std::printf("inferred: %s\n", n.c_str());
     return kExitOk;
   }
 };

@@ -5,6 +5,8 @@
 #   structured_fuzzer  checksum-valid mutations of real traces through every reading path
 #                      (reader, follower, model, checkers, replay plan, export, live status)
 #   fr_fuzzer          arbitrary bytes as a PyTorch Flight Recorder dump (pickle and JSON readers)
+#   nccl_log_fuzzer    arbitrary bytes as NCCL/RCCL console logs (import-nccl-log's reader and
+#                      inference; half the time, seeded with tests/data/nccl-logs)
 # Exit status: the first fuzzer that failed, else 0. FUZZ_RUNS=N runs the structured fuzzer for
 # N inputs instead (reports the count); crashers land in build-fuzz/crashes/.
 set -euo pipefail
@@ -19,7 +21,8 @@ if [ ! -f "$build/build.ninja" ] || ! grep -q "CMAKE_CXX_FLAGS:STRING=$flags\$" 
     -DNCCLRR_BUILD_FUZZERS=ON -DNCCLRR_BUILD_VIEWER=OFF -DCMAKE_CUDA_COMPILER=OFF \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 fi
-cmake --build "$build" --target reader_fuzzer structured_fuzzer fr_fuzzer >"$build/build.log" 2>&1 ||
+cmake --build "$build" --target reader_fuzzer structured_fuzzer fr_fuzzer nccl_log_fuzzer \
+  >"$build/build.log" 2>&1 ||
   { tail -n 30 "$build/build.log"; exit 1; }
 corpus="$build/fuzz-corpus"
 mkdir -p "$corpus" "$build/crashes"
@@ -55,8 +58,16 @@ limit="-max_total_time=$seconds"
 echo "== structure-aware fuzzing of every reading path (${FUZZ_RUNS:-${seconds}s})"
 scorpus="$build/structured-corpus"
 mkdir -p "$scorpus"
-"$build/bin/structured_fuzzer" "$limit" -max_len=16384 -rss_limit_mb=4096 -timeout=20 \
+"$build/bin/structured_fuzzer" "$limit" -entropic=0 -max_len=16384 -rss_limit_mb=4096 -timeout=20 \
   -artifact_prefix="$build/crashes/" -print_final_stats=1 "$scorpus" "$corpus" 2>&1 |
   grep -E "^(Done|==|SUMMARY|stat::number_of_executed_units|stat::peak_rss)" | tail -n 12 ||
   status=$?
+echo "== fuzzing the NCCL log reader for $(((seconds + 1) / 2))s"
+lcorpus="$build/nccl-log-corpus"
+mkdir -p "$lcorpus"
+cp "$root"/tests/data/nccl-logs/*.log "$lcorpus/" 2>/dev/null || true
+"$build/bin/nccl_log_fuzzer" -max_total_time="$(((seconds + 1) / 2))" -max_len=16384 \
+  -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/crashes/" -print_final_stats=1 \
+  "$lcorpus" 2>&1 | grep -E "^(Done|==|SUMMARY|stat::number_of_executed_units|stat::peak_rss)" |
+  tail -n 12 || status=$?
 exit "$status"

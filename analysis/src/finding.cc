@@ -32,6 +32,8 @@ std::string_view NoteKindName(NoteKind k) {
       return "records_dropped";
     case NoteKind::kStragglers:
       return "stragglers";
+    case NoteKind::kInferred:
+      return "inferred";
     case NoteKind::kDataUnchecked:
       return "data_unchecked";
   }

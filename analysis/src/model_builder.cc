@@ -307,8 +307,10 @@ class ModelBuilder {
       if (unannounced_.count(ci)) {
         c.nranks = static_cast<int>(c.ranks.size());
         // A corrupt frame or dropped records may have held the creation: the file's own note
-        // says so (trace_incomplete), and it is no evidence of a lifecycle error.
-        if (!CreationMayBeLost(c))
+        // says so (trace_incomplete), and it is no evidence of a lifecycle error. Nor is a log
+        // without INIT lines (the importer notes it), unlike a recording that lost a process's
+        // creation record.
+        if (!CreationMayBeLost(c) && !OnlyFromLogs(c))
           c.problems.push_back(
               "calls were recorded on this communicator but no process recorded "
               "its creation");
@@ -329,6 +331,12 @@ class ModelBuilder {
         }
       }
     }
+  }
+
+  bool OnlyFromLogs(const CommModel& c) const {
+    for (const RankView& r : c.ranks)
+      if (r.file >= 0 && m_.dir_->files[r.file].header.route != Route::kNcclLog) return false;
+    return true;
   }
 
   // Seqs come from the recorder; a span far beyond the number of calls (a recorder bug, a

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "checkers.h"
+#include "imported_log_notes.h"
 #include "text_util.h"
 
 namespace ncclrr::analysis {
@@ -75,6 +76,7 @@ class TraceNotesChecker : public Checker {
         sink.AddNote(std::move(n));
       }
     }
+    AddInferenceNotes(m, sink);
     for (size_t ci = 0; ci < m.comms().size(); ++ci) {
       const CommModel& c = m.comms()[ci];
       std::vector<int> absent;
@@ -85,6 +87,11 @@ class TraceNotesChecker : public Checker {
       Note n;
       n.kind = NoteKind::kTraceIncomplete;
       for (int r : absent) n.ranks.push_back({c.id, r});
+      if (IsImportedFromLog(m, ci)) {
+        n.message = AbsentFromLogs(m, ci, absent);
+        sink.AddNote(std::move(n));
+        continue;
+      }
       n.message = "no trace file holds " + RankList(absent) + " of " + CommLabel(c) + " (" +
                   std::to_string(c.nranks) +
                   " ranks): their processes were not recorded or their files are missing. "

@@ -1,63 +1,140 @@
 #include "ncclrr/nccl_log_import.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <regex>
-#include <tuple>
 
+#include "nccl_log_job_builder.h"
 #include "ncclrr/format.h"
 #include "ncclrr/trace_writer.h"
 
 namespace ncclrr {
 namespace {
 
-// NCCL 2.x prints (enqueue.cc): "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d
-// op %d root %d comm %p [nranks=%d] stream %p", and on init (init.cc): "%s comm %p rank %d
-// nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE", or for splits
-// "... busId %lx parent %p splitCount %d color %d key %d - Init COMPLETE".
-const std::regex kPrefix(R"(([^\s:\[\]]+):(\d+):(\d+) \[(\d+)\] NCCL INFO (.*))");
-const std::regex kColl(
-    R"((\w+): opCount ([0-9a-fA-Fx]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) )"
-    R"(op (\d+) root (-?\d+) comm (\S+) \[nranks=(\d+)\] stream (\S+))");
-const std::regex kInit(
-    R"((\w+) comm (\S+) rank (\d+) nranks (\d+) cudaDev (\d+) nvmlDev \d+ busId [0-9a-fA-F]+ )"
-    R"((?:commId 0x([0-9a-fA-F]+)|parent (\S+) splitCount (\d+) color (-?\d+) key (-?\d+)) ?- Init COMPLETE)");
+using nccl_log::Job;
 
-uint64_t ParsePtr(const std::string& s) {
-  if (s == "(nil)") return 0;
-  return std::stoull(s, nullptr, 16);
+std::string Hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
 }
 
-// Stand-in id for a split communicator: the same on every rank of the child (they share parent
-// id, split ordinal and color), never equal to a root id in practice.
-uint64_t SplitId(uint64_t parent, int split_count, int color) {
-  uint64_t h = parent ^ 0x9e3779b97f4a7c15ull;
-  for (uint64_t v : {uint64_t(split_count), uint64_t(uint32_t(color))}) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
+// The host comes from the log: only a plain name may reach the file system, so that no log
+// line can name a file outside -o.
+std::string SafeFileName(const std::string& host, int64_t pid) {
+  std::string safe = host.empty() ? "host" : host;
+  for (char& ch : safe)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
+      ch = '_';
+  return safe + "-" + std::to_string(pid) + format::kFileSuffix;
+}
+
+CommRecord CommRecordOf(const Job& job, const nccl_log::LocalComm& l) {
+  const nccl_log::InferredComm& c = job.comms[l.comm];
+  CommRecord r{};
+  r.comm_id = c.id;
+  r.parent_id = c.parent_id;
+  r.handle = l.handle;
+  r.create_ns = l.first_ns;
+  // What the handle's own Init line says, so that ranks disagreeing on it are reported.
+  r.nranks = l.init ? l.nranks : c.nranks;
+  r.rank = l.rank;
+  r.device = l.device;
+  r.color = c.color;
+  r.key = c.key;
+  r.origin = static_cast<uint8_t>(c.origin);
+  r.blocking = 1;
+  r.nccl_hash_known = c.nccl_hash_known ? 1 : 0;
+  return r;
+}
+
+CallRecord CallRecordOf(const Job& job, const nccl_log::LoggedCall& logged, TraceWriter& w) {
+  const nccl_log::LocalComm& l = job.locals[logged.local];
+  const nccl_log::CollFields& f = logged.fields;
+  const Api api = ApiFromName(f.op);
+  CallRecord call{};
+  call.uid = w.NextCallUid();
+  call.comm_id = job.comms[l.comm].id;
+  call.api = static_cast<uint16_t>(api);
+  call.sendbuff = f.sendbuff;
+  call.recvbuff = f.recvbuff;
+  call.count = f.count;
+  call.dtype = static_cast<uint8_t>(f.datatype);
+  call.op = f.redop;
+  call.root_peer = IsRooted(api) || IsP2p(api) ? f.root : -1;
+  call.stream = f.stream;
+  call.rank = l.rank;
+  call.device = l.device >= 0 ? l.device : logged.prefix_dev;
+  call.tid = logged.tid;
+  call.enter_ns = call.exit_ns = logged.time_ns;
+  call.seq = logged.seq;
+  if (call.sendbuff == call.recvbuff && call.sendbuff != 0) call.flags |= call_flags::kInPlace;
+  return call;
+}
+
+Status WriteProcess(const Job& job, size_t pi, const std::string& out_dir,
+                    const NcclLogImportResult& result, std::string* path) {
+  const nccl_log::Process& p = job.processes[pi];
+  WriterOptions o;
+  o.dir = out_dir;
+  o.file_name = SafeFileName(p.host, p.pid);
+  o.overflow = OverflowPolicy::kBlock;
+  o.header.host = p.host;
+  o.header.pid = p.pid;
+  o.header.route = Route::kNcclLog;
+  o.header.argv = {"ncclrr", "import-nccl-log", p.source};
+  auto w = TraceWriter::Create(o);
+  if (!w.ok()) return w.status();
+  TraceWriter& writer = *w.value();
+  *path = writer.path();
+  writer.AddNote(NoteLevel::kInfo,
+                 "imported from NCCL log " + p.source + "; times are log order (1 us per line)");
+  std::vector<size_t> calls;
+  std::map<size_t, uint64_t> type_seq;
+  for (const auto& [handle, li] : p.locals) {
+    Record rec{};
+    rec.kind = RecordKind::kComm;
+    rec.comm = CommRecordOf(job, job.locals[li]);
+    writer.Append(rec);
+    const nccl_log::InferredComm& c = job.comms[job.locals[li].comm];
+    writer.AddNote(NoteLevel::kInfo, "communicator handle " + Hex(handle) + " is rank " +
+                                         std::to_string(job.locals[li].rank) +
+                                         " of a communicator that was " + c.note);
+    calls.insert(calls.end(), job.locals[li].calls.begin(), job.locals[li].calls.end());
   }
-  return h;
+  for (const std::string& n : result.notes)
+    writer.AddNote(NoteLevel::kInfo, kNcclLogInferenceNote + n);
+  std::sort(calls.begin(), calls.end(),
+            [&](size_t a, size_t b) { return job.calls[a].time_ns < job.calls[b].time_ns; });
+  std::map<std::pair<size_t, uint16_t>, uint64_t> per_type;
+  for (size_t ci : calls) {
+    CallRecord call = CallRecordOf(job, job.calls[ci], writer);
+    call.type_seq = per_type[{job.calls[ci].local, call.api}]++;
+    writer.AppendCall(call);
+  }
+  return writer.Close("imported");
 }
-
-struct CommState {
-  uint64_t id = 0;
-  int rank = -1;
-  int device = -1;
-  uint64_t coll_seq = 0;
-  std::map<Api, uint64_t> type_seq;
-  std::map<std::pair<int, int>, uint64_t> p2p_seq;  // (direction, peer)
-};
-
-struct Process {
-  std::unique_ptr<TraceWriter> writer;
-  std::map<uint64_t, CommState> comms;  // by ncclComm_t pointer
-  int64_t clock = 0;                    // log order, 1 us per line
-};
 
 }  // namespace
+
+NcclLogImportResult DescribeNcclLogs(const std::vector<std::string>& texts) {
+  nccl_log::JobBuilder b;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    b.BeginSource("text " + std::to_string(i + 1));
+    std::string_view t = texts[i];
+    while (!t.empty()) {
+      const size_t nl = t.find('\n');
+      b.AddLine(t.substr(0, nl));
+      t = nl == std::string_view::npos ? std::string_view() : t.substr(nl + 1);
+    }
+  }
+  NcclLogImportResult result;
+  b.Finish(&result);
+  return result;
+}
 
 StatusOr<NcclLogImportResult> ImportNcclLogs(const std::vector<std::string>& logs,
                                              const std::string& out_dir) {
@@ -69,133 +146,28 @@ StatusOr<NcclLogImportResult> ImportNcclLogs(const std::vector<std::string>& log
       if (e.path().extension() == format::kFileSuffix)
         return InvalidArgument("'" + out_dir + "' already holds a trace (" +
                                e.path().filename().string() + "); choose an empty directory");
-  NcclLogImportResult result;
-  std::map<std::pair<std::string, int>, Process> procs;
+  nccl_log::JobBuilder b;
   for (const auto& path : logs) {
-    std::ifstream in(path);
+    if (fs::is_directory(path, ec))
+      return InvalidArgument("'" + path + "' is a directory; give the log files themselves");
+    std::ifstream in(path, std::ios::binary);
     if (!in) return IoError("cannot read log '" + path + "'");
+    b.BeginSource(path);
     std::string line;
-    std::smatch m, c;
-    uint64_t unreadable = 0;  // lines whose numbers do not fit (std::out_of_range)
-    while (std::getline(in, line)) {
-      ++result.lines;
-      if (line.find("NCCL INFO") == std::string::npos) continue;
-      try {
-        if (!std::regex_search(line, m, kPrefix)) continue;
-        const std::string host = m[1];
-        const int pid = std::stoi(m[2]);
-        const uint32_t tid = static_cast<uint32_t>(std::stoul(m[3]));
-        const std::string body = m[5];
-        Process& p = procs[{host, pid}];
-        if (!p.writer) {
-          WriterOptions o;
-          o.dir = out_dir;
-          // The host comes from the log: only a plain name may reach the file system.
-          std::string safe = host;
-          for (char& ch : safe)
-            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' &&
-                ch != '_')
-              ch = '_';
-          o.file_name = safe + "-" + std::to_string(pid) + format::kFileSuffix;
-          o.overflow = OverflowPolicy::kBlock;
-          o.header.host = host;
-          o.header.pid = pid;
-          o.header.route = Route::kNcclLog;
-          o.header.argv = {"ncclrr", "import-nccl-log", path};
-          auto w = TraceWriter::Create(o);
-          if (!w.ok()) return w.status();
-          p.writer = std::move(w.value());
-          p.writer->AddNote(NoteLevel::kInfo, "imported from NCCL log " + path +
-                                                  "; times are log order (1 us per line)");
-          result.files.push_back(p.writer->path());
-        }
-        p.clock += 1000;
-        if (std::regex_search(body, c, kInit)) {
-          CommState& cs = p.comms[ParsePtr(c[2])];
-          cs = CommState{};
-          cs.rank = std::stoi(c[3]);
-          cs.device = std::stoi(c[5]);
-          CommRecord r{};
-          r.handle = ParsePtr(c[2]);
-          r.nranks = std::stoi(c[4]);
-          r.rank = cs.rank;
-          r.device = cs.device;
-          r.create_ns = p.clock;
-          r.blocking = 1;
-          if (c[6].matched) {
-            cs.id = std::stoull(c[6], nullptr, 16);
-            r.nccl_hash_known = 1;
-            r.origin = static_cast<uint8_t>(c[1] == "ncclCommInitAll" ? CommOrigin::kInitAll
-                                                                      : CommOrigin::kInitRank);
-          } else {
-            const auto parent = p.comms.find(ParsePtr(c[7]));
-            r.parent_id = parent != p.comms.end() ? parent->second.id : ParsePtr(c[7]);
-            r.color = std::stoi(c[9]);
-            r.key = std::stoi(c[10]);
-            cs.id = SplitId(r.parent_id, std::stoi(c[8]), r.color);
-            r.origin = static_cast<uint8_t>(CommOrigin::kSplit);
-          }
-          r.comm_id = cs.id;
-          Record rec{};
-          rec.kind = RecordKind::kComm;
-          rec.comm = r;
-          p.writer->Append(rec);
-          ++result.comms;
-          continue;
-        }
-        if (!std::regex_search(body, c, kColl)) continue;
-        const Api api = ApiFromName(c[1].str());
-        if (api == Api::kUnknown) continue;
-        const uint64_t comm_ptr = ParsePtr(c[9]);
-        auto it = p.comms.find(comm_ptr);
-        if (it == p.comms.end()) {
-          // A comm whose init lines are missing (INIT subsystem not logged): stand-in identity.
-          ++result.unmatched_calls;
-          it = p.comms.emplace(comm_ptr, CommState{}).first;
-          it->second.id = comm_ptr;
-        }
-        CommState& cs = it->second;
-        CallRecord call{};
-        call.uid = p.writer->NextCallUid();
-        call.comm_id = cs.id;
-        call.api = static_cast<uint16_t>(api);
-        call.sendbuff = ParsePtr(c[3]);
-        call.recvbuff = ParsePtr(c[4]);
-        call.count = std::stoull(c[5]);
-        call.dtype = static_cast<uint8_t>(std::stoi(c[6]));
-        call.op = std::stoi(c[7]);
-        call.root_peer = IsRooted(api) || IsP2p(api) ? std::stoi(c[8]) : -1;
-        call.stream = ParsePtr(c[11]);
-        call.rank = cs.rank;
-        call.device = cs.device >= 0 ? cs.device : std::stoi(m[4]);
-        call.tid = tid;
-        call.enter_ns = call.exit_ns = p.clock;
-        call.type_seq = cs.type_seq[api]++;
-        if (IsP2p(api))
-          call.seq = cs.p2p_seq[{api == Api::kSend ? 0 : 1, call.root_peer}]++;
-        else
-          call.seq = cs.coll_seq++;
-        if (call.sendbuff == call.recvbuff) call.flags |= call_flags::kInPlace;
-        p.writer->AppendCall(call);
-        ++result.calls;
-      } catch (const std::exception&) {  // a number out of range: the line is not NCCL's
-        ++unreadable;
-      }
-    }
-    if (unreadable > 0)
-      result.warnings.push_back(path + ": " + std::to_string(unreadable) +
-                                " NCCL INFO line(s) hold numbers out of range and were skipped");
+    while (std::getline(in, line)) b.AddLine(line);
   }
-  if (procs.empty())
+  NcclLogImportResult result;
+  const Job job = b.Finish(&result);
+  if (job.calls.empty())
     return InvalidArgument(
-        "no NCCL INFO lines found in the given log(s); record them with "
-        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL");
-  for (auto& [key, p] : procs) NCCLRR_RETURN_IF_ERROR(p.writer->Close("imported"));
-  if (result.unmatched_calls)
-    result.warnings.push_back(std::to_string(result.unmatched_calls) +
-                              " calls belong to communicators whose 'Init COMPLETE' line is not "
-                              "in the logs; their ids are the comm pointers and ranks are "
-                              "unknown (log with NCCL_DEBUG_SUBSYS=INIT,COLL)");
+        "no NCCL collective or point-to-point call (\"NCCL INFO AllReduce: opCount …\" lines) "
+        "found in the given log(s); record them with NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=INIT,COLL");
+  for (size_t pi = 0; pi < job.processes.size(); ++pi) {
+    std::string path;
+    NCCLRR_RETURN_IF_ERROR(WriteProcess(job, pi, out_dir, result, &path));
+    result.files.push_back(path);
+  }
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "golden_file.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
 
@@ -19,10 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path RealDir() {
-  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
-  return fs::path(src ? src : ".") / "tests/data/real";
-}
+fs::path RealDir() { return ncclrr::testing::SourceDataDir("tests/data/real"); }
 
 struct RealTrace {
   std::string name;
@@ -56,15 +54,7 @@ TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
     EXPECT_EQ(f.repeats, want.repeats) << text;
   }
   const fs::path golden = RealDir() / (want.name + ".check.txt");
-  if (const char* u = std::getenv("NCCLRR_UPDATE_GOLDEN"); u && std::string(u) == "1") {
-    std::ofstream(golden) << text;
-    return;
-  }
-  std::ifstream in(golden);
-  ASSERT_TRUE(in) << golden << " is missing; run with NCCLRR_UPDATE_GOLDEN=1";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(expected.str(), text) << "differs from " << golden;
+  ncclrr::testing::ExpectGolden(golden, text);
 }
 
 INSTANTIATE_TEST_SUITE_P(

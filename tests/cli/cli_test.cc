@@ -1,5 +1,5 @@
 // The `ncclrr` program as a user runs it: exit codes and messages of info and dump on good,
-// truncated and foreign input, and flag errors.
+// truncated and foreign input, flag errors, and import-nccl-log on a real log.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -99,6 +99,36 @@ TEST_F(CliTest, BadFlagsAndVerbsExitTwoWithUsage) {
   r = RunNcclrr("dump " + dir_.string() + " --rank x");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("expects a number"), std::string::npos) << r.out;
+}
+
+// A console log as people have it (RCCL, 4 ranks, two logged, no INIT lines): the import says how
+// it inferred the communicator; check names the hang's cause and no lifecycle_error.
+TEST_F(CliTest, ImportNcclLogSaysWhatItInferredAndCheckNamesTheMismatch) {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  const std::string log =
+      std::string(src ? src : ".") + "/tests/data/nccl-logs/rccl-allgather-vs-allreduce.log";
+  const std::string out = (dir_ / "imported").string();
+  Result r = RunNcclrr("import-nccl-log " + log + " -o " + out);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("imported 4 calls of 2 process(es) on 1 communicator(s)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("inferred: communicator 0x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ranks 1, 3 absent from the logs"), std::string::npos) << r.out;
+  Result c = RunNcclrr("check " + out + " --stable");
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("error[op_mismatch]"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("note[inferred]"), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find("lifecycle_error"), std::string::npos) << c.out;
+
+  Result again = RunNcclrr("import-nccl-log " + log + " -o " + out);
+  EXPECT_EQ(again.code, 2) << again.out;
+  EXPECT_NE(again.out.find("already holds a trace"), std::string::npos) << again.out;
+  Result nothing = RunNcclrr("import-nccl-log /dev/null -o " + (dir_ / "none").string());
+  EXPECT_EQ(nothing.code, 2) << nothing.out;
+  EXPECT_NE(nothing.out.find("NCCL_DEBUG_SUBSYS=INIT,COLL"), std::string::npos) << nothing.out;
+  Result help = RunNcclrr("import-nccl-log --help");
+  EXPECT_EQ(help.code, 0) << help.out;
+  EXPECT_NE(help.out.find("docs/import.md"), std::string::npos) << help.out;
 }
 
 }  // namespace

@@ -38,8 +38,14 @@ bool FindingKindFromName(std::string_view name, FindingKind* out);
 // counts as a finding, not even under --strict.
 // kDataUnchecked: informational too (calls with sketches the data checks could not verify, per
 // reason: non-linear ops, NaN/Inf steps, missing sketches).
-enum class NoteKind : uint8_t { kTraceIncomplete, kRecordsDropped, kStragglers, kDataUnchecked };
-// "trace_incomplete", "records_dropped", "stragglers", "data_unchecked"
+enum class NoteKind : uint8_t {
+  kTraceIncomplete,
+  kRecordsDropped,
+  kStragglers,
+  kDataUnchecked,
+  kInferred,  // imported evidence: how communicators and ranks were inferred
+};
+// "trace_incomplete", "records_dropped", "stragglers", "data_unchecked", "inferred"
 std::string_view NoteKindName(NoteKind k);
 // Notes about the trace itself (incomplete, dropped records): what --strict counts as findings.
 bool IsIncompleteness(NoteKind k);
