@@ -58,6 +58,8 @@ limit="-max_total_time=$seconds"
 echo "== structure-aware fuzzing of every reading path (${FUZZ_RUNS:-${seconds}s})"
 scorpus="$build/structured-corpus"
 mkdir -p "$scorpus"
+# -entropic=0: with this many coverage features libFuzzer's entropic scheduling took 60% of the
+# time (3x fewer inputs a second).
 "$build/bin/structured_fuzzer" "$limit" -entropic=0 -max_len=16384 -rss_limit_mb=4096 -timeout=20 \
   -artifact_prefix="$build/crashes/" -print_final_stats=1 "$scorpus" "$corpus" 2>&1 |
   grep -E "^(Done|==|SUMMARY|stat::number_of_executed_units|stat::peak_rss)" | tail -n 12 ||
