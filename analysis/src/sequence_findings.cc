@@ -471,32 +471,33 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       if (f.kind == FindingKind::kSuspectedSwap) {
         DataSwapVerdict data;
         double conf = 0;
-        if (call_sites) {
-          f.kind = FindingKind::kOrderSwap;
-        } else {
-          // No reordering explains this position: the rank's buffer here is one the others did
-          // not use here. Buffers allocated afresh each step (a compressing comm hook's) do
-          // that all the time, and then even the data can look alike across steps by chance:
-          // only a buffer that almost always sits beside one tensor makes this a suspicion.
-          // A dropped suspicion claims nothing: the data checks go on checking the position.
-          if (v.Confidence() < kMismatchIdentityFloor) return;
-          if (v.BuffersCannotTell()) return;
-          if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
-          // Unless the data confirm it, the buffers must have been seen often enough for the
-          // floor to hold at 95%: a fresh buffer seen 4 times, 3 of them at one position, is
-          // an allocator's choice, not a tensor's place (a 1000-step AMP job with a compressing
-          // hook gave two such errors).
-          if (data.kind != DataSwapVerdict::kConfirmed &&
-              v.ConfidenceLowerBound() < kMismatchIdentityFloor)
-            return;
-          f.confidence = conf;
-        }
+        // Call sites that differ at one position are no proof on their own: a rank-dependent
+        // branch can issue the same tensor from two lines (a Flight Recorder dump of a
+        // two-group deadlock gave an order_swap from that alone). The buffers and data must
+        // make the case, as without call sites.
+        // No reordering explains this position: the rank's buffer here is one the others did
+        // not use here. Buffers allocated afresh each step (a compressing comm hook's) do
+        // that all the time, and then even the data can look alike across steps by chance:
+        // only a buffer that almost always sits beside one tensor makes this a suspicion.
+        // A dropped suspicion claims nothing: the data checks go on checking the position.
+        if (v.Confidence() < kMismatchIdentityFloor) return;
+        if (v.BuffersCannotTell()) return;
+        if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
+        // Unless the data confirm it, the buffers must have been seen often enough for the
+        // floor to hold at 95%: a fresh buffer seen 4 times, 3 of them at one position, is
+        // an allocator's choice, not a tensor's place (a 1000-step AMP job with a compressing
+        // hook gave two such errors).
+        if (data.kind != DataSwapVerdict::kConfirmed &&
+            v.ConfidenceLowerBound() < kMismatchIdentityFloor)
+          return;
+        f.confidence = conf;
         sc.ctx.Claim(sc.ci, e.seq);
         f.short_text = who + " issued " + my_side + " where " + others + " issued " + ref_side;
         f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
                     others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
                     ". ";
-        if (!call_sites) f.message += SuspicionText(evidence, who, data);
+        f.message += SuspicionText(evidence, who, data);
+        if (call_sites) f.message += "The call sites differ as well. ";
         f.message += "Make every rank issue the same tensor at this point.";
         break;
       }

@@ -104,8 +104,17 @@ INSTANTIATE_TEST_SUITE_P(
         // A broadcast from another root: FR records no root; the hang it caused shows as rank 0
         // stopping before seq 118 while rank 1 went on.
         FrVariant{"root", FindingKind::kMissingCall, 118},
-        // A second group used before the default group's gradients on rank 1, after on rank 0.
-        FrVariant{"two-groups", FindingKind::kCrossCommOrder, 73}),
+        // A second group used before the default group's gradients on rank 1, after on rank 0:
+        // the deadlock, and no order_swap from the two lines that issue the second group's call
+        // (its call sites differ, its tensor does not).
+        FrVariant{"two-groups", FindingKind::kCrossCommOrder, 73},
+        // fc2.bias before fc2.weight at step 7 (FR's 76 and 77): the swap that hung.
+        FrVariant{"swap-diff", FindingKind::kOrderSwap, 75},
+        // fc2.weight and fc3.weight swapped: same shape, same line, no buffers or data in FR, so
+        // nothing tells them apart (docs/import-fr.md).
+        FrVariant{"swap-same", std::nullopt},
+        // The JSON variant of a clean run's dump.
+        FrVariant{"none-json", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)
