@@ -1,4 +1,4 @@
-// `ncclrr export DIR [--format perfetto|chrome-json|flight-recorder] -o PATH`: the trace for
+// `ncclrr export DIR [--format perfetto|chrome-json|flight-recorder[-json]] -o PATH`: the trace for
 // other tools: Perfetto's protobuf trace or Chrome trace JSON for ui.perfetto.dev (flows across
 // ranks, findings as instant events), or PyTorch Flight Recorder dumps, one per rank.
 #include <cstdio>
@@ -18,7 +18,8 @@ class ExportCommand : public Command {
  public:
   const char* name() const override { return "export"; }
   const char* synopsis() const override {
-    return "DIR [--format perfetto|chrome-json|flight-recorder] -o PATH [--no-flows]";
+    return "DIR [--format perfetto|chrome-json|flight-recorder|flight-recorder-json] -o PATH "
+           "[--no-flows]";
   }
   const char* help() const override {
     return "Writes the trace in a format other tools read:\n"
@@ -30,10 +31,13 @@ class ExportCommand : public Command {
            "                      check` as instant events. About a third of the JSON's size.\n"
            "  chrome-json         the same as Chrome trace JSON (-o FILE.json; also\n"
            "                      chrome://tracing).\n"
-           "  flight-recorder     PyTorch Flight Recorder dumps, JSON variant, version 2.10:\n"
-           "                      -o is a directory that gets one nccl_trace_rank_N per rank\n"
-           "                      (communicators as process groups, `state` from GPU times when\n"
-           "                      recorded), for fr_trace and other tools that read FR dumps.\n"
+           "  flight-recorder     PyTorch Flight Recorder dumps, pickled as FR writes them by\n"
+           "                      default (version 2.10): -o is a directory that gets one\n"
+           "                      nccl_trace_rank_N per rank (communicators as process groups,\n"
+           "                      `state` from GPU times when recorded), for fr_trace\n"
+           "                      (python -m torch.distributed.flight_recorder.fr_trace DIR)\n"
+           "                      and other tools that read FR dumps.\n"
+           "  flight-recorder-json  the same in FR's JSON variant (dump_json).\n"
            "--no-flows leaves the flow arrows out of perfetto and chrome-json (smaller files).";
   }
   int Run(const std::vector<std::string>& raw) override {
@@ -42,12 +46,14 @@ class ExportCommand : public Command {
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
     const std::string format = args.GetOr("--format", "perfetto");
-    if (format != "perfetto" && format != "chrome-json" && format != "flight-recorder")
-      throw UsageError("--format must be perfetto, chrome-json or flight-recorder, got '" +
-                       format + "'");
+    const bool fr = format == "flight-recorder" || format == "flight-recorder-json";
+    if (format != "perfetto" && format != "chrome-json" && !fr)
+      throw UsageError(
+          "--format must be perfetto, chrome-json, flight-recorder or flight-recorder-json, got '" +
+          format + "'");
     const auto path = args.Get("-o");
     if (!path)
-      throw UsageError(format == "flight-recorder"
+      throw UsageError(fr
                            ? "-o DIR is required (the directory that gets one dump per rank)"
                            : "-o FILE is required (where to write the exported trace)");
     auto model = analysis::TraceModel::Load(dir);
@@ -56,7 +62,11 @@ class ExportCommand : public Command {
       return kExitError;
     }
     PrintReadNotes("export", model->dir());
-    if (format == "flight-recorder") return FlightRecorder(*model, *path);
+    if (fr)
+      return FlightRecorder(*model, *path,
+                            format == "flight-recorder"
+                                ? analysis::FlightRecorderEncoding::kPickle
+                                : analysis::FlightRecorderEncoding::kJson);
     return Timeline(*model, format, *path, !args.Has("--no-flows"));
   }
 
@@ -66,9 +76,10 @@ class ExportCommand : public Command {
     return kExitError;
   }
 
-  static int FlightRecorder(const analysis::TraceModel& model, const std::string& out_dir) {
+  static int FlightRecorder(const analysis::TraceModel& model, const std::string& out_dir,
+                            analysis::FlightRecorderEncoding encoding) {
     analysis::FlightRecorderStats st;
-    const Status s = analysis::ExportFlightRecorder(model, out_dir, &st);
+    const Status s = analysis::ExportFlightRecorder(model, out_dir, encoding, &st);
     if (!s.ok()) return Fail(s);
     std::printf("wrote %llu Flight Recorder dumps (%llu entries, %.1f MB) into %s\n",
                 static_cast<unsigned long long>(st.files),

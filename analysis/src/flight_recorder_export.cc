@@ -1,6 +1,7 @@
 // Flight Recorder dumps from a trace (see flight_recorder_export.h for the mapping). Each rank's
 // file is written entry by entry, keys in the order nlohmann::json sorts them, as FR's own
-// dump_json (also nlohmann::json) does; the whole dump is never held in memory.
+// dump_json (also nlohmann::json) does; the whole dump is never held in memory. The pickle
+// encoding (FR's default, what fr_trace reads) has the same structure, its numbers as numbers.
 #include "ncclrr/analysis/flight_recorder_export.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "export_layout.h"
 #include "ncclrr/describe.h"
+#include "pickle_writer.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -21,6 +23,48 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFrVersion = "2.10";
+
+// A dump's top-level dict in either encoding: members, then the entries' list in the middle.
+class JsonDump {
+ public:
+  explicit JsonDump(std::ostream& out) : out_(out) {}
+  void Member(const char* key, const json& v) {
+    out_ << (first_ ? "{" : ",") << json(key).dump() << ':' << v.dump();
+    first_ = false;
+  }
+  void BeginEntries() { out_ << (first_ ? "{" : ",") << "\"entries\":["; first_ = false; }
+  void Entry(const json& v, bool first) { out_ << (first ? "" : ",") << v.dump(); }
+  void EndEntries() { out_ << ']'; }
+  void End() { out_ << '}'; }
+  static constexpr bool kNumbersAsStrings = true;  // FR's JSON variant writes pg_status so
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+class PickleDump {
+ public:
+  explicit PickleDump(std::ostream& out) : p_(out) { p_.BeginDict(); }
+  void Member(const char* key, const json& v) {
+    p_.Key(key);
+    p_.Value(v);
+  }
+  void BeginEntries() {
+    p_.Key("entries");
+    p_.BeginList();
+  }
+  void Entry(const json& v, bool) { p_.Value(v); }
+  void EndEntries() { p_.EndList(); }
+  void End() {
+    p_.EndDict();
+    p_.Finish();
+  }
+  static constexpr bool kNumbersAsStrings = false;
+
+ private:
+  PickleWriter p_;
+};
 
 // One entry of a rank's dump: a collective slot or a Send/Recv, on communicator `comm`.
 struct Op {
@@ -95,7 +139,8 @@ class RankDumpWriter {
       : m_(m), global_(global) {}
 
   // Writes the dump of (file, device) to `out`; returns its entry count.
-  uint64_t Write(const ProcessKey& key, std::ostream& out) {
+  template <class Dump>
+  uint64_t Write(const ProcessKey& key, Dump& out) {
     const uint32_t file = key.first;
     std::vector<Op> ops;
     std::vector<size_t> comms;  // the process's communicators; pg_id = position here
@@ -111,18 +156,20 @@ class RankDumpWriter {
     IndexGpuTimes(file);
 
     std::map<size_t, Counters> counters;  // comm -> running sequence numbers
-    out << "{\"comm_lib_version\":" << json(NcclVersionString(m_.file(file).nccl_version)).dump();
+    out.Member("comm_lib_version", NcclVersionString(m_.file(file).nccl_version));
     uint64_t written = 0;
     for (const Op& op : ops) {
       const size_t pg_id = static_cast<size_t>(
           std::find(comms.begin(), comms.end(), op.comm) - comms.begin());
-      out << (written == 0 ? ",\"entries\":[" : ",") << Entry(op, pg_id, written, counters[op.comm]).dump();
+      if (written == 0) out.BeginEntries();
+      out.Entry(Entry(op, pg_id, written, counters[op.comm]), written == 0);
       ++written;
     }
-    if (written) out << ']';
-    out << ",\"pg_config\":" << PgConfig(comms).dump();
-    out << ",\"pg_status\":" << PgStatus(comms, counters).dump();
-    out << ",\"version\":" << json(kFrVersion).dump() << "}";
+    if (written) out.EndEntries();
+    out.Member("pg_config", PgConfig(comms));
+    out.Member("pg_status", PgStatus(comms, counters, Dump::kNumbersAsStrings));
+    out.Member("version", kFrVersion);
+    out.End();
     return written;
   }
 
@@ -232,14 +279,16 @@ class RankDumpWriter {
     return it->second;
   }
 
-  json PgStatus(const std::vector<size_t>& comms, std::map<size_t, Counters>& counters) {
+  json PgStatus(const std::vector<size_t>& comms, std::map<size_t, Counters>& counters,
+                bool as_strings) {
     json st = json::object();
+    // FR's JSON variant writes these numbers as strings, its pickle as ints; -1 means none.
+    auto number = [&](int64_t v) { return as_strings ? json(std::to_string(v)) : json(v); };
     for (size_t i = 0; i < comms.size(); ++i) {
       const Counters& n = counters[comms[i]];
-      // FR's JSON variant writes these numbers as strings; -1 means none.
-      st[std::to_string(i)] = {{"last_enqueued_collective", std::to_string(n.collective ? n.collective : -1)},
-                               {"last_started_collective", std::to_string(n.started)},
-                               {"last_completed_collective", std::to_string(n.completed)}};
+      st[std::to_string(i)] = {{"last_enqueued_collective", number(n.collective ? n.collective : -1)},
+                               {"last_started_collective", number(n.started)},
+                               {"last_completed_collective", number(n.completed)}};
     }
     return st;
   }
@@ -253,7 +302,7 @@ class RankDumpWriter {
 }  // namespace
 
 Status ExportFlightRecorder(const TraceModel& model, const std::string& dir,
-                            FlightRecorderStats* stats) {
+                            FlightRecorderEncoding encoding, FlightRecorderStats* stats) {
   FlightRecorderStats local;
   FlightRecorderStats& st = stats ? *stats : local;
   std::error_code ec;
@@ -265,7 +314,13 @@ Status ExportFlightRecorder(const TraceModel& model, const std::string& dir,
     const std::string path = dir + "/nccl_trace_rank_" + std::to_string(rank);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     if (!out) return IoError("cannot create '" + path + "'; check that the directory is writable");
-    st.entries += writer.Write(key, out);
+    if (encoding == FlightRecorderEncoding::kPickle) {
+      PickleDump dump(out);
+      st.entries += writer.Write(key, dump);
+    } else {
+      JsonDump dump(out);
+      st.entries += writer.Write(key, dump);
+    }
     st.bytes += static_cast<uint64_t>(out.tellp());
     out.close();
     if (!out) return IoError("writing '" + path + "' failed (disk full?)");

@@ -145,7 +145,7 @@ TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
   const fs::path dir = Write("cross_comm_order");
   const fs::path out = dir / "fr";
   const Result r =
-      RunNcclrr("export " + dir.string() + " --format flight-recorder -o " + out.string());
+      RunNcclrr("export " + dir.string() + " --format flight-recorder-json -o " + out.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Flight Recorder dumps"), std::string::npos) << r.out;
   for (const char* f : {"nccl_trace_rank_0", "nccl_trace_rank_1"}) {
@@ -153,6 +153,16 @@ TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
     EXPECT_NE(dump.find("\"version\":\"2.10\""), std::string::npos) << f;
     EXPECT_NE(dump.find("\"profiling_name\":\"nccl:all_reduce\""), std::string::npos) << f;
   }
+  // The default is the pickle FR writes and fr_trace reads (protocol 2, then a dict).
+  const fs::path pickled = dir / "fr-pickle";
+  ASSERT_EQ(RunNcclrr("export " + dir.string() + " --format flight-recorder -o " +
+                      pickled.string())
+                .code,
+            0);
+  const std::string dump = Slurp(pickled / "nccl_trace_rank_0");
+  EXPECT_EQ(dump.substr(0, 3), std::string("\x80\x02}", 3));
+  EXPECT_EQ(dump.back(), '.');
+  EXPECT_NE(dump.find("nccl:all_reduce"), std::string::npos);
   const Result help = RunNcclrr("export --help 2>&1");
   EXPECT_NE(help.out.find("flight-recorder"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("chrome-json"), std::string::npos) << help.out;

@@ -31,7 +31,9 @@ std::map<int, json> ExportAndRead(const std::string& scenario,
   if (!model) return {};
   const fs::path dir = ScenarioDir(scenario + "-fr");
   fs::remove_all(dir);
-  EXPECT_TRUE(analysis::ExportFlightRecorder(*model, dir.string(), st).ok());
+  EXPECT_TRUE(analysis::ExportFlightRecorder(*model, dir.string(),
+                                             analysis::FlightRecorderEncoding::kJson, st)
+                  .ok());
   std::map<int, json> dumps;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/report_format.h"
 #include "ncclrr/fr_import.h"
 
@@ -154,6 +155,39 @@ TEST(ImportFrVerb, ImportThenCheck) {
                 out.string() + "-x 2>&1");
   EXPECT_EQ(r.code, 2) << r.out;
   fs::remove_all(out);
+}
+
+// `export --format flight-recorder[-json]` and `import-fr` read each other: a real job's trace
+// (tests/data/real/grad-swap-diff, rank 1 all-reduced fc2.bias before fc2.weight at step 5 and
+// hung) exported as FR dumps, pickled and as JSON, imports back, and check names the same swap
+// at the same seq (FR keeps the counts; it has no buffers, ops or roots).
+TEST(FrRoundTrip, ExportedDumpsImportBackWithTheSameFinding) {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  const fs::path real = fs::path(src ? src : ".") / "tests/data/real/grad-swap-diff";
+  auto original = TraceModel::Load(real.string());
+  ASSERT_TRUE(original.ok()) << original.status().message();
+  for (const FlightRecorderEncoding enc :
+       {FlightRecorderEncoding::kPickle, FlightRecorderEncoding::kJson}) {
+    const bool pickle = enc == FlightRecorderEncoding::kPickle;
+    const fs::path dumps = Scratch(pickle ? "rt-pickle" : "rt-json");
+    const fs::path back = Scratch(pickle ? "rt-pickle-trace" : "rt-json-trace");
+    ASSERT_TRUE(ExportFlightRecorder(*original, dumps.string(), enc).ok());
+    auto imported = ImportFlightRecorder({dumps.string()}, back.string());
+    ASSERT_TRUE(imported.ok()) << imported.status().message();
+    EXPECT_EQ(imported->files.size(), 2u);
+    auto model = TraceModel::Load(back.string());
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    const Report r = Check(*model, {});
+    const auto swap = std::find_if(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+      return f.kind == FindingKind::kOrderSwap;
+    });
+    ASSERT_NE(swap, r.findings.end()) << (pickle ? "pickle" : "json") << ":\n"
+                                      << FormatText(r, &*model, {});
+    ASSERT_TRUE(swap->seq.has_value());
+    EXPECT_EQ(*swap->seq, 56u);
+    fs::remove_all(dumps);
+    fs::remove_all(back);
+  }
 }
 
 TEST(ImportFrVerb, Help) {

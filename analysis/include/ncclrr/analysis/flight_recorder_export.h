@@ -1,8 +1,9 @@
 #pragma once
 // `ncclrr export --format flight-recorder`: the trace as PyTorch Flight Recorder dumps, so that
 // `fr_trace` and other tools built on FR dumps read ncclrr recordings. One file per rank, named as
-// PyTorch names them (nccl_trace_rank_<global rank>), in the JSON variant FR's dump_json writes
-// (version "2.10": version, comm_lib_version, pg_config, pg_status, entries).
+// PyTorch names them (nccl_trace_rank_<global rank>), pickled as FR dumps by default (what
+// fr_trace reads) or in the JSON variant FR's dump_json writes (version "2.10": version,
+// comm_lib_version, pg_config, pg_status, entries).
 //
 // What maps how (docs/check.md, "Exports"): a communicator is a process group named by its
 // index in the trace ("0", "1", ...; its desc is the comm name or hash); a rank is a (trace
@@ -26,8 +27,11 @@ struct FlightRecorderStats {
   uint64_t bytes = 0;
 };
 
+enum class FlightRecorderEncoding { kPickle, kJson };
+
 // Writes the dumps into `dir`, creating it when missing.
 Status ExportFlightRecorder(const TraceModel& model, const std::string& dir,
+                            FlightRecorderEncoding encoding = FlightRecorderEncoding::kPickle,
                             FlightRecorderStats* stats = nullptr);
 
 // PyTorch's names: "nccl:all_reduce", "nccl:send 0->1", "nccl:recv 1<-0"; "" for calls FR does
