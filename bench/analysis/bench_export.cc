@@ -149,7 +149,11 @@ int main(int argc, char** argv) {
       {"perfetto (protobuf)", timeline(ncclrr::analysis::ExportPerfetto), ParseProtoFile},
       {"chrome-json", timeline(ncclrr::analysis::ExportChromeJson), ParseJsonFile},
       {"flight-recorder (JSON, per rank)",
-       [&](const fs::path& p) { return ncclrr::analysis::ExportFlightRecorder(*model, p).ok();  // pickle },
+       [&](const fs::path& p) {
+         return ncclrr::analysis::ExportFlightRecorder(
+                    *model, p, ncclrr::analysis::FlightRecorderEncoding::kJson)
+             .ok();
+       },
        [](const fs::path& p) {
          uint64_t v = 0;
          for (const auto& e : fs::directory_iterator(p)) v += ParseJsonFile(e.path());
