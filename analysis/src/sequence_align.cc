@@ -64,15 +64,15 @@ std::vector<AlignOp> AlignSequences(std::span<const uint64_t> ref, std::span<con
     // A skip or an extra call only counts when what follows agrees for `resync` calls and at
     // least one call follows on both sides (at the very end it is missing_call's business).
     // Remaining lengths must differ by at least the edit: a rank that skipped k calls issued k
-    // fewer in total (or stopped even earlier).
+    // fewer in total (or stopped even earlier) — unless a hang cut both sides where they blocked.
     const size_t rem_seq = seq.size() - p, rem_ref = ref.size() - q;
     AlignOp indel{AlignOp::kMismatch, p, q, 1, 1};
     size_t indel_run = 0;
     for (size_t k = 1; k <= a.max_indel && indel.type == AlignOp::kMismatch; ++k) {
-      if (rem_ref >= rem_seq + k && rem_seq > 0 &&
+      if ((a.ends_in_hang || rem_ref >= rem_seq + k) && rem_seq > 0 && rem_ref > k &&
           (indel_run = AgreeRun(ref, q + k, seq, p, a.resync)) == a.resync)
         indel = {AlignOp::kSkip, p, q, 0, k};
-      else if (rem_seq >= rem_ref + k && rem_ref > 0 &&
+      else if ((a.ends_in_hang || rem_seq >= rem_ref + k) && rem_ref > 0 && rem_seq > k &&
                (indel_run = AgreeRun(ref, q, seq, p + k, a.resync)) == a.resync)
         indel = {AlignOp::kExtra, p, q, k, 0};
     }

@@ -18,6 +18,9 @@ struct AlignParams {
   size_t reorder_window = 64;  // longest run a reordering may permute
   size_t resync = 8;           // calls that must agree after an edit for it to count
   size_t max_indel = 3;        // longest run of skipped or added calls considered
+  // The sequences end where a hang stopped them (calls in flight at their ends): how many calls
+  // each side issued then depends on where each one blocked, not on what it skipped.
+  bool ends_in_hang = false;
 };
 
 struct AlignOp {

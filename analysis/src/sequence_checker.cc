@@ -115,6 +115,13 @@ class SequenceChecker : public Checker {
       last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
   }
 
+  // The rank's last collective never returned: the job hung there (the watchdog's or a signal's
+  // record, or a Flight Recorder entry not completed).
+  static bool EndsInFlight(const TraceModel& m, const RankView& r) {
+    return !r.collectives.empty() &&
+           (m.call(r.collectives.back().call).flags & call_flags::kInFlight) != 0;
+  }
+
   void CheckComm(CheckContext& ctx, size_t ci, FindingSink& sink) {
     const CommModel& c = ctx.model().comms()[ci];
     if (c.ranks.size() < 2) return;
@@ -132,6 +139,7 @@ class SequenceChecker : public Checker {
       const uint64_t lo = std::max(r.first_seq(), rv_ref.first_seq());
       const DenseSequence a = Dense(sc, rv_ref, lo);
       const DenseSequence b = Dense(sc, r, lo);
+      params.ends_in_hang = EndsInFlight(ctx.model(), r) || EndsInFlight(ctx.model(), rv_ref);
       std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
       ExplainBlockedTail(&ops, a, b);
       for (const AlignOp& op : ops) {

@@ -100,8 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
         // MAX instead of SUM: FR records no reduction op, so neither fr_trace nor check can
         // see it (the import says so in a note rather than guess).
         FrVariant{"op", std::nullopt},
-        // Rank 1 skipped an all_reduce: at seq 81 it issued the broadcast rank 0 issues next.
-        FrVariant{"missing", FindingKind::kOpMismatch, 81},
+        // Rank 1 skipped an all_reduce: at seq 81 it issued the broadcast rank 0 issues next. One
+        // missing_call, although rank 1 enqueued more calls than rank 0 before the watchdog
+        // fired (the hang, not the skip, decided where each stopped).
+        FrVariant{"missing", FindingKind::kMissingCall, 81},
         // A broadcast from another root: FR records no root; the hang it caused shows as rank 0
         // stopping before seq 118 while rank 1 went on.
         FrVariant{"root", FindingKind::kMissingCall, 118},
