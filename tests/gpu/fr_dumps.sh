@@ -6,8 +6,10 @@
 # ends dumps itself (pickle and JSON).
 #
 # Usage: tests/gpu/fr_dumps.sh        FR_VARIANTS="none swap-same" to run a subset
-# Writes $OUT/fr-dumps.tar.gz: fr/VARIANT/{nccl_trace_rank_R, json/nccl_trace_rank_R, job.log,
-# fr_trace.txt}.
+# Writes $OUT/fr-dumps.tar.gz: fr/VARIANT/{nccl_trace_rank_R, job.log, fr_trace.txt, files.txt}
+# and fr/VARIANT-json/nccl_trace_rank_R (apart: fr_trace reads every file under a folder), and
+# with FR_EXPORT_FROM=TRACE_DIR also fr/export/ (`ncclrr export --format flight-recorder` of that
+# trace, e.g. tests/data/real/grad-swap-diff) and fr/export-fr_trace.txt, fr_trace's verdict on it.
 set -u
 source "$(dirname "$0")/gputiming_env.sh"
 W=$OUT/fr
@@ -20,7 +22,7 @@ for v in $VARIANTS; do
   mkdir -p "$d"
   (
     TORCH_NCCL_TRACE_BUFFER_SIZE=20000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 \
-      TORCH_FR_DUMP_TEMP_FILE=$d/nccl_trace_rank_ FR_DIR=$d \
+      TORCH_FR_DUMP_TEMP_FILE=$d/nccl_trace_rank_ FR_DIR=$d FR_JSON_DIR=$d-json \
       timeout -s KILL 150 "$PY" "$ROOT/tests/gpu/realjobs/torch_fr_bugs.py" --port $port --bug "$v" \
       >"$d/job.log" 2>&1
     echo "exit $?" >>"$d/job.log"
@@ -38,4 +40,12 @@ for v in $VARIANTS; do
   echo "exit $?" >>"$d/fr_trace.txt"
   echo "== $v: $(tail -n 1 "$d/job.log"); dumps: $(ls "$d" | grep -c '^nccl_trace_rank_')"
 done
+if [ -n "${FR_EXPORT_FROM:-}" ]; then
+  "$BUILD/bin/ncclrr" export "$FR_EXPORT_FROM" --format flight-recorder -o "$W/export" \
+    >"$W/export.log" 2>&1
+  "$PY" -m torch.distributed.flight_recorder.fr_trace "$W/export" --prefix nccl_trace_rank_ \
+    >"$W/export-fr_trace.txt" 2>&1
+  echo "exit $?" >>"$W/export-fr_trace.txt"
+  echo "== export of $FR_EXPORT_FROM: $(tail -n 1 "$W/export-fr_trace.txt")"
+fi
 tar -C "$OUT" -czf "$OUT/fr-dumps.tar.gz" fr && rm -rf "$W"

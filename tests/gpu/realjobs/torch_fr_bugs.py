@@ -18,7 +18,8 @@ all_gather_into_tensor of the accuracy; a broadcast of the parameters at the sta
 
 The Flight Recorder is configured by the caller's environment (TORCH_NCCL_TRACE_BUFFER_SIZE,
 TORCH_NCCL_DUMP_ON_TIMEOUT, TORCH_FR_DUMP_TEMP_FILE). A job that ends writes its own dumps:
-pickle to $FR_DIR/nccl_trace_rank_R and JSON to $FR_DIR/json/nccl_trace_rank_R. A hung job is
+pickle to $FR_DIR/nccl_trace_rank_R and JSON to $FR_JSON_DIR/nccl_trace_rank_R (a folder of its
+own: fr_trace reads every file under the dump folder as pickle). A hung job is
 ended by the watchdog after --timeout-s, which dumps on its own when asked to.
 
   python3 torch_fr_bugs.py --port 29711 --bug swap-same
@@ -42,12 +43,13 @@ def dump_flight_recorder(rank):
     if not out:
         return
     c10d = torch._C._distributed_c10d
-    os.makedirs(os.path.join(out, "json"), exist_ok=True)
+    json_dir = os.environ.get("FR_JSON_DIR", os.path.join(out, "json"))
+    os.makedirs(json_dir, exist_ok=True)
     with open(os.path.join(out, f"nccl_trace_rank_{rank}"), "wb") as f:
         f.write(c10d._dump_nccl_trace())
     dump_json = getattr(c10d, "_dump_nccl_trace_json", None)
     if dump_json is not None:
-        with open(os.path.join(out, "json", f"nccl_trace_rank_{rank}"), "wb") as f:
+        with open(os.path.join(json_dir, f"nccl_trace_rank_{rank}"), "wb") as f:
             data = dump_json()
             f.write(data.encode() if isinstance(data, str) else data)
 
