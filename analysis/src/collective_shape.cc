@@ -71,7 +71,8 @@ std::string ShortCall(const CallRecord& c) {
   s += "(" + std::to_string(c.count) + " " + std::string(DtypeName(c.dtype));
   const bool reduces = api == Api::kAllReduce || api == Api::kReduce || api == Api::kReduceScatter;
   if (reduces) s += ", " + std::string(RedOpName(c.op, c.flags));
-  if (IsRooted(api)) s += ", root " + std::to_string(c.root_peer);
+  // A negative root is one the trace does not know (a Flight Recorder dump records none).
+  if (IsRooted(api)) s += c.root_peer < 0 ? ", root?" : ", root " + std::to_string(c.root_peer);
   if (api == Api::kSend) s += " to " + std::to_string(c.root_peer);
   if (api == Api::kRecv) s += " from " + std::to_string(c.root_peer);
   return s + ")";

@@ -56,7 +56,87 @@ class MissingCallChecker : public Checker {
     uint64_t seq = kNoSeq;
     for (int r : accused) seq = std::min(seq, c.ranks[r].issued());
     if (ctx.Claimed(ci, seq)) return;  // explained already (e.g. by cross_comm_order)
+    const uint64_t stuck = FirstSeqNoRankCompleted(m, c);
+    if (stuck < seq) {
+      ReportStuck(ctx, ci, stuck, sink);
+      return;
+    }
     Report(ctx, ci, seq, accused, sink);
+  }
+
+  // The first seq that no rank completed, or kNoSeq. Only imported GPU states (a Flight Recorder
+  // dump's "scheduled"/"started") mark calls that were issued after such a call: the
+  // communicator was stuck there, and each rank's host went on issuing until it next waited
+  // for the GPU, so where the ranks stopped issuing says nothing about who missed a call.
+  static uint64_t FirstSeqNoRankCompleted(const TraceModel& m, const CommModel& c) {
+    uint64_t stuck = 0;
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file()) continue;
+      auto open = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const auto& s) {
+        return (m.call(s.call).flags & call_flags::kInFlight) != 0;
+      });
+      if (open == r.collectives.end()) return kNoSeq;
+      stuck = std::max(stuck, open->seq);
+    }
+    return stuck;
+  }
+
+  // Every rank issued seq `stuck` and none completed it. When another finding explains that
+  // seq, a note says the later difference in counts follows from it; otherwise the hang itself
+  // is the finding, with what the trace cannot tell.
+  void ReportStuck(CheckContext& ctx, size_t ci, uint64_t stuck, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::string stops;
+    for (const RankView& r : c.ranks)
+      if (r.has_file())
+        stops += (stops.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r.rank) +
+                 " after seq " + std::to_string(r.issued() - 1);
+    const std::string consequence =
+        "The ranks stopped issuing at different points (" + stops + ") because each rank's host "
+        "went on until it next waited for the GPU: that difference follows from the hang and is "
+        "not a missing call.";
+    // A mismatch reported at or before the stuck call explains it: a mismatched call can
+    // complete wrongly and leave the communicator stuck at a later one.
+    uint64_t cause = 0;
+    while (cause <= stuck && !ctx.Claimed(ci, cause)) ++cause;
+    if (cause <= stuck) {
+      Note n;
+      n.kind = NoteKind::kInferred;
+      n.message = CommLabel(c) + ": no rank completed seq " + std::to_string(stuck) +
+                  ", which follows from the finding at seq " + std::to_string(cause) + ". " +
+                  consequence;
+      sink.AddNote(std::move(n));
+      return;
+    }
+    Finding f = FindingOn(FindingKind::kMissingCall, m, ci);
+    f.seq = stuck;
+    f.pattern = "stuck";
+    ctx.Claim(ci, stuck, kNoSeq);
+    const CollectiveSlot* first = nullptr;
+    for (const RankView& r : c.ranks) {
+      const CollectiveSlot* s = r.has_file() ? r.AtSeq(stuck) : nullptr;
+      if (!s) continue;
+      f.ranks.push_back(r.rank);
+      f.calls.push_back({s->call, r.rank, stuck});
+      f.table.push_back({std::to_string(r.rank), std::to_string(stuck),
+                         ShortCall(m.call(s->call)) + "  never completed", false});
+      if (!first || s->time_ns < first->time_ns) first = s;
+    }
+    f.first_time = first ? first->time_ns : m.end_ns();
+    const std::string what = first ? ShortCall(m.call(first->call)) : "a collective";
+    f.short_text = "every rank issued seq " + std::to_string(stuck) + " (" + what +
+                   ") and none completed it";
+    f.message = "Every rank issued " + what + " at seq " + std::to_string(stuck) +
+                " and no rank completed it: the communicator hung there. " + consequence +
+                " The arguments this trace holds agree at seq " + std::to_string(stuck) +
+                ", but it may not hold them all (a Flight Recorder dump has no root and no "
+                "reduction op), and a call with mismatched roots or ops can complete wrongly and "
+                "leave the communicator stuck at a later one. Compare the root and op of seq " +
+                std::to_string(stuck) + " and of the calls before it across ranks" +
+                LastRootedBefore(m, c, stuck) +
+                ", and look for a rank blocked on another communicator or a GPU fault.";
+    sink.Add(std::move(f));
   }
 
   void Report(CheckContext& ctx, size_t ci, uint64_t seq, const std::vector<int>& accused,
@@ -121,6 +201,21 @@ class MissingCallChecker : public Checker {
                 " did not get there: a rank-dependent branch, an exception, or a blocking call on "
                 "another communicator (see cross_comm_order).";
     sink.Add(std::move(f));
+  }
+
+  // " (the last rooted call before it is seq 89, Broadcast(10 float32))", or "".
+  static std::string LastRootedBefore(const TraceModel& m, const CommModel& c, uint64_t stuck) {
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file()) continue;
+      for (auto s = r.collectives.rbegin(); s != r.collectives.rend(); ++s) {
+        const Api api = CanonicalApi(static_cast<Api>(m.call(s->call).api));
+        if (s->seq < stuck && (api == Api::kBroadcast || api == Api::kReduce))
+          return " (the last rooted call before it is seq " + std::to_string(s->seq) + ", " +
+                 ShortCall(m.call(s->call)) + ")";
+      }
+      return "";
+    }
+    return "";
   }
 
   // "(its last call was AllReduce(...) on comm Y)" when the rank went on elsewhere.

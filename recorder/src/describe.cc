@@ -52,7 +52,12 @@ std::string DescribeCall(const CallRecord& c, bool stable) {
         api != Api::kAlltoAll && api != Api::kGather && api != Api::kScatter)
       Appendf(&s, " op %s", std::string(RedOpName(c.op, c.flags)).c_str());
     if (c.flags & call_flags::kPreMulSum) Appendf(&s, " scalar %g", c.scalar);
-    if (IsRooted(api)) Appendf(&s, " root %d", c.root_peer);
+    if (IsRooted(api)) {
+      if (c.root_peer < 0)
+        s += " root ?";  // not known to the trace (a Flight Recorder dump records none)
+      else
+        Appendf(&s, " root %d", c.root_peer);
+    }
     if (IsP2p(api)) Appendf(&s, " peer %d", c.root_peer);
     if (c.flags & call_flags::kInPlace) s += " inplace";
   }
