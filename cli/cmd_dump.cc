@@ -78,6 +78,7 @@ class DumpCommand : public Command {
       for (const auto& r : f.captures) captures[r.call_uid].push_back(&r);
       for (const CallRecord* c : calls) {
         std::printf("%s\n", DescribeCall(*c, stable).c_str());
+        if (c->callsite) std::printf("    at %s\n", Printable(f.String(c->callsite)).c_str());
         if (auto it = sketches.find(c->uid); it != sketches.end())
           for (const SketchData* s : it->second) std::printf("    %s\n", DescribeSketch(*s).c_str());
         if (auto it = captures.find(c->uid); it != captures.end())

@@ -93,7 +93,8 @@ class MissingCallChecker : public Checker {
         stops += (stops.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r.rank) +
                  " after seq " + std::to_string(r.issued() - 1);
     const std::string consequence =
-        "The ranks stopped issuing at different points (" + stops + ") because each rank's host "
+        "The ranks stopped issuing at different points (" + stops +
+        ") because each rank's host "
         "went on until it next waited for the GPU: that difference follows from the hang and is "
         "not a missing call.";
     // A mismatch reported at or before the stuck call explains it: a mismatched call can
@@ -125,8 +126,8 @@ class MissingCallChecker : public Checker {
     }
     f.first_time = first ? first->time_ns : m.end_ns();
     const std::string what = first ? ShortCall(m.call(first->call)) : "a collective";
-    f.short_text = "every rank issued seq " + std::to_string(stuck) + " (" + what +
-                   ") and none completed it";
+    f.short_text =
+        "every rank issued seq " + std::to_string(stuck) + " (" + what + ") and none completed it";
     f.message = "Every rank issued " + what + " at seq " + std::to_string(stuck) +
                 " and no rank completed it: the communicator hung there. " + consequence +
                 " The arguments this trace holds agree at seq " + std::to_string(stuck) +

@@ -3,7 +3,7 @@
 // (NCCLRR_HOST_NOOP=1: every call returns at once), reached by direct link as PyTorch reaches
 // libnccl.so.2, so what is measured is the wrapper, not NCCL.
 //
-//   bench-interposer [--rounds R] [--calls N] [--sketch]
+//   bench-interposer [--rounds R] [--calls N] [--sketch] [--python]
 //
 // Each round runs one worker process per configuration (no preload; preload recording in full;
 // preload in flight-recorder mode), interleaved, each timing N calls of each operation one by
@@ -14,6 +14,8 @@
 // <= 10 ns, p99 <= 1 us. --sketch adds `record --sketch` (NCCLRR_SKETCH=1): in no-op mode the
 // host NCCL runs the sketch callbacks at once, so its rows are the host time sketching adds to a
 // 1024-float AllReduce and a 16-float Send (about 8 KB of records per call: use --calls 5000).
+// --python: the worker is python_host.py (PYTHON, else python3) calling AllReduce through two
+// framework frames with the GIL released, as PyTorch does: Python call sites off against on.
 #include <nccl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,12 +117,18 @@ struct Config {
   bool preload;
   const char* ring;     // NCCLRR_RING
   bool sketch = false;  // NCCLRR_SKETCH=1, only with --sketch
+  int python = 0;       // --python rows: 1 Python call sites off, 2 on (the default)
 };
 constexpr Config kConfigs[] = {{"none", false, "0"},
                                {"preload", true, "0"},
                                {"preload --ring 4096", true, "4096"},
                                {"preload --sketch", true, "0", true}};
+// --python: the worker is python_host.py; what Python call sites cost.
+constexpr Config kPythonConfigs[] = {{"py none", false, "0", false, 1},
+                                     {"py preload, no sites", true, "0", false, 1},
+                                     {"py preload, sites", true, "0", false, 2}};
 bool g_with_sketch = false;
+bool g_python = false;
 
 // One worker run: per op (median, p99) in ns.
 std::map<std::string, std::pair<int, int>> RunWorker(const Config& c, int calls,
@@ -133,10 +141,17 @@ std::map<std::string, std::pair<int, int>> RunWorker(const Config& c, int calls,
     cmd += "LD_PRELOAD=" + lib + " NCCLRR_TRACE_DIR=" + trace_dir + " NCCLRR_RING=" + c.ring +
            " NCCLRR_SKETCH=" + (c.sketch ? "1 " : "0 ");
   }
-  cmd += "/proc/self/exe --worker " + std::to_string(calls);
   // popen runs `sh`, whose /proc/self/exe is the shell: resolve ours first.
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  cmd.replace(cmd.find("/proc/self/exe --worker"), std::strlen("/proc/self/exe"), self);
+  if (c.python) {
+    const std::string build = std::filesystem::path(self).parent_path().parent_path().string();
+    cmd += std::string("NCCLRR_PY_SITES=") + (c.python == 2 ? "1" : "0") +
+           " NCCLRR_PY_SKIP=python_host_framework.py LD_LIBRARY_PATH=" + build + "/lib/hostnccl " +
+           (std::getenv("PYTHON") ? std::getenv("PYTHON") : "python3") + " " +
+           NCCLRR_BENCH_SOURCE_DIR "/python_host.py " + std::to_string(calls);
+  } else {
+    cmd += self + " --worker " + std::to_string(calls);
+  }
   std::map<std::string, std::pair<int, int>> out;
   FILE* p = popen(cmd.c_str(), "r");
   char op[64];
@@ -161,6 +176,10 @@ int main(int argc, char** argv) {
       g_with_sketch = true;
       continue;
     }
+    if (!std::strcmp(argv[i], "--python")) {
+      g_python = true;
+      continue;
+    }
     if (!std::strcmp(argv[i], "--worker")) return Worker(std::atoi(value));
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(value));
     if (!std::strcmp(argv[i], "--calls")) calls = std::max(1000, std::atoi(value));
@@ -171,8 +190,11 @@ int main(int argc, char** argv) {
   // results[config][op] = per-round (median, p99)
   std::map<std::string, std::map<std::string, std::vector<std::pair<int, int>>>> results;
   std::map<std::string, std::string> recorded;  // config -> what its last trace holds
+  const std::vector<Config> configs =
+      g_python ? std::vector<Config>(std::begin(kPythonConfigs), std::end(kPythonConfigs))
+               : std::vector<Config>(std::begin(kConfigs), std::end(kConfigs));
   for (int r = 0; r < rounds; ++r) {
-    for (const Config& c : kConfigs) {
+    for (const Config& c : configs) {
       if (c.sketch && !g_with_sketch) continue;
       std::filesystem::remove_all(dir);
       for (const auto& [op, v] : RunWorker(c, calls, dir.string()))
@@ -200,12 +222,13 @@ int main(int argc, char** argv) {
               "+p99");
   std::vector<const char*> ops(std::begin(kOps), std::end(kOps));
   for (const char* op : kBatchOps) ops.push_back(op);
+  if (g_python) ops = {"AllReduce", "burst:AllReduce"};
   for (const char* op : ops) {
-    if (std::strncmp(op, "burst:", 6) == 0 && op == ops[kNumOps])
+    if (std::strncmp(op, "burst:", 6) == 0 && (op == ops[kNumOps] || g_python))
       std::printf("mean per call over bursts of %d calls (median over bursts), ns:\n", kBurst);
     const bool burst = std::strncmp(op, "burst:", 6) == 0;
     int base_med = 0, base_p99 = 0;
-    for (const Config& c : kConfigs) {
+    for (const Config& c : configs) {
       if (c.sketch && !g_with_sketch) continue;
       std::vector<int> meds, p99s;
       for (const auto& [m, p] : results[c.name][op]) {

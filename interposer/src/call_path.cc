@@ -35,8 +35,7 @@ InFlightSlot* BeginCall(uint64_t* uid) {
 CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const void* caller)
     : slot_(BeginCall(&uid_)),
       record_(slot_->shared || t_state.busy != 0 ? local_ : slot_->record),
-      rec(record_.call),
-      caller_(caller) {
+      rec(record_.call) {
   // Zeroed with plain stores: for 144 bytes a `rep stos` (what `record_ = {}` compiles to) costs
   // more than the rest of the constructor.
   static_assert(sizeof record_ % sizeof(uint64_t) == 0);
@@ -74,6 +73,8 @@ CallBuilder::CallBuilder(Api api, ncclComm_t handle, const void* stream, const v
   }
   if (__builtin_expect(GpuTimingOn(), 0) && (IsCollective(api) || IsP2p(api)))
     GpuTimingBeforeCall(rec, comm != nullptr ? comm->device.load(std::memory_order_relaxed) : -1);
+  // Before the call: a call that never returns keeps its site in the in-flight record.
+  if (g_runtime.sites) rec.callsite = CallSiteId(caller);
 }
 
 void CallBuilder::RedOp(ncclRedOp_t op) {
@@ -124,7 +125,6 @@ ncclResult_t CallBuilder::Finish(ncclResult_t result) {
     }
     if (rec.seq != kNoSeq && rec.capture != 1 && t_state.group_depth > 0) LogGroupedCall(cs, rec);
   }
-  if (g_runtime.stacks) rec.callsite = CallSiteId(caller_);
   Emit(record_);
   if (own_slot) slot_->finishing.store(0, std::memory_order_release);
   if (__builtin_expect(g_sketch_on, 0)) SketchAfterCall(rec, result);

@@ -103,9 +103,6 @@ class CallBuilder {
  public:
   CallRecord& rec;
   CommState* comm = nullptr;
-
- private:
-  const void* caller_;
 };
 
 }  // namespace ncclrr::interpose

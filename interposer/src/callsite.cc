@@ -1,7 +1,7 @@
-// --stacks: a call-site id per distinct chain of return addresses (the wrapper's caller and up
-// to NCCLRR_STACK_DEPTH - 1 frames above it), interned once as text
-// "object+0xoffset<object+0xoffset<..." and symbolized offline. Unwinding costs microseconds, so
-// it only runs when asked for.
+// Call-site ids. In a Python process, the Python site (python_site.h) by default. With
+// --stacks, the chain of return addresses (the wrapper's caller and up to NCCLRR_STACK_DEPTH - 1
+// frames above it) too, interned once as text "[py sites<]object+0xoffset<object+0xoffset<..."
+// and symbolized offline. Unwinding costs microseconds, so it only runs when asked for.
 #include <unwind.h>
 
 #include <cinttypes>
@@ -12,6 +12,7 @@
 
 #include "call_path.h"
 #include "env_config.h"
+#include "python_site.h"
 #include "symbols.h"
 
 namespace ncclrr::interpose {
@@ -57,6 +58,11 @@ std::unordered_map<uint64_t, uint32_t>& Ids() {  // never destroyed (calls durin
 }  // namespace
 
 uint32_t CallSiteId(const void* caller) {
+  const bool python = PythonSitesWanted();
+  if (!g_runtime.stacks) return python ? PythonSiteId() : 0;
+  // Both: the Python frames, then the native ones.
+  PythonSite py;
+  const bool with_py = python && ReadPythonSite(&py);
   Frames f;
   const int depth = GetConfig().stack_depth;
   _Unwind_Backtrace(Collect, &f);
@@ -69,15 +75,15 @@ uint32_t CallSiteId(const void* caller) {
     first = 0;
   }
   const int last = std::min(f.n, first + depth);
-  uint64_t key = 0xcbf29ce484222325ull;
+  uint64_t key = with_py ? py.key : 0xcbf29ce484222325ull;
   for (int i = first; i < last; ++i)
     key = (key ^ reinterpret_cast<uintptr_t>(f.pc[i])) * 0x100000001b3ull;
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = Ids().find(key);
   if (it != Ids().end()) return it->second;
-  std::string text;
+  std::string text = with_py ? PythonSiteText(py) : "";
   for (int i = first; i < last; ++i) {
-    if (i > first) text += '<';
+    if (!text.empty()) text += '<';
     text += Describe(f.pc[i]);
   }
   const uint32_t id = g_runtime.writer->Intern(text);

@@ -78,6 +78,10 @@ Config Load() {
   c.dlsym_hook = ReadBool("NCCLRR_DLSYM", true);
   c.stack_depth = static_cast<int>(ReadUnsigned("NCCLRR_STACK_DEPTH", 6, 32));
   if (c.stack_depth == 0) c.stack_depth = 1;
+  c.py_sites = ReadBool("NCCLRR_PY_SITES", true);
+  c.py_depth = static_cast<int>(ReadUnsigned("NCCLRR_PY_DEPTH", 2, 8));
+  if (c.py_depth == 0) c.py_depth = 1;
+  c.py_skip = ReadString("NCCLRR_PY_SKIP", c.py_skip.c_str());
   c.verbose = ReadBool("NCCLRR_VERBOSE", false);
   c.gpu_timing = static_cast<int>(ReadUnsigned("NCCLRR_GPU_TIMING", 0, 2));
   c.gpu_timing_source = ReadString("NCCLRR_GPU_TIMING_SOURCE", "auto");

@@ -34,6 +34,10 @@ struct Config {
                                  // NCCL (tests with a stand-in libcuda)
   bool dlsym_hook = true;        // NCCLRR_DLSYM=0: hand out no wrappers through dlsym
   int stack_depth = 6;           // NCCLRR_STACK_DEPTH: frames per call-site with --stacks
+  bool py_sites = true;          // NCCLRR_PY_SITES=0: no Python call sites (python_site.h)
+  int py_depth = 2;              // NCCLRR_PY_DEPTH: Python frames per site (1 to 8)
+  // NCCLRR_PY_SKIP: comma-separated path fragments of frameworks' frames that a site passes over
+  std::string py_skip = "packages/torch/,/torch/distributed/,packages/jax/,packages/jaxlib/";
   bool verbose = false;          // NCCLRR_VERBOSE=1: say on stderr how NCCL was found
   int nccl_comm_blocking = -1;   // NCCL_COMM_BLOCKING as NCCL reads it (-1: unset), read only
   int gpu_timing = 0;            // NCCLRR_GPU_TIMING: 1 GPU start/end per call (set by record

@@ -110,6 +110,7 @@ bool StartRecordingSlow() {
   InitCudaGraphs(*lib);
   StartGpuTiming(*lib);  // NCCLRR_GPU_TIMING
   g_runtime.stacks = cfg.stacks;
+  g_runtime.sites = cfg.stacks || cfg.py_sites;
   g_runtime.stage.store(static_cast<int>(Stage::kRecording), std::memory_order_release);
   InstallTriggers();
   InitSketches(*lib);  // NCCLRR_SKETCH; after InstallTriggers: see its exit handler

@@ -65,7 +65,8 @@ struct Runtime {
   std::atomic<int> stage{0};
   const NcclLibrary* lib = nullptr;  // set before stage leaves kIdle
   TraceWriter* writer = nullptr;     // set before stage becomes kRecording; never freed
-  bool stacks = false;               // --stacks: call-site ids
+  bool stacks = false;               // --stacks: native call-site ids
+  bool sites = false;                // call-site ids at all: --stacks or Python sites
 };
 extern Runtime g_runtime;
 

@@ -107,10 +107,13 @@ TEST(CallDetailsModel, ShowsGpuTimesSketchesAndStackFrames) {
   CallDetailsModel m;
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
   m.Show(s, CallRef{f0, 0});
+  // Hovering the call (timeline, alignment view) names its innermost site too.
+  EXPECT_NE(s->CallTip(CallRef{f0, 0}).find("\nat train.py:42 in step"), std::string::npos)
+      << s->CallTip(CallRef{f0, 0});
   const std::string dump = DumpModel(m).toStdString();
   for (const char* want :
-       {"  call site | #", "    frame 0 | train.py:42 step()",
-        "    frame 1 | ddp.py:310 allreduce_bucket()", "GPU time | ", "  duration | 40.0 us",
+       {"  call site | train.py:42 in step", "    frame 0 | train.py:42 in step",
+        "    frame 1 | ddp.py:310 in allreduce_bucket", "GPU time | ", "  duration | 40.0 us",
         "  source | CUPTI", "  queued before running | 20.0 us", "Sketches (2) | ",
         "  send buffer before the call | 4096 elements from 0",
         "  send buffer before the call (race sample) | 4096 elements from 0", "    sum of squares | 42",

@@ -121,7 +121,7 @@ std::string WriteRichTrace(const std::string& name) {
                            0};
     tw.Append(comm);
     const int64_t base = MonotonicNs();
-    const uint32_t site = tw.Intern("train.py:42 step()\nddp.py:310 allreduce_bucket()");
+    const uint32_t site = tw.Intern("train.py:42 in step<ddp.py:310 in allreduce_bucket");
     const int calls = rank == 1 ? 5 : 4;
     for (int k = 0; k < calls; ++k) {
       CallRecord c{};

@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ncclrr/describe.h"
-
 namespace ncclrr::viewer {
 namespace {
 
@@ -367,10 +365,7 @@ bool TimelineWidget::event(QEvent* e) {
   if (e->type() == QEvent::ToolTip && session_) {
     auto* help = static_cast<QHelpEvent*>(e);
     if (auto call = CallAt(help->pos())) {
-      QString tip = QString::fromStdString(DescribeCall(session_->model().call(*call), false));
-      for (uint32_t f : session_->marks().FindingsOf(*call))
-        tip += "\n\n" + QString::fromStdString(session_->report().findings[f].message);
-      QToolTip::showText(help->globalPos(), tip, this);
+      QToolTip::showText(help->globalPos(), QString::fromStdString(session_->CallTip(*call)), this);
     } else {
       QToolTip::hideText();
     }

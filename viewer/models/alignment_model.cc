@@ -6,7 +6,6 @@
 #include <tuple>
 
 #include "models/timeline_style.h"
-#include "ncclrr/describe.h"
 
 namespace ncclrr::viewer {
 namespace {
@@ -155,10 +154,7 @@ QVariant AlignmentModel::data(const QModelIndex& index, int role) const {
       if (!s)
         return state == kMissing ? QString("This rank issued no call at this position.")
                                  : QVariant();
-      QString tip = QString::fromStdString(DescribeCall(session_->model().call(s->call), false));
-      for (uint32_t f : session_->marks().FindingsOf(s->call))
-        tip += "\n\n" + QString::fromStdString(session_->report().findings[f].message);
-      return tip;
+      return QString::fromStdString(session_->CallTip(s->call));
     }
     case kCallRole:
       if (!s) return {};

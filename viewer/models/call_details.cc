@@ -1,5 +1,6 @@
 #include "models/call_details.h"
 
+#include <QRegularExpression>
 #include <QStringList>
 #include <filesystem>
 
@@ -125,11 +126,12 @@ void CallDetailsModel::AddCall(QStandardItem* root, const TraceSession& s, CallR
   Field(sec, "result", NcclResultName(c.result));
   Field(sec, "record uid", Hex(c.uid));
   if (c.callsite) {
-    QStandardItem* site = Field(sec, "call site", QString("#%1").arg(c.callsite));
-    const QString frames = QString::fromStdString(s.model().file(r.file).String(c.callsite));
+    // Frames innermost first, separated by '<' (Python frames, then native ones).
+    const QStringList frames = QString::fromStdString(s.CallSite(r))
+                                   .split(QRegularExpression("[<\n]"), Qt::SkipEmptyParts);
+    QStandardItem* site = Field(sec, "call site", frames.isEmpty() ? QString() : frames[0]);
     int n = 0;
-    for (const QString& frame : frames.split('\n', Qt::SkipEmptyParts))
-      Field(site, QString("frame %1").arg(n++), frame);
+    for (const QString& frame : frames) Field(site, QString("frame %1").arg(n++), frame);
   }
 }
 

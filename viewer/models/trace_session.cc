@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/describe.h"
 
 namespace ncclrr::viewer {
 namespace {
@@ -125,6 +126,19 @@ std::string LoadErrorText(const std::string& path, const Status& status) {
   return "Could not open '" + path + "'.\n\n" + what + "\n" + status.message() +
          "\n\nOpen a directory written by `ncclrr record -o DIR` (or one .ncclrr file of it); "
          "`ncclrr info DIR` prints what the reader finds in each file.";
+}
+
+std::string TraceSession::CallSite(CallRef r) const {
+  const uint32_t site = model_.call(r).callsite;
+  return site ? model_.file(r.file).String(site) : "";
+}
+
+std::string TraceSession::CallTip(CallRef r) const {
+  std::string tip = DescribeCall(model_.call(r), false);
+  const std::string site = CallSite(r);
+  if (!site.empty()) tip += "\nat " + site.substr(0, site.find('<'));
+  for (uint32_t f : marks_.FindingsOf(r)) tip += "\n\n" + report_.findings[f].message;
+  return tip;
 }
 
 }  // namespace ncclrr::viewer

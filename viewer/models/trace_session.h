@@ -53,6 +53,11 @@ class TraceSession {
   const analysis::TraceModel& model() const { return model_; }
   const analysis::Report& report() const { return report_; }
   const CallMarks& marks() const { return marks_; }
+  // The call's recorded site, innermost frame first ("train.py:214 in step<train.py:40 in
+  // main"): its Python frames and, with --stacks, native ones; "" when none was recorded.
+  std::string CallSite(CallRef r) const;
+  // Hover text of a call: what it is, where it was issued, the findings that name it.
+  std::string CallTip(CallRef r) const;
   const TimelineIndex& timeline() const { return timeline_; }  // unfiltered
   const LoadTimings& timings() const { return timings_; }
 

@@ -1,0 +1,148 @@
+// Python call sites (python_site.h). Per call: the frame chain read in place, a per-thread
+// cache that says which code objects are frameworks' internals, a hash of the kept frames, and
+// a per-thread cache from that hash to the interned id. Text is made once per distinct site.
+#include "python_site.h"
+
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "env_config.h"
+#include "python_frames.h"
+#include "runtime.h"
+
+namespace ncclrr::interpose {
+namespace {
+
+const std::vector<std::string>& SkipFragments() {
+  static const auto* fragments = [] {
+    auto* v = new std::vector<std::string>();  // never destroyed (calls during exit)
+    std::string_view rest = GetConfig().py_skip;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      if (comma != 0) v->emplace_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return v;
+  }();
+  return *fragments;
+}
+
+bool IsInternal(const void* code) {
+  const std::string file = PyCodeFile(code);
+  for (const std::string& f : SkipFragments())
+    if (file.find(f) != std::string::npos) return true;
+  return false;
+}
+
+// Direct-mapped per-thread caches: no locks on the per-call path. A code object is known by
+// its address and its file name object, so a freed code whose address is reused by another is
+// told apart in all but the rarest case.
+struct CodeClass {
+  const void* code = nullptr;
+  const void* file = nullptr;
+  bool internal = false;
+};
+struct SiteSlot {
+  uint64_t key = 0;
+  uint32_t id = 0;
+};
+struct SiteCache {
+  CodeClass classes[64];
+  SiteSlot sites[32];
+};
+thread_local SiteCache t_cache;
+
+bool Internal(SiteCache& cache, const void* code) {
+  CodeClass& c = cache.classes[(reinterpret_cast<uintptr_t>(code) >> 4) & 63];
+  const void* file = PyCodeFileObject(code);
+  if (c.code != code || c.file != file) c = {code, file, IsInternal(code)};
+  return c.internal;
+}
+
+std::mutex g_mu;
+std::unordered_map<uint64_t, uint32_t>& Ids() {  // never destroyed (calls during exit)
+  static auto* ids = new std::unordered_map<uint64_t, uint32_t>();
+  return *ids;
+}
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+bool PythonSitesWanted() { return GetConfig().py_sites; }
+
+namespace {
+bool ReadSite(SiteCache& cache, PythonSite* out) {
+  out->depth = 0;
+  if (!PythonFramesReadable()) return false;
+  const int depth = GetConfig().py_depth;
+  uint64_t key = 0xcbf29ce484222325ull;
+  auto keep = [&](PyFrameRef f) {
+    f.lasti = PyFrameCursor::Lasti(f);
+    out->frame[out->depth] = f.frame;
+    out->code[out->depth] = f.code;
+    out->lasti[out->depth] = f.lasti;
+    ++out->depth;
+    key = (key ^ reinterpret_cast<uintptr_t>(f.code)) * 0x100000001b3ull;
+    key = (key ^ reinterpret_cast<uintptr_t>(PyCodeFileObject(f.code))) * 0x100000001b3ull;
+    key = (key ^ static_cast<uint32_t>(f.lasti)) * 0x100000001b3ull;
+  };
+  PyFrameRef f, innermost;
+  bool any = false;
+  for (PyFrameCursor cursor; out->depth < depth && cursor.Next(&f);) {
+    if (!any) innermost = f;
+    any = true;
+    if (!Internal(cache, f.code)) keep(f);
+  }
+  if (!any) return false;
+  // Only frameworks' frames (e.g. a call from inside torch itself): the innermost one.
+  if (out->depth == 0) keep(innermost);
+  out->key = key | 1;  // never 0: 0 marks an empty cache slot
+  return true;
+}
+}  // namespace
+
+bool ReadPythonSite(PythonSite* out) { return ReadSite(t_cache, out); }
+
+std::string PythonSiteText(const PythonSite& site) {
+  std::string text;
+  for (int i = 0; i < site.depth; ++i) {
+    if (i > 0) text += '<';
+    PyFrameRef f;
+    f.frame = site.frame[i];
+    f.code = site.code[i];
+    f.lasti = site.lasti[i];
+    text += Basename(PyCodeFile(f.code)) + ":" + std::to_string(PyFrameLine(f)) + " in " +
+            PyCodeName(f.code);
+  }
+  return text;
+}
+
+uint32_t PythonSiteId() {
+  SiteCache& cache = t_cache;
+  PythonSite site;
+  if (!ReadSite(cache, &site)) return 0;
+  SiteSlot& slot = cache.sites[(site.key >> 7) & 31];
+  if (slot.key == site.key) return slot.id;
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = Ids().find(site.key);
+    if (it != Ids().end()) {
+      id = it->second;
+    } else {
+      id = g_runtime.writer->Intern(PythonSiteText(site));
+      Ids().emplace(site.key, id);
+    }
+  }
+  slot = {site.key, id};
+  return id;
+}
+
+}  // namespace ncclrr::interpose

@@ -1,0 +1,116 @@
+// Python call sites: `ncclrr record` of a Python job (python_sites/job.py) that calls the host
+// NCCL through a framework's frames with the GIL released, as PyTorch does. Each call must name
+// the job's own lines (marked `# site:NAME` in the script), from the main thread and another one.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "run_util.h"
+
+namespace ncclrr::testing {
+namespace {
+
+std::string JobDir() {
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  return std::string(src ? src : ".") + "/tests/interposer/python_sites";
+}
+
+// "NAME" -> line of the `# site:NAME` marker in job.py.
+std::map<std::string, int> Markers() {
+  std::map<std::string, int> lines;
+  std::ifstream in(JobDir() + "/job.py");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (size_t at = line.find("# site:"); at != std::string::npos) lines[line.substr(at + 7)] = n;
+  return lines;
+}
+
+bool HavePython() { return RunShell("python3 -c 'import ctypes' 2>/dev/null").code == 0; }
+
+// Records job.py into a fresh directory with `env` ("A=1 B=2") and reads its one trace.
+TraceFile RecordJob(const std::string& tag, const std::string& env) {
+  const std::string dir = FreshDir(tag);
+  const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
+  const std::string lib = std::string(std::getenv("NCCLRR_TEST_LIB")) + "/hostnccl";
+  const ShellResult r =
+      RunShell("cd '" + JobDir() + "' && NCCLRR_PY_SKIP=fakefw/ LD_LIBRARY_PATH='" + lib + "' " +
+               env + " '" + bin + "' record -o '" + dir + "/t' -- python3 job.py 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
+  return ReadOnlyTrace(dir + "/t");
+}
+
+std::string Site(const TraceFile& t, const CallRecord& c) { return t.String(c.callsite); }
+
+bool HasNote(const TraceFile& t, const std::string& text) {
+  for (const auto& n : t.notes)
+    if (n.text.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(PythonSites, EachCallNamesTheJobsLinesOnEveryThread) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  const auto m = Markers();
+  ASSERT_EQ(m.size(), 5u);
+  const TraceFile t = RecordJob("pysites", "");
+  EXPECT_TRUE(HasNote(t, "Python call sites: read from CPython 3."));
+  const auto calls = CallsOf(t, Api::kAllReduce);
+  ASSERT_EQ(calls.size(), 12u);  // 3 steps x (2 gradients + loss) + 3 on the side thread
+  const std::string grad = "job.py:" + std::to_string(m.at("grad")) +
+                           " in Trainer.reduce_gradients<job.py:" + std::to_string(m.at("step")) +
+                           " in Trainer.step";
+  const std::string loss = "job.py:" + std::to_string(m.at("loss")) +
+                           " in Trainer.step<job.py:" + std::to_string(m.at("main")) + " in main";
+  const std::string side = "job.py:" + std::to_string(m.at("thread")) + " in side_worker<";
+  int grads = 0, losses = 0, sides = 0;
+  for (const CallRecord& c : calls) {
+    const std::string s = Site(t, c);
+    if (c.count == 64) grads += s == grad;
+    if (c.count == 1) losses += s == loss;
+    if (c.count == 8) sides += s.rfind(side, 0) == 0;
+    EXPECT_TRUE(s == grad || s == loss || s.rfind(side, 0) == 0) << s;
+  }
+  EXPECT_EQ(grads, 6);
+  EXPECT_EQ(losses, 3);
+  EXPECT_EQ(sides, 3);
+}
+
+TEST(PythonSites, DepthAndOffSwitch) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  const auto m = Markers();
+  const TraceFile one = RecordJob("pysites-depth", "NCCLRR_PY_DEPTH=1");
+  const std::string grad =
+      "job.py:" + std::to_string(m.at("grad")) + " in Trainer.reduce_gradients";
+  int grads = 0;
+  for (const CallRecord& c : CallsOf(one, Api::kAllReduce)) grads += Site(one, c) == grad;
+  EXPECT_EQ(grads, 6);
+
+  const TraceFile off = RecordJob("pysites-off", "NCCLRR_PY_SITES=0");
+  ASSERT_FALSE(off.calls.empty());
+  for (const CallRecord& c : off.calls) EXPECT_EQ(c.callsite, 0u) << Site(off, c);
+  EXPECT_FALSE(HasNote(off, "Python call sites"));
+}
+
+// Without the frameworks' frames passed over, the innermost frame is the framework's own.
+TEST(PythonSites, FrameworkFramesAreKeptWhenNotSkipped) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  const TraceFile t = RecordJob("pysites-noskip", "NCCLRR_PY_SKIP=, NCCLRR_PY_DEPTH=1");
+  const auto calls = CallsOf(t, Api::kAllReduce);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(Site(t, calls[0]).find("dist.py:"), 0u) << Site(t, calls[0]);
+}
+
+TEST(PythonSites, AProcessWithoutPythonSaysNothing) {
+  const std::string dir = FreshDir("pysites-native");
+  const RunResult r = RunApp("interposer_app_direct", {"threads", "1", "2"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const TraceFile t = ReadOnlyTrace(dir);
+  EXPECT_FALSE(HasNote(t, "Python call sites"));
+  for (const CallRecord& c : t.calls) EXPECT_EQ(c.callsite, 0u);
+}
+
+}  // namespace
+}  // namespace ncclrr::testing
