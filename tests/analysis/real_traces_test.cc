@@ -88,7 +88,11 @@ INSTANTIATE_TEST_SUITE_P(
         // nccl-tests' sendrecv_perf under `record --sketch`: its in-place runs send from and
         // receive into one buffer in one group. No buffer_race (a note says why they were not
         // race-checked).
-        RealTrace{"nccltests-sendrecv-sketch", std::nullopt}),
+        RealTrace{"nccltests-sendrecv-sketch", std::nullopt},
+        // Recorded with Python call sites (on by default): the same swap, named at the job's
+        // line; DDP (its buckets, issued by autograd threads, carry no site) and JAX clean.
+        RealTrace{"grad-swap-same-pysites", FindingKind::kSuspectedSwap, 56, 2},
+        RealTrace{"ddp-clean-pysites", std::nullopt}, RealTrace{"jax-clean-pysites", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)
