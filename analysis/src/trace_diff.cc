@@ -232,6 +232,7 @@ class Differ {
     }
     for (DiffKind k : {DiffKind::kMissingCall, DiffKind::kExtraCall}) MergeTails(&events[k]);
     for (auto& [kind, by_pos] : events) {
+      std::erase_if(by_pos, [](const auto& kv) { return kv.second.empty(); });
       if (by_pos.empty()) continue;
       EventGroup g;
       g.kind = kind;
@@ -398,12 +399,16 @@ class Differ {
         return g.seq == other_pos &&
                std::find(g.ranks.begin(), g.ranks.end(), t.rank) != g.ranks.end();
       });
-      auto& at = (*events)[DiffKind::kOrder][ev.a_pos];
+      ByPosition& orders = (*events)[DiffKind::kOrder];
+      auto at = orders.find(ev.a_pos);
       // Sketches or signatures already show a reordering there: that says more.
-      const bool known = std::any_of(at.begin(), at.end(), [&](const DiffEvent& e) {
-        return e.evidence != DiffEvent::Evidence::kIdentity || e.rank == t.rank;
-      });
-      if (!both && !known) at.push_back(std::move(ev));
+      const bool known =
+          at != orders.end() && std::any_of(at->second.begin(), at->second.end(),
+                                            [&](const DiffEvent& e) {
+                                              return e.evidence != DiffEvent::Evidence::kIdentity ||
+                                                     e.rank == t.rank;
+                                            });
+      if (!both && !known) orders[ev.a_pos].push_back(std::move(ev));
     }
   }
 
@@ -461,9 +466,12 @@ class Differ {
     TimingGroup cost;
     std::map<uint64_t, std::vector<DiffEvent>> per_pos;
     std::map<uint64_t, uint64_t> sig_of;
-    for (const Track& t : tracks)
+    for (const Track& t : tracks) {
+      std::set<uint64_t> warm;  // signatures this rank issued before
       for (const CallPair& cp : t.align.pairs) {
-        if (!cp.same_signature) continue;
+        // The first call of a signature sets up NCCL's connections for it (lazily), so its time
+        // varies from run to run by orders of magnitude: it is left out.
+        if (!cp.same_signature || warm.insert(t.sig_a[cp.a]).second) continue;
         const GpuTimeRecord* ga = gpu_a_.Of(t.a[cp.a].call, t.a[cp.a].launch);
         const GpuTimeRecord* gb = gpu_b_.Of(t.b[cp.b].call, t.b[cp.b].launch);
         if (!ga || !gb) continue;
@@ -476,6 +484,7 @@ class Differ {
         sig_of[ev.a_pos] = t.sig_a[cp.a];
         per_pos[ev.a_pos].push_back(std::move(ev));
       }
+    }
     std::map<uint64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> by_sig;
     for (const auto& [pos, c] : cost) {
       by_sig[sig_of[pos]].first.push_back(c.a);
