@@ -81,8 +81,17 @@ std::string Ratio(int64_t slow, int64_t fast) {
   return buf;
 }
 
-const char* Agree(Agreement a) {
-  return a == Agreement::kAgree ? "agree" : a == Agreement::kDiffer ? "differ" : "not sketched";
+// "inputs agree", "output differs", "output not sketched".
+std::string Agree(const char* what, bool plural, Agreement a) {
+  const char* verb = a == Agreement::kAgree    ? (plural ? "agree" : "agrees")
+                     : a == Agreement::kDiffer ? (plural ? "differ" : "differs")
+                                               : "not sketched";
+  return std::string(what) + " " + verb;
+}
+
+std::string Capitalized(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
+  return s;
 }
 
 class Describer {
@@ -265,8 +274,8 @@ class Describer {
   void Data() {
     std::vector<int> inputs_differ, outputs_differ;
     for (const DiffEvent& e : g_.events) {
-      Row(e, A(e), "inputs " + std::string(Agree(e.data.inputs)) + ", output " +
-                       Agree(e.data.outputs));
+      Row(e, A(e),
+          Agree("inputs", true, e.data.inputs) + ", " + Agree("output", false, e.data.outputs));
       if (e.data.inputs == Agreement::kDiffer) inputs_differ.push_back(e.rank);
       if (e.data.inputs == Agreement::kAgree && e.data.outputs == Agreement::kDiffer)
         outputs_differ.push_back(e.rank);
@@ -281,7 +290,7 @@ class Describer {
                    "buffer written while NCCL read it, calls mispaired with another rank, or a "
                    "fault). `ncclrr check` on run B (recorded with --sketch) tests the sums.";
     } else {
-      d_.message = RankList(inputs_differ) + " sent different data at " + at +
+      d_.message = Capitalized(RankList(inputs_differ)) + " sent different data at " + at +
                    " in run B, so " + o + "'s output differs although " +
                    (outputs_differ.size() == 1 ? "its" : "their") +
                    " own inputs agree: look at what " + RankList(inputs_differ) +

@@ -367,7 +367,7 @@ TEST_F(TraceDiffTest, SameShapeTensorsSwappedShowInDataAndOrder) {
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->seq_a, 5u);
   EXPECT_EQ(d->ranks, (std::vector<int>{0, 1}));  // rank 0's output, rank 1's input
-  EXPECT_NE(d->message.find("rank 1 sent different data at seq 5"), std::string::npos) << text_;
+  EXPECT_NE(d->message.find("Rank 1 sent different data at seq 5"), std::string::npos) << text_;
   const Divergence* o = Only(r, DiffKind::kOrder);
   ASSERT_NE(o, nullptr);
   EXPECT_EQ(o->seq_a, 5u);
