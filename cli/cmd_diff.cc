@@ -64,8 +64,7 @@ class DiffCommand : public Command {
     }
     auto model = analysis::TraceModel::Load(dir);
     if (!model.ok()) {
-      std::fprintf(stderr, "ncclrr diff: run %s: %s\n", which,
-                   model.status().message().c_str());
+      std::fprintf(stderr, "ncclrr diff: run %s: %s\n", which, model.status().message().c_str());
       return std::nullopt;
     }
     return std::move(model.value());

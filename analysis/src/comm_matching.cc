@@ -132,9 +132,9 @@ std::vector<CommPair> MatchComms(const TraceModel& a, const TraceModel& b) {
 std::string CommOriginText(const TraceModel& m, const CommModel& c) {
   std::string s = std::to_string(CommSize(c)) + " ranks, ";
   if (ClassOf(c.origin) == OriginClass::kRoot) {
-    s += c.origin == CommOrigin::kUnknown ? "origin unknown"
-                                          : "made by " + std::string(CommOriginName(
-                                                             static_cast<uint8_t>(c.origin)));
+    s += c.origin == CommOrigin::kUnknown
+             ? "origin unknown"
+             : "made by " + std::string(CommOriginName(static_cast<uint8_t>(c.origin)));
     return s;
   }
   s += ClassOf(c.origin) == OriginClass::kSplit ? "split" : "shrink";

@@ -21,16 +21,16 @@ struct DiffSlot {
 struct DiffEvent {
   int rank = -1;
   std::vector<DiffSlot> a, b;  // the calls of each run involved (empty: none)
-  uint64_t a_pos = 0;          // where in run A it happens (for a run-B-only event: the next A call)
+  uint64_t a_pos = 0;  // where in run A it happens (for a run-B-only event: the next A call)
   uint64_t b_pos = 0;
   // kData
   DataComparison data;
   // kOrder: how the reordering shows. Same-shape calls have equal signatures; they are told
   // apart by their sketches, or by `check`'s suspected_swap (buffers, call sites) in one run only.
   enum class Evidence : uint8_t { kSignatures, kData, kIdentity } evidence = Evidence::kSignatures;
-  bool in_run_a = false;       // kIdentity: the run whose ranks disagree is A, not B
-  double confidence = 0;       // kIdentity: the suspected_swap's confidence
-  uint64_t extra_more = 0;     // kIdentity: the suspected_swap's repeats
+  bool in_run_a = false;    // kIdentity: the run whose ranks disagree is A, not B
+  double confidence = 0;    // kIdentity: the suspected_swap's confidence
+  uint64_t extra_more = 0;  // kIdentity: the suspected_swap's repeats
   // kCallSite: the two call sites
   std::string site_a, site_b;
   // kTiming: GPU durations of this rank's call in each run, and the position's cost (the
@@ -59,8 +59,7 @@ struct DiffSide {
 };
 
 // Fills d's texts (short_text, message) and table rows of the event ranks.
-void DescribeDivergence(const EventGroup& g, const DiffSide& a, const DiffSide& b,
-                        Divergence* d);
+void DescribeDivergence(const EventGroup& g, const DiffSide& a, const DiffSide& b, Divergence* d);
 
 // "seq 56 AllReduce(16384 float32, sum)", "seq 56-57 A then B", "p2p #3 Send(...)".
 std::string SlotsText(const TraceModel& m, const std::vector<DiffSlot>& slots, bool p2p);

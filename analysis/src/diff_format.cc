@@ -72,12 +72,13 @@ std::string Compared(const DiffSummary& s) {
 
 std::string FormatDiffText(const DiffReport& r, const TraceModel& a, const TraceModel& b,
                            const DiffFormatOptions& o) {
-  std::string out = RunLine("A", o.path_a, a, o.stable) + RunLine("B", o.path_b, b, o.stable) + "\n";
+  std::string out =
+      RunLine("A", o.path_a, a, o.stable) + RunLine("B", o.path_b, b, o.stable) + "\n";
   for (const Divergence& d : r.divergences) {
     std::string where = CommName(a, b, d.comm_a, d.comm_b);
     if (d.seq_a) where += " " + std::string(d.p2p ? "p2p #" : "seq ") + std::to_string(*d.seq_a);
-    out += "difference[" + std::string(DiffKindName(d.kind)) + "]: " + where + ": " +
-           d.short_text + "\n";
+    out += "difference[" + std::string(DiffKindName(d.kind)) + "]: " + where + ": " + d.short_text +
+           "\n";
     AppendTable(d.table, &out);
     out += Wrap(d.message, kWidth, "    = ");
     if (d.more)
@@ -89,11 +90,12 @@ std::string FormatDiffText(const DiffReport& r, const TraceModel& a, const Trace
   if (!r.notes.empty()) out += "\n";
   const DiffSummary& s = r.summary;
   std::string kinds;
-  for (const auto& [k, n] : ByKind(r)) kinds += (kinds.empty() ? "" : ", ") + Thousands(n) + " " + k;
+  for (const auto& [k, n] : ByKind(r))
+    kinds += (kinds.empty() ? "" : ", ") + Thousands(n) + " " + k;
   out += "summary: " +
-         (r.divergences.empty() ? std::string("equivalent, no differences")
-                                : Plural(r.divergences.size(), "difference", "differences") +
-                                      " (" + kinds + ")") +
+         (r.divergences.empty()
+              ? std::string("equivalent, no differences")
+              : Plural(r.divergences.size(), "difference", "differences") + " (" + kinds + ")") +
          "; " + Thousands(s.matched) + " of " + Thousands(s.comms_a) + " + " +
          Thousands(s.comms_b) + " communicators matched, " + Thousands(s.paired) + " of " +
          Thousands(s.calls_a) + " + " + Thousands(s.calls_b) + " calls paired; compared " +
@@ -148,8 +150,16 @@ std::string FormatDiffJson(const DiffReport& r, const TraceModel& a, const Trace
     w.Key("short").Str(d.short_text).Key("message").Str(d.message);
     w.Key("table").BeginArray();
     for (const DiffRow& row : d.table)
-      w.BeginObject().Key("rank").Int(row.rank).Key("a").Str(row.a).Key("b").Str(row.b)
-          .Key("differs").Bool(row.differs).EndObject();
+      w.BeginObject()
+          .Key("rank")
+          .Int(row.rank)
+          .Key("a")
+          .Str(row.a)
+          .Key("b")
+          .Str(row.b)
+          .Key("differs")
+          .Bool(row.differs)
+          .EndObject();
     w.EndArray();
     if (!o.stable) {
       for (const auto& [key, calls] : {std::pair{"calls_a", &d.calls_a}, {"calls_b", &d.calls_b}}) {

@@ -24,9 +24,7 @@ std::string Who(const std::vector<int>& ranks, int nranks) {
   return RankList(ranks);
 }
 
-std::string Pos(uint64_t pos, bool p2p) {
-  return (p2p ? "p2p #" : "seq ") + std::to_string(pos);
-}
+std::string Pos(uint64_t pos, bool p2p) { return (p2p ? "p2p #" : "seq ") + std::to_string(pos); }
 
 std::string CallsOnly(const TraceModel& m, const std::vector<DiffSlot>& slots) {
   std::string s;
@@ -97,8 +95,13 @@ std::string Capitalized(std::string s) {
 class Describer {
  public:
   Describer(const EventGroup& g, const DiffSide& a, const DiffSide& b, Divergence* d)
-      : g_(g), a_(*a.model), b_(*b.model), d_(*d), e_(g.events.front()),
-        ranks_(RanksOf(g.events)), who_(Who(ranks_, g.nranks)),
+      : g_(g),
+        a_(*a.model),
+        b_(*b.model),
+        d_(*d),
+        e_(g.events.front()),
+        ranks_(RanksOf(g.events)),
+        who_(Who(ranks_, g.nranks)),
         all_(g.nranks > 1 && static_cast<int>(ranks_.size()) == g.nranks) {}
 
   void Run() {
@@ -151,10 +154,11 @@ class Describer {
     switch (e_.evidence) {
       case DiffEvent::Evidence::kData:
         d_.short_text = who_ + " issued same-shape calls from " + at + " in another order in run B";
-        d_.message = "The calls have the same shape in both runs, but their data sketches show "
-                     "that in run B, " + who_ + " sent at " + at + " what it sent at " +
-                     Pos(e_.a.back().pos, g_.p2p) + " in run A, and the other way round." +
-                     Pairing();
+        d_.message =
+            "The calls have the same shape in both runs, but their data sketches show "
+            "that in run B, " +
+            who_ + " sent at " + at + " what it sent at " + Pos(e_.a.back().pos, g_.p2p) +
+            " in run A, and the other way round." + Pairing();
         return;
       case DiffEvent::Evidence::kIdentity: {
         const std::string run = e_.in_run_a ? "A" : "B", other = e_.in_run_a ? "B" : "A";
@@ -166,17 +170,21 @@ class Describer {
           const std::string note = " (order differs across ranks)";
           Row(e, A(e) + (e_.in_run_a ? note : ""), B(e) + (e_.in_run_a ? "" : note));
         }
-        d_.short_text = ranks + " disagree on the order of same-shape calls from " + at +
-                        " in run " + run;
-        d_.message = "The calls have the same shape, so only their identity (buffers, call "
-                     "sites) tells them apart: `ncclrr check` finds " + ranks + " issuing " +
-                     Span(e_.in_run_a ? e_.a : e_.b) + " of run " + run +
-                     " in different orders (suspected_swap, confidence " + conf +
-                     "; on a tie both sides are named), and nothing like it at the same place "
-                     "in run " + other + ". NCCL pairs calls by position, so in run " + run +
-                     " it combined different tensors there: no error, no hang, silently wrong "
-                     "values. `ncclrr check` on run " + run + " gives the evidence; `record "
-                     "--sketch` in both runs lets diff compare the data.";
+        d_.short_text =
+            ranks + " disagree on the order of same-shape calls from " + at + " in run " + run;
+        d_.message =
+            "The calls have the same shape, so only their identity (buffers, call "
+            "sites) tells them apart: `ncclrr check` finds " +
+            ranks + " issuing " + Span(e_.in_run_a ? e_.a : e_.b) + " of run " + run +
+            " in different orders (suspected_swap, confidence " + conf +
+            "; on a tie both sides are named), and nothing like it at the same place "
+            "in run " +
+            other + ". NCCL pairs calls by position, so in run " + run +
+            " it combined different tensors there: no error, no hang, silently wrong "
+            "values. `ncclrr check` on run " +
+            run +
+            " gives the evidence; `record "
+            "--sketch` in both runs lets diff compare the data.";
         return;
       }
       case DiffEvent::Evidence::kSignatures:
@@ -192,9 +200,8 @@ class Describer {
     const CallRecord& x = a_.call(e_.a.front().call);
     const CallRecord& y = b_.call(e_.b.front().call);
     d_.short_text = who_ + ": " + ArgumentChange(x, y);
-    d_.message = "In run A, " + who_ + " issued " + ShortCall(x) + " at " +
-                 Pos(e_.a_pos, g_.p2p) + "; in run B, " + ShortCall(y) + " at " +
-                 Pos(e_.b_pos, g_.p2p) + "." + Pairing();
+    d_.message = "In run A, " + who_ + " issued " + ShortCall(x) + " at " + Pos(e_.a_pos, g_.p2p) +
+                 "; in run B, " + ShortCall(y) + " at " + Pos(e_.b_pos, g_.p2p) + "." + Pairing();
   }
 
   // Where each rank of the shorter run stopped: "rank 1 before seq 8 and rank 0 before seq 9".
@@ -208,8 +215,10 @@ class Describer {
     std::string s;
     size_t i = 0;
     for (const auto& [pos, ranks] : at) {
-      s += std::string(i == 0 ? "" : i + 1 == at.size() ? " and " : ", ") + RankList(ranks) +
-           (i == 0 ? " stopped" : "") + " before " + Pos(pos, g_.p2p);
+      s += std::string(i == 0               ? ""
+                       : i + 1 == at.size() ? " and "
+                                            : ", ") +
+           RankList(ranks) + (i == 0 ? " stopped" : "") + " before " + Pos(pos, g_.p2p);
       ++i;
     }
     return s;
@@ -231,12 +240,15 @@ class Describer {
       d_.short_text = "in run " + shorter + ", " + Stops(missing) + "; in run " + longer +
                       (g_.events.size() == 1 ? " it" : " they") + " went on to " +
                       Pos(last, g_.p2p);
-      d_.message = "In run " + longer + ", " + (g_.events.size() == 1 ? who_ : "rank " +
-                   std::to_string(e_.rank)) + " went on to issue " + where + "; in run " +
-                   shorter + " it never did.";
-      d_.message += unclean ? " Run " + shorter + "'s trace ends without a clean close: the "
+      d_.message = "In run " + longer + ", " +
+                   (g_.events.size() == 1 ? who_ : "rank " + std::to_string(e_.rank)) +
+                   " went on to issue " + where + "; in run " + shorter + " it never did.";
+      d_.message += unclean
+                        ? " Run " + shorter +
+                              "'s trace ends without a clean close: the "
                               "process was killed, crashed or hung after its last recorded call."
-                            : " Run " + shorter + "'s processes closed their traces cleanly: "
+                        : " Run " + shorter +
+                              "'s processes closed their traces cleanly: "
                               "the program issued fewer calls.";
       return;
     }
@@ -265,9 +277,11 @@ class Describer {
     d_.short_text = who_ + "'s " + Pos(e_.a_pos, g_.p2p) + " " +
                     ShortCall(a_.call(e_.a.front().call)) +
                     " was issued from another call site in run B";
-    d_.message = "The call sites differ " + std::string(depth == 0 ? "in the innermost frame" :
-                 Plural(depth, "frame", "frames") + " out") + ": " + first.first + " in run A, " +
-                 first.second + " in run B. The same call, issued from elsewhere in the program "
+    d_.message = "The call sites differ " +
+                 std::string(depth == 0 ? "in the innermost frame"
+                                        : Plural(depth, "frame", "frames") + " out") +
+                 ": " + first.first + " in run A, " + first.second +
+                 " in run B. The same call, issued from elsewhere in the program "
                  "(a rebuilt binary moves every offset: compare symbolized stacks then).";
   }
 
@@ -299,18 +313,19 @@ class Describer {
   }
 
   void Timing() {
-    for (const DiffEvent& e : g_.events)
-      Row(e, A(e) + ": " + Seconds(e.gpu_a), Seconds(e.gpu_b));
+    for (const DiffEvent& e : g_.events) Row(e, A(e) + ": " + Seconds(e.gpu_a), Seconds(e.gpu_b));
     const bool slower = g_.cost_b > g_.cost_a;
     const std::string at = Pos(e_.a_pos, g_.p2p);
     d_.short_text = at + " " + ShortCall(a_.call(e_.a.front().call)) + " took " +
                     Seconds(g_.cost_b) + " on the GPU in run B, " + Seconds(g_.cost_a) +
                     " in run A";
-    d_.message = "Its GPU time (the shortest over the ranks, so waiting for a late rank does not "
-                 "count) is " +
-                 (slower ? Ratio(g_.cost_b, g_.cost_a) + " longer" : Ratio(g_.cost_a, g_.cost_b) +
-                 " shorter") + " in run B. This call's median is " + Seconds(g_.median_a) +
-                 " in run A and " + Seconds(g_.median_b) + " in run B.";
+    d_.message =
+        "Its GPU time (the shortest over the ranks, so waiting for a late rank does not "
+        "count) is " +
+        (slower ? Ratio(g_.cost_b, g_.cost_a) + " longer"
+                : Ratio(g_.cost_a, g_.cost_b) + " shorter") +
+        " in run B. This call's median is " + Seconds(g_.median_a) + " in run A and " +
+        Seconds(g_.median_b) + " in run B.";
   }
 
   const EventGroup& g_;
@@ -363,8 +378,7 @@ std::string SlotsText(const TraceModel& m, const std::vector<DiffSlot>& slots, b
   return where + " " + CallsOnly(m, slots);
 }
 
-void DescribeDivergence(const EventGroup& g, const DiffSide& a, const DiffSide& b,
-                        Divergence* d) {
+void DescribeDivergence(const EventGroup& g, const DiffSide& a, const DiffSide& b, Divergence* d) {
   Describer(g, a, b, d).Run();
 }
 

@@ -44,8 +44,7 @@ class StragglerChecker : public Checker {
   }
 
  private:
-  void CheckComm(CheckContext& ctx, size_t ci, const GpuTimeIndex& gpu,
-                 FindingSink& sink) {
+  void CheckComm(CheckContext& ctx, size_t ci, const GpuTimeIndex& gpu, FindingSink& sink) {
     const TraceModel& m = ctx.model();
     const CommModel& c = m.comms()[ci];
     std::vector<int> with_file;

@@ -9,10 +9,10 @@
 #include <set>
 
 #include "call_sketches.h"
-#include "ncclrr/analysis/check.h"
 #include "comm_matching.h"
 #include "diff_events.h"
 #include "gpu_time_index.h"
+#include "ncclrr/analysis/check.h"
 #include "ncclrr/describe.h"
 #include "rank_alignment.h"
 #include "signature.h"
@@ -118,8 +118,8 @@ class Differ {
     timing_ = r.summary.timing_compared = !gpu_a_.empty() && !gpu_b_.empty();
     sites_ = r.summary.call_sites_compared = sites_a && sites_b;
     OneSidedNote(sketches_a, sketches_b, "data sketches (`record --sketch`)", "data", &r);
-    OneSidedNote(!gpu_a_.empty(), !gpu_b_.empty(), "GPU times (`record --gpu-timing`)",
-                 "timing", &r);
+    OneSidedNote(!gpu_a_.empty(), !gpu_b_.empty(), "GPU times (`record --gpu-timing`)", "timing",
+                 &r);
     OneSidedNote(sites_a, sites_b, "call sites (`record --stacks`)", "call sites", &r);
     suspected_a_ = SuspectedSwaps(a_);
     suspected_b_ = SuspectedSwaps(b_);
@@ -139,8 +139,8 @@ class Differ {
   void OneSidedNote(bool in_a, bool in_b, const std::string& what, const std::string& kind,
                     DiffReport* r) const {
     if (in_a == in_b) return;
-    r->notes.push_back("only run " + std::string(in_a ? "A" : "B") + " has " + what + ": " +
-                       kind + " not compared");
+    r->notes.push_back("only run " + std::string(in_a ? "A" : "B") + " has " + what + ": " + kind +
+                       " not compared");
   }
 
   Divergence Unmatched(const CommPair& p) const {
@@ -402,12 +402,10 @@ class Differ {
       ByPosition& orders = (*events)[DiffKind::kOrder];
       auto at = orders.find(ev.a_pos);
       // Sketches or signatures already show a reordering there: that says more.
-      const bool known =
-          at != orders.end() && std::any_of(at->second.begin(), at->second.end(),
-                                            [&](const DiffEvent& e) {
-                                              return e.evidence != DiffEvent::Evidence::kIdentity ||
-                                                     e.rank == t.rank;
-                                            });
+      const bool known = at != orders.end() &&
+                         std::any_of(at->second.begin(), at->second.end(), [&](const DiffEvent& e) {
+                           return e.evidence != DiffEvent::Evidence::kIdentity || e.rank == t.rank;
+                         });
       if (!both && !known) orders[ev.a_pos].push_back(std::move(ev));
     }
   }
@@ -509,10 +507,10 @@ class Differ {
     for (const auto& [pos, evs] : data_events_)
       for (const DiffEvent& e : evs)
         if (e.data.inputs == Agreement::kDiffer) {
-          r->notes.push_back(CommLabel(a_.comms()[p.a]) + ": inputs first differ between the runs at " +
-                             (e.a.empty() ? "" : SlotsText(a_, e.a, false)) + " on rank " +
-                             std::to_string(e.rank) +
-                             "; outputs are compared only where a rank's inputs agree");
+          r->notes.push_back(
+              CommLabel(a_.comms()[p.a]) + ": inputs first differ between the runs at " +
+              (e.a.empty() ? "" : SlotsText(a_, e.a, false)) + " on rank " +
+              std::to_string(e.rank) + "; outputs are compared only where a rank's inputs agree");
           return;
         }
   }
@@ -536,13 +534,17 @@ class Differ {
       for (const DiffSlot& s : e.b) d.calls_b.push_back(s.call);
     }
     DescribeDivergence(g, {&a_, p.a}, {&b_, p.b}, &d);
+    if (d.table.size() > kMaxRows) {
+      d.message += " The table shows " + std::to_string(kMaxRows) + " of the " +
+                   std::to_string(d.table.size()) + " ranks.";
+      d.table.resize(kMaxRows);
+    }
     AddContextRows(g, tracks, &d);
     return d;
   }
 
   // Rows of the ranks without an event here: what each run issued at that position.
-  void AddContextRows(const EventGroup& g, const std::vector<Track>& tracks,
-                      Divergence* d) const {
+  void AddContextRows(const EventGroup& g, const std::vector<Track>& tracks, Divergence* d) const {
     const uint64_t pos = *d->seq_a;
     for (const Track& t : tracks) {
       if (d->table.size() >= kMaxRows) break;

@@ -19,14 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ScriptBuilder;
 
-
 // What differs between two runs of one program without the program changing.
 struct RunLook {
   uint64_t comm_base = 0x1100;  // communicator ids (NCCL's random unique ids)
   uint64_t salt = 0;            // buffer addresses
   std::string host = "node-a";
-  int64_t gap_ns = 20'000;      // host time between calls
-  uint64_t jitter_seed = 0;     // 0: no GPU times; else GPU durations with jitter
+  int64_t gap_ns = 20'000;   // host time between calls
+  uint64_t jitter_seed = 0;  // 0: no GPU times; else GPU durations with jitter
 };
 
 uint64_t SplitMix(uint64_t x) {
@@ -231,8 +230,7 @@ TEST_F(TraceDiffTest, OneCountThatDiffersIsAnArgumentsDivergence) {
   EXPECT_EQ(d->seq_a, 9u);
   EXPECT_EQ(d->ranks, std::vector<int>{2});
   EXPECT_EQ(d->more, 5u);  // steps 3-7
-  EXPECT_NE(d->short_text.find("count 36864 in run A, 36928 in run B"), std::string::npos)
-      << text_;
+  EXPECT_NE(d->short_text.find("count 36864 in run A, 36928 in run B"), std::string::npos) << text_;
   EXPECT_EQ(r.divergences.size(), 1u) << text_;
 }
 
@@ -382,10 +380,9 @@ TEST_F(TraceDiffTest, JsonHasTheDocumentedShape) {
   };
   const DiffReport r = Diff(Training({}), Training(OtherRun(), 2, 8, count));
   const std::string json = FormatDiffJson(r, *ma_, *mb_, {true, "", ""});
-  for (const char* key :
-       {"\"runs\":", "\"comms\":", "\"divergences\":[{\"kind\":\"arguments\"", "\"comm_a\":",
-        "\"seq_a\":4", "\"ranks\":[1]", "\"table\":", "\"notes\":", "\"summary\":",
-        "\"exit_code\":1", "\"by_kind\":{\"arguments\":1}"})
+  for (const char* key : {"\"runs\":", "\"comms\":", "\"divergences\":[{\"kind\":\"arguments\"",
+                          "\"comm_a\":", "\"seq_a\":4", "\"ranks\":[1]", "\"table\":", "\"notes\":",
+                          "\"summary\":", "\"exit_code\":1", "\"by_kind\":{\"arguments\":1}"})
     EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
   EXPECT_EQ(json.find("\"calls_a\":["), std::string::npos) << "--stable leaves out file positions";
 }

@@ -52,11 +52,11 @@ struct DiffRow {
 
 struct Divergence {
   DiffKind kind = DiffKind::kOrder;
-  int comm_a = -1, comm_b = -1;  // indices into each model's comms(); -1: none in that run
+  int comm_a = -1, comm_b = -1;          // indices into each model's comms(); -1: none in that run
   std::optional<uint64_t> seq_a, seq_b;  // where it starts in each run (p2p: the rank's p2p index)
   bool p2p = false;                      // the positions count Send/Recv calls, not collectives
   std::vector<int> ranks;                // communicator ranks that show it at this position
-  uint64_t more = 0;  // later positions on this communicator with the same kind
+  uint64_t more = 0;                     // later positions on this communicator with the same kind
   std::string short_text, message;
   std::vector<DiffRow> table;
   std::vector<CallRef> calls_a, calls_b;  // the calls involved (JSON, viewer)
@@ -88,8 +88,8 @@ struct DiffReport {
 DiffReport DiffTraces(const TraceModel& a, const TraceModel& b, const DiffOptions& options = {});
 
 struct DiffFormatOptions {
-  bool stable = false;               // also leaves out the paths below
-  std::string path_a, path_b;        // the trace directories, named in the header
+  bool stable = false;         // also leaves out the paths below
+  std::string path_a, path_b;  // the trace directories, named in the header
 };
 std::string FormatDiffText(const DiffReport& r, const TraceModel& a, const TraceModel& b,
                            const DiffFormatOptions& o);
