@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "checkers.h"
+#include "gpu_time_index.h"
 #include "text_util.h"
 
 namespace ncclrr::analysis {
@@ -19,22 +19,6 @@ namespace {
 
 constexpr size_t kWorstListed = 5;  // collectives with the longest waits named in the note
 constexpr size_t kRanksListed = 8;  // ranks whose total wait is named
-
-// GPU times of one file, by call uid, in start order (a graph template: one per launch).
-using GpuIndex = std::unordered_map<uint64_t, std::vector<const GpuTimeRecord*>>;
-
-std::vector<GpuIndex> IndexGpuTimes(const TraceModel& m) {
-  std::vector<GpuIndex> out(m.files().size());
-  for (uint32_t f = 0; f < out.size(); ++f) {
-    for (const GpuTimeRecord& g : m.file(f).gpu_times)
-      if (g.end_ns >= g.start_ns && g.start_ns > 0) out[f][g.call_uid].push_back(&g);
-    for (auto& [uid, v] : out[f])
-      std::sort(v.begin(), v.end(), [](const GpuTimeRecord* a, const GpuTimeRecord* b) {
-        return a->start_ns < b->start_ns;
-      });
-  }
-  return out;
-}
 
 struct Arrival {
   int rank;
@@ -54,26 +38,13 @@ class StragglerChecker : public Checker {
   std::string_view name() const override { return "stragglers"; }
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
-    const TraceModel& m = ctx.model();
-    bool any = false;
-    for (uint32_t f = 0; f < m.files().size() && !any; ++f) any = !m.file(f).gpu_times.empty();
-    if (!any) return;
-    const std::vector<GpuIndex> gpu = IndexGpuTimes(m);
-    for (size_t ci = 0; ci < m.comms().size(); ++ci) CheckComm(ctx, ci, gpu, sink);
+    const GpuTimeIndex gpu(ctx.model());
+    if (gpu.empty()) return;
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, gpu, sink);
   }
 
  private:
-  static const GpuTimeRecord* TimeOf(const TraceModel& m, const std::vector<GpuIndex>& gpu,
-                                     const CollectiveSlot& slot) {
-    const GpuIndex& idx = gpu[slot.call.file];
-    auto it = idx.find(m.call(slot.call).uid);
-    if (it == idx.end()) return nullptr;
-    const size_t k = slot.launch == 0 ? 0 : slot.launch - 1;  // k-th launch of a template
-    return k < it->second.size() ? it->second[k] : nullptr;
-  }
-
-  void CheckComm(CheckContext& ctx, size_t ci, const std::vector<GpuIndex>& gpu,
-                 FindingSink& sink) {
+  void CheckComm(CheckContext& ctx, size_t ci, const GpuTimeIndex& gpu, FindingSink& sink) {
     const TraceModel& m = ctx.model();
     const CommModel& c = m.comms()[ci];
     std::vector<int> with_file;
@@ -85,7 +56,7 @@ class StragglerChecker : public Checker {
     int source = -1;
     for (const RankView& r : c.ranks)
       for (const CollectiveSlot& s : r.collectives)
-        if (const GpuTimeRecord* g = TimeOf(m, gpu, s)) {
+        if (const GpuTimeRecord* g = gpu.Of(s.call, s.launch)) {
           by_seq[s.seq].push_back({r.rank, m.CommonTime(s.call.file, g->start_ns), s.call});
           source = source == -1 || source == g->source ? g->source : -2;
         }

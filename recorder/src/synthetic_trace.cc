@@ -244,8 +244,9 @@ class ScriptedProcessWriter {
       const bool data = IsCollective(api) || IsP2p(api);
       // Buffers differ per process, as they do in a real job.
       const uint64_t process_base = s_.same_addresses ? 0 : static_cast<uint64_t>(index_) << 36;
-      c.sendbuff =
-          data ? 0x7f1000000000ull + process_base + (static_cast<uint64_t>(sc.tensor) << 24) : 0;
+      c.sendbuff = data ? 0x7f1000000000ull + process_base + s_.address_salt +
+                              (static_cast<uint64_t>(sc.tensor) << 24)
+                        : 0;
       const bool in_place = api == Api::kAllReduce && !sc.out_of_place;
       c.recvbuff = in_place ? c.sendbuff : (data ? c.sendbuff + (1u << 20) : 0);
       c.count = data ? sc.count : 0;
@@ -291,7 +292,7 @@ class ScriptedProcessWriter {
         g.kind = RecordKind::kGpuTime;
         g.gpu.call_uid = c.uid;
         g.gpu.start_ns = c.enter_ns + sc.gpu_after_ns;
-        g.gpu.end_ns = sc.gpu == 2 ? g.gpu.start_ns + 5'000 : 0;
+        g.gpu.end_ns = sc.gpu == 2 ? g.gpu.start_ns + sc.gpu_ns : 0;
         g.gpu.source = static_cast<uint8_t>(GpuTimeSource::kEventPair);
         out.push_back(g);
       }

@@ -108,6 +108,50 @@ TEST_F(CliCheckTest, NoUsableTraceExitsTwoWithAClearMessage) {
   EXPECT_EQ(RunNcclrr("check --bogus x 2>&1").code, 2);
 }
 
+// `ncclrr diff A B`: the same directory twice is equivalent (exit 0); two runs of one program,
+// one with a same-shape swap, differ (exit 1) in text and JSON; bad input exits 2 saying what
+// was expected.
+TEST_F(CliCheckTest, DiffOfATraceWithItselfIsEquivalent) {
+  const std::string dir = Write("clean_many_comms").string();
+  const Result r = RunNcclrr("diff " + dir + " " + dir + " 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("summary: equivalent, no differences; 7 of 7 + 7 communicators matched"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(CliCheckTest, DiffOfTwoRunsNamesTheSwap) {
+  const std::string a = Write("fresh_buffers_clean").string();
+  const std::string b = Write("fresh_buffers_swap").string();
+  const Result text = RunNcclrr("diff --stable " + a + " " + b);
+  EXPECT_EQ(text.code, 1) << text.out;
+  EXPECT_NE(text.out.find("difference[order]"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find(a), std::string::npos) << "--stable leaves out paths";
+  const Result json = RunNcclrr("diff --json " + a + " " + b);
+  EXPECT_EQ(json.code, 1);
+  for (const char* field : {"\"runs\":{\"a\":{\"path\":\"", "\"kind\":\"order\"",
+                            "\"calls_a\":[{\"file\":", "\"exit_code\":1"})
+    EXPECT_NE(json.out.find(field), std::string::npos) << field << "\n" << json.out;
+}
+
+TEST_F(CliCheckTest, DiffOfUnusableInputExitsTwoSayingWhatWasExpected) {
+  const std::string good = Write("clean_two_ranks").string();
+  const Result missing = RunNcclrr("diff " + good + " /nonexistent/ncclrr-trace 2>&1");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("run B: '/nonexistent/ncclrr-trace' does not exist; expected a "
+                             "trace directory"),
+            std::string::npos)
+      << missing.out;
+  const fs::path empty = fs::temp_directory_path() / ("ncclrr-empty-" + std::to_string(getpid()));
+  fs::create_directories(empty);
+  dirs_.push_back(empty);
+  const Result none = RunNcclrr("diff " + empty.string() + " " + good + " 2>&1");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.out.find("run A: no trace files (*.ncclrr)"), std::string::npos) << none.out;
+  EXPECT_EQ(RunNcclrr("diff " + good + " 2>&1").code, 2);  // one directory
+  EXPECT_EQ(RunNcclrr("diff --bogus " + good + " " + good + " 2>&1").code, 2);
+}
+
 TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
   const fs::path dir = Write("cross_comm_order");
   const fs::path out = dir / "export.json";

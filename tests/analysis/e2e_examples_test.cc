@@ -3,6 +3,7 @@
 // nothing). With --sketch the data checks join in: the send race becomes visible, and no other
 // scenario may gain a data finding it does not have.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -110,6 +111,45 @@ INSTANTIATE_TEST_SUITE_P(
         if (c == '-') c = '_';
       return n;
     });
+
+// `ncclrr diff` of real recordings: two runs of the clean example are equivalent (their
+// communicator ids, pids and addresses differ), and the swap-same-size example differs from the
+// clean one by the swap, at seq 4 (a same-shape swap: found through check's suspected_swap).
+std::string RecordExample(const std::string& scenario, const std::string& tag) {
+  const std::string bin = std::getenv("NCCLRR_TEST_BIN");
+  const fs::path dir =
+      fs::temp_directory_path() / ("ncclrr-e2e-diff-" + std::to_string(getpid()) + "-" + tag);
+  fs::remove_all(dir);
+  const std::string cmd = "NCCLRR_EXAMPLE_WATCHDOG_S=3 " + bin + "/ncclrr record -o " +
+                          dir.string() + " -- " + bin + "/ncclrr-example " + scenario +
+                          " --steps 4 >/dev/null 2>&1";
+  (void)std::system(cmd.c_str());
+  return dir.string();
+}
+
+int RunDiff(const std::string& a, const std::string& b, std::string* out) {
+  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr diff --json " +
+                          a + " " + b + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  return WEXITSTATUS(pclose(p));
+}
+
+TEST(ExampleDiff, TwoCleanRunsAreEquivalentAndASwapIsNamed) {
+  const std::string clean1 = RecordExample("clean", "clean1");
+  const std::string clean2 = RecordExample("clean", "clean2");
+  const std::string swap = RecordExample("swap-same-size", "swap");
+  std::string same, differ;
+  EXPECT_EQ(RunDiff(clean1, clean2, &same), 0) << same;
+  EXPECT_NE(same.find("\"differences\":0"), std::string::npos) << same;
+  EXPECT_EQ(RunDiff(clean1, swap, &differ), 1) << differ;
+  EXPECT_NE(differ.find("\"kind\":\"order\""), std::string::npos) << differ;
+  EXPECT_NE(differ.find("\"seq_a\":4"), std::string::npos) << differ;
+  EXPECT_NE(differ.find("same-shape calls from seq 4 in run B"), std::string::npos) << differ;
+  for (const std::string& d : {clean1, clean2, swap}) fs::remove_all(d);
+}
 
 }  // namespace
 }  // namespace ncclrr::analysis

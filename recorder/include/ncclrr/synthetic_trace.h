@@ -78,6 +78,7 @@ struct ScriptCall {
   // started gpu_after_ns after its issue), 2 a complete GPU time.
   uint8_t gpu = 0;
   int64_t gpu_after_ns = 10'000;
+  int64_t gpu_ns = 5'000;  // duration of a complete GPU time (gpu == 2)
   // Sketches recorded for this call (call_uid is filled in): data-check tests compute them
   // from real buffers with the sketch library.
   std::vector<SketchData> sketches;
@@ -105,6 +106,9 @@ struct SyntheticScript {
   // Every process puts tensor t at the same address, as ranks of one SPMD program whose
   // allocators run alike do (default: addresses differ per process).
   bool same_addresses = false;
+  // Added to every buffer address: another run of the same program (its allocator placed the
+  // buffers elsewhere).
+  uint64_t address_salt = 0;
 };
 
 StatusOr<SyntheticTraceResult> WriteSyntheticScript(const SyntheticScript& script);
