@@ -1,5 +1,6 @@
 // The data checks (docs/sketches.md "Integration → Analysis"): for every call that carries
-// sketches (`ncclrr record --sketch`), the identity check of its outputs (wrong_sum), the race
+// sketches (`ncclrr record --sketch`), the identity check of its outputs (wrong_sum), the
+// comparison of outputs that must be identical on every rank (output_divergence), the race
 // check of its send buffer (buffer_race), and notes counting what could not be checked. Calls
 // without sketches cost nothing: files without sketches are skipped whole.
 #include <map>
@@ -92,12 +93,28 @@ class DataChecker : public Checker {
       // Outputs are compared only where every rank issued the same call and no structural
       // finding explains the position (a mispaired call has no meaningful identity).
       // Outputs verified exactly from captured buffers need no sketch identity.
-      if (complete && agree && !ctx.Claimed(ci, seq) && !ctx.CaptureVerified(ci, seq))
-        CheckIdentity(m, ci, sk, &o, tally);
+      const bool comparable = complete && agree && !ctx.Claimed(ci, seq);
+      if (comparable && !ctx.CaptureVerified(ci, seq)) CheckIdentity(m, ci, sk, &o, tally);
+      // Outputs NCCL makes identical on every rank are compared across ranks, bit for bit
+      // (after the identity check, whose verdicts can tell which of two outputs is right).
+      if (comparable) CompareAcrossRanks(ctx, ci, sk, &o);
       const std::optional<Finding> captured = ctx.TakeCaptureWrongSum(ci, seq);
       for (Finding& f : DataFindings(m, o, captured ? &*captured : nullptr))
         sink.Add(std::move(f));
     }
+  }
+
+  static void CompareAcrossRanks(const CheckContext& ctx, size_t ci,
+                                 const std::vector<CallSketches>& sk, CallDataOutcome* o) {
+    const TraceModel& m = ctx.model();
+    const Api api = static_cast<Api>(m.call(o->ranks[0].call).api);
+    o->divergence = CompareOutputs(api, sk, o->ranks);
+    if (!o->divergence) return;
+    if (const auto at = ctx.FirstClaimed(ci); at && *at < o->seq) o->mispaired_at = at;
+    std::set<int32_t> versions;
+    for (const RankDataOutcome& r : o->ranks)
+      if (const int32_t v = m.file(r.call.file).nccl_version; v > 0) versions.insert(v);
+    if (versions.size() > 1) o->nccl_versions.assign(versions.begin(), versions.end());
   }
 
   static void CheckIdentity(const TraceModel& m, size_t ci, const std::vector<CallSketches>& sk,
