@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "data_findings.h"
-
 namespace ncclrr::analysis {
 namespace {
 
@@ -30,21 +28,14 @@ bool SameOutput(const Blocks& a, const Blocks& b) {
   return true;
 }
 
-bool ProvenRight(const RankDataOutcome& r) {
-  return r.verdict && r.verdict->verdict == sketch::Verdict::kOk;
-}
-bool ProvenWrong(const RankDataOutcome& r) {
-  return r.verdict && sketch::IsFailure(r.verdict->verdict);
-}
-
 // The output every rank outside it should have held: the one the identity check proves right
 // when it proves every other output wrong, else the unique largest group. -1: an open tie.
 int Reference(const std::vector<std::vector<size_t>>& groups,
-              const std::vector<RankDataOutcome>& ranks, bool* by_identity) {
+              const std::vector<OutputProof>& proof, bool* by_identity) {
   int proven = -1;
   for (size_t g = 0; g < groups.size(); ++g) {
     const bool right = std::all_of(groups[g].begin(), groups[g].end(),
-                                   [&](size_t i) { return ProvenRight(ranks[i]); });
+                                   [&](size_t i) { return proof[i] == OutputProof::kRight; });
     if (!right) continue;
     if (proven >= 0) {
       proven = -1;  // two outputs both right by the identity: it cannot tell
@@ -66,7 +57,7 @@ int Reference(const std::vector<std::vector<size_t>>& groups,
     bool others_wrong = true;
     for (size_t g = 0; g < groups.size(); ++g)
       if (int(g) != proven)
-        for (size_t i : groups[g]) others_wrong = others_wrong && ProvenWrong(ranks[i]);
+        for (size_t i : groups[g]) others_wrong = others_wrong && proof[i] == OutputProof::kWrong;
     if (others_wrong) {
       *by_identity = !(unique && largest == proven);
       return proven;
@@ -108,8 +99,10 @@ bool OutputsIdentical(Api api) {
 }
 
 std::optional<OutputDivergence> CompareOutputs(Api api, const std::vector<CallSketches>& sketches,
-                                               const std::vector<RankDataOutcome>& ranks) {
-  if (!OutputsIdentical(api) || sketches.size() < 2 || sketches.size() != ranks.size())
+                                               const std::vector<int>& ranks,
+                                               const std::vector<OutputProof>& proof) {
+  if (!OutputsIdentical(api) || sketches.size() < 2 || sketches.size() != ranks.size() ||
+      proof.size() != ranks.size())
     return std::nullopt;
   std::vector<Blocks> out;
   for (const CallSketches& s : sketches) {
@@ -128,25 +121,25 @@ std::optional<OutputDivergence> CompareOutputs(Api api, const std::vector<CallSk
   if (groups.size() == 1) return std::nullopt;
   OutputDivergence d;
   d.outputs = int(groups.size());
-  const int ref = Reference(groups, ranks, &d.by_identity);
+  const int ref = Reference(groups, proof, &d.by_identity);
   size_t a = 0, b = 0;  // the ranks whose outputs are described
   if (ref >= 0) {
-    for (size_t i : groups[size_t(ref)]) d.reference.push_back(ranks[i].rank);
+    for (size_t i : groups[size_t(ref)]) d.reference.push_back(ranks[i]);
     b = groups[size_t(ref)].front();
     for (size_t g = 0; g < groups.size(); ++g)
       if (int(g) != ref)
-        for (size_t i : groups[g]) d.ranks.push_back(ranks[i].rank);
+        for (size_t i : groups[g]) d.ranks.push_back(ranks[i]);
     for (size_t i = 0; i < ranks.size(); ++i)
-      if (ranks[i].rank == *std::min_element(d.ranks.begin(), d.ranks.end())) a = i;
+      if (ranks[i] == *std::min_element(d.ranks.begin(), d.ranks.end())) a = i;
   } else {
-    for (const RankDataOutcome& r : ranks) d.ranks.push_back(r.rank);
+    d.ranks = ranks;
     a = groups[0].front();
     b = groups[1].front();
   }
   std::sort(d.ranks.begin(), d.ranks.end());
   std::sort(d.reference.begin(), d.reference.end());
-  d.rank = ranks[a].rank;
-  d.other = ranks[b].rank;
+  d.rank = ranks[a];
+  d.other = ranks[b];
   Describe(out[a], out[b], &d);
   return d;
 }

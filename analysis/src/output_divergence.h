@@ -15,8 +15,6 @@
 
 namespace ncclrr::analysis {
 
-struct RankDataOutcome;
-
 struct OutputDivergence {
   // The ranks whose output differs from the reference output: the majority's, or the one output
   // the identity check proves right when it proves every other wrong (this settles a tie).
@@ -38,11 +36,16 @@ struct OutputDivergence {
 // AllReduce, Broadcast, AllGather.
 bool OutputsIdentical(Api api);
 
-// `sketches[i]` and `ranks[i]` (with its identity verdict, when checked) belong to the same
-// rank; every rank of the communicator is there. nullopt when the outputs are equal or cannot be
-// compared: some rank has no recv sketch, or not the same blocks as the others (a partial or
-// dropped sketch says nothing about the data).
+// What the identity check proved about one rank's output: from its sketches (verdict kOk, or a
+// wrong_sum verdict) or, for a call verified from captured buffers, exactly.
+enum class OutputProof : uint8_t { kNone, kRight, kWrong };
+
+// `sketches[i]`, `ranks[i]` and `proof[i]` belong to the same rank; every rank of the
+// communicator is there. nullopt when the outputs are equal or cannot be compared: some rank has
+// no recv sketch, or not the same blocks as the others (a partial or dropped sketch says nothing
+// about the data).
 std::optional<OutputDivergence> CompareOutputs(Api api, const std::vector<CallSketches>& sketches,
-                                               const std::vector<RankDataOutcome>& ranks);
+                                               const std::vector<int>& ranks,
+                                               const std::vector<OutputProof>& proof);
 
 }  // namespace ncclrr::analysis

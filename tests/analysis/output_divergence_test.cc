@@ -10,7 +10,6 @@
 #include <cstring>
 #include <vector>
 
-#include "data_findings.h"
 #include "ncclrr/sketch/plan.h"
 #include "ncclrr/sketch/sketch.h"
 
@@ -43,14 +42,14 @@ uint64_t RecvElems(Api api, uint64_t count, int nranks) {
 
 struct Call {
   std::vector<std::vector<SketchData>> store;  // per rank
-  std::vector<RankDataOutcome> ranks;
+  std::vector<int> ranks;
+  std::vector<OutputProof> proof;
 
   Call(Api api, uint8_t dtype, uint64_t count, const std::vector<std::vector<uint8_t>>& outs) {
     for (size_t r = 0; r < outs.size(); ++r) {
       store.push_back(RecvSketches(api, dtype, count, int(outs.size()), int(r), outs[r]));
-      RankDataOutcome o;
-      o.rank = int(r);
-      ranks.push_back(o);
+      ranks.push_back(int(r));
+      proof.push_back(OutputProof::kNone);
     }
   }
   std::vector<CallSketches> Sketches() const {
@@ -59,16 +58,10 @@ struct Call {
       for (const SketchData& s : store[r]) sk[r].recv.push_back(&s);
     return sk;
   }
-  void Verdict(int rank, sketch::Verdict v) {
-    sketch::RankVerdict rv;
-    rv.rank = rank;
-    rv.verdict = v;
-    ranks[size_t(rank)].verdict = rv;
-  }
 };
 
 std::optional<OutputDivergence> Compare(Api api, const Call& c) {
-  return CompareOutputs(api, c.Sketches(), c.ranks);
+  return CompareOutputs(api, c.Sketches(), c.ranks, c.proof);
 }
 
 constexpr Api kIdentical[] = {Api::kAllReduce, Api::kBroadcast, Api::kAllGather};
@@ -124,19 +117,34 @@ TEST(OutputDivergence, AOneToOneTieNamesBothRanksUnlessTheIdentitySettlesIt) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->ranks, (std::vector<int>{0, 1}));
   EXPECT_TRUE(d->reference.empty());
-  // Max or min (no identity), or both outputs within the tolerance: still a tie.
-  c.Verdict(0, sketch::Verdict::kUncheckedOp);
-  c.Verdict(1, sketch::Verdict::kUncheckedOp);
+  // Both outputs within the tolerance (the identity holds for both): still a tie.
+  c.proof = {OutputProof::kRight, OutputProof::kRight};
   EXPECT_EQ(Compare(Api::kAllReduce, c)->ranks, (std::vector<int>{0, 1}));
-  c.Verdict(0, sketch::Verdict::kOk);
-  c.Verdict(1, sketch::Verdict::kOk);
+  // Only one proven either way: still a tie.
+  c.proof = {OutputProof::kRight, OutputProof::kNone};
   EXPECT_EQ(Compare(Api::kAllReduce, c)->ranks, (std::vector<int>{0, 1}));
-  // The identity proves rank 0's output right and rank 1's wrong.
-  c.Verdict(1, sketch::Verdict::kWrongSum);
+  // The identity (or the captured buffers) proves rank 0's output right and rank 1's wrong.
+  c.proof = {OutputProof::kRight, OutputProof::kWrong};
   d = Compare(Api::kAllReduce, c);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->ranks, std::vector<int>{1});
   EXPECT_EQ(d->reference, std::vector<int>{0});
+  EXPECT_TRUE(d->by_identity);
+}
+
+// Two ranks got the same wrong bytes (say, from one faulty link they both read through) and the
+// identity proves the third one's output right: the two are named, though a majority.
+TEST(OutputDivergence, TheIdentityOutweighsTheMajority) {
+  const uint8_t f16 = uint8_t(Dtype::kFloat16);
+  std::vector<uint8_t> out = Output(2000, f16), bad = out;
+  bad[101] ^= 0x20;
+  Call c(Api::kAllReduce, f16, 2000, {bad, bad, out});
+  EXPECT_EQ(Compare(Api::kAllReduce, c)->ranks, std::vector<int>{2});  // the majority's view
+  c.proof = {OutputProof::kWrong, OutputProof::kWrong, OutputProof::kRight};
+  const auto d = Compare(Api::kAllReduce, c);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(d->reference, std::vector<int>{2});
   EXPECT_TRUE(d->by_identity);
 }
 
