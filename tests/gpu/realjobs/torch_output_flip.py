@@ -110,7 +110,7 @@ def worker(rank, world, args, results):
     if flip:
         # Compile the writer now (a flag already set: it stores once and returns), not while
         # rank 0 waits inside the victim collective.
-        scratch = torch.zeros(1, device=dev)
+        scratch = torch.zeros(2, device=dev)[1:]  # misaligned, as the victim elements are
         corrupt(scratch, torch.ones(1, dtype=torch.int32, device=dev), args.wrong, args.max_iters)
         torch.cuda.synchronize()
     victim_seq = 3 * args.flip_step + VICTIMS[args.victim]
