@@ -257,7 +257,6 @@ Finding DivergenceFinding(const TraceModel& m, const CallDataOutcome& o,
   f.ranks = d.ranks;
   const CallRecord& c = m.call(o.ranks[0].call);
   const std::string call = ShortCall(c);
-  const std::string api(ApiName(CanonicalApi(static_cast<Api>(c.api))));
   const bool tie = d.reference.empty();
   const std::string who = RankList(d.ranks);
   const std::string ref_output =
@@ -270,11 +269,9 @@ Finding DivergenceFinding(const TraceModel& m, const CallDataOutcome& o,
               (tie ? "the other ranks'" : ref_output) + ", although NCCL gives every rank the " +
               "same bytes (AllReduce, Broadcast and AllGather outputs are identical on every " +
               "rank). The sketches taken after the call, on the collective's stream, differ in " +
-              "elements [" + Thousands(d.first) + ", " + Thousands(d.first + d.count) + ") of " +
-              (d.rank == d.other ? "the output"
-                                 : "rank " + std::to_string(d.rank) + "'s and rank " +
-                                       std::to_string(d.other) + "'s output") +
-              ": " + SketchEvidence(d) + ".";
+              "elements [" + Thousands(d.first) + ", " + Thousands(d.first + d.count) +
+              ") of rank " + std::to_string(d.rank) + "'s and rank " + std::to_string(d.other) +
+              "'s output: " + SketchEvidence(d) + ".";
   if (d.outputs > 2)
     f.message += " The ranks hold " + std::to_string(d.outputs) + " different outputs.";
   const std::string not_reported = " (wrong_sum, not reported separately).";

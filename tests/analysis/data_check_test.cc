@@ -21,13 +21,10 @@ struct Checked {
   std::string text;
 };
 
-Checked CheckScenario(const std::string& name) {
+Checked CheckScript(const std::string& name, SyntheticScript script) {
   const fs::path dir =
       fs::temp_directory_path() / ("ncclrr-datacheck-" + std::to_string(getpid()) + "-" + name);
   fs::remove_all(dir);
-  SyntheticScript script;
-  for (const Scenario& s : SketchScenarios())
-    if (s.name == name) script = s.build();
   script.dir = dir.string();
   EXPECT_TRUE(WriteSyntheticScript(script).ok());
   auto model = analysis::TraceModel::Load(dir.string());
@@ -36,6 +33,13 @@ Checked CheckScenario(const std::string& name) {
   analysis::Report report = analysis::Check(*model);
   const std::string text = analysis::FormatText(report, &*model, {});
   return {std::move(*model), std::move(report), text};
+}
+
+Checked CheckScenario(const std::string& name) {
+  for (const Scenario& s : SketchScenarios())
+    if (s.name == name) return CheckScript(name, s.build());
+  ADD_FAILURE() << "no scenario " << name;
+  return CheckScript(name, {});
 }
 
 bool Has(const std::string& text, const std::string& part) {
@@ -121,6 +125,37 @@ TEST(DataChecks, ARaceIsReportedAndExplainsTheWrongSum) {
   const analysis::Finding& late = Expect(c, 1, FindingKind::kBufferRace, 12, {1});
   EXPECT_TRUE(Has(late.message, "still matched")) << late.message;
   for (const analysis::Finding& f : c.report.findings) EXPECT_NE(f.kind, FindingKind::kWrongSum);
+}
+
+// Calls mispaired at seq 0 (a count mismatch): a divergence later on names a mismatched call
+// among its likely causes; without the mismatch it does not.
+TEST(DataChecks, ADivergenceAfterAMispairedCallNamesAMismatchedCall) {
+  for (const bool mismatch : {true, false}) {
+    ScriptBuilder b(2);
+    const int dp = b.Comm(0xda7a000000000003ull, "dp", {0, 1});
+    for (int p = 0; p < 2; ++p) {
+      ScriptCall c = AllReduce(p == 1 && mismatch ? 998 : 1000, 9);
+      c.comm = dp;
+      b.On(p, c);
+    }
+    DataStep d;
+    d.counts = {3000};
+    d.corrupt = [](int p, int, std::vector<float>& recv) {
+      if (p == 1) recv[5] += 1.0f;
+    };
+    AddDataStep(b, dp, 0, d);
+    const Checked c = CheckScript(mismatch ? "mispaired" : "paired", b.s);
+    const analysis::Finding* div = nullptr;
+    for (const analysis::Finding& f : c.report.findings)
+      if (f.kind == FindingKind::kOutputDivergence) div = &f;
+    ASSERT_NE(div, nullptr) << c.text;
+    EXPECT_EQ(div->seq, 1u);
+    EXPECT_EQ(div->ranks, std::vector<int>{1}) << c.text;
+    EXPECT_EQ(Has(div->message, "a mismatched call: this communicator's calls were mispaired at "
+                                "seq 0"),
+              mismatch)
+        << div->message;
+  }
 }
 
 TEST(DataChecks, SwappedSameSizeCallsAreConfirmedByTheirData) {
