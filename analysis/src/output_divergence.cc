@@ -30,8 +30,8 @@ bool SameOutput(const Blocks& a, const Blocks& b) {
 
 // The output every rank outside it should have held: the one the identity check proves right
 // when it proves every other output wrong, else the unique largest group. -1: an open tie.
-int Reference(const std::vector<std::vector<size_t>>& groups,
-              const std::vector<OutputProof>& proof, bool* by_identity) {
+int Reference(const std::vector<std::vector<size_t>>& groups, const std::vector<OutputProof>& proof,
+              bool* by_identity) {
   int proven = -1;
   for (size_t g = 0; g < groups.size(); ++g) {
     const bool right = std::all_of(groups[g].begin(), groups[g].end(),

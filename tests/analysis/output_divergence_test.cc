@@ -92,9 +92,8 @@ TEST(OutputDivergence, OneChangedElementOnOneRankOfFourNamesThatRank) {
         top = top == 0x3f ? 0x1f : 0x3f;
         const Call c(api, dtype, count, {out, out, bad, out});
         const auto d = Compare(api, c);
-        const std::string what =
-            std::string(ApiName(api)) + " " + std::string(DtypeName(dtype)) + " " +
-            std::to_string(count);
+        const std::string what = std::string(ApiName(api)) + " " + std::string(DtypeName(dtype)) +
+                                 " " + std::to_string(count);
         ASSERT_TRUE(d) << what;
         EXPECT_EQ(d->ranks, std::vector<int>{2}) << what;
         EXPECT_EQ(d->reference, (std::vector<int>{0, 1, 3})) << what;
@@ -167,8 +166,7 @@ TEST(OutputDivergence, ThreeDifferentOutputsHaveNoMajority) {
 
 TEST(OutputDivergence, PerRankOutputsAreNeverCompared) {
   const uint8_t f32 = uint8_t(Dtype::kFloat32);
-  for (Api api : {Api::kReduceScatter, Api::kReduce, Api::kAlltoAll, Api::kGather,
-                  Api::kScatter}) {
+  for (Api api : {Api::kReduceScatter, Api::kReduce, Api::kAlltoAll, Api::kGather, Api::kScatter}) {
     std::vector<uint8_t> out = Output(64, f32), other = out;
     other[1] ^= 0x10;
     Call c(Api::kAllReduce, f32, 64, {out, other});
