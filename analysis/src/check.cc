@@ -46,6 +46,12 @@ bool CheckContext::Claimed(size_t comm_index, uint64_t seq) const {
   return std::prev(it)->second >= seq;
 }
 
+std::optional<uint64_t> CheckContext::FirstClaimed(size_t comm_index) const {
+  auto c = claimed_.find(comm_index);
+  if (c == claimed_.end() || c->second.empty()) return std::nullopt;
+  return c->second.begin()->first;
+}
+
 std::vector<Finding> GroupRepeats(std::vector<Finding> findings) {
   auto earlier = [](const Finding& a, const Finding& b) {
     return std::make_tuple(a.first_time, a.comm, a.seq.value_or(0), a.kind) <

@@ -1,7 +1,9 @@
 // The data checks (docs/sketches.md "Integration → Analysis"): for every call that carries
-// sketches (`ncclrr record --sketch`), the identity check of its outputs (wrong_sum), the race
+// sketches (`ncclrr record --sketch`), the identity check of its outputs (wrong_sum), the
+// comparison of outputs that must be identical on every rank (output_divergence), the race
 // check of its send buffer (buffer_race), and notes counting what could not be checked. Calls
 // without sketches cost nothing: files without sketches are skipped whole.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -92,12 +94,48 @@ class DataChecker : public Checker {
       // Outputs are compared only where every rank issued the same call and no structural
       // finding explains the position (a mispaired call has no meaningful identity).
       // Outputs verified exactly from captured buffers need no sketch identity.
-      if (complete && agree && !ctx.Claimed(ci, seq) && !ctx.CaptureVerified(ci, seq))
-        CheckIdentity(m, ci, sk, &o, tally);
+      const bool comparable = complete && agree && !ctx.Claimed(ci, seq);
+      if (comparable && !ctx.CaptureVerified(ci, seq)) CheckIdentity(m, ci, sk, &o, tally);
       const std::optional<Finding> captured = ctx.TakeCaptureWrongSum(ci, seq);
+      // Outputs NCCL makes identical on every rank are compared across ranks, bit for bit
+      // (after the identity check, whose verdicts can tell which of two outputs is right).
+      if (comparable) CompareAcrossRanks(ctx, ci, sk, captured ? &*captured : nullptr, &o);
       for (Finding& f : DataFindings(m, o, captured ? &*captured : nullptr))
         sink.Add(std::move(f));
     }
+  }
+
+  // `captured_wrong`: the wrong_sum the captured buffers prove for this call, if any.
+  static void CompareAcrossRanks(const CheckContext& ctx, size_t ci,
+                                 const std::vector<CallSketches>& sk,
+                                 const Finding* captured_wrong, CallDataOutcome* o) {
+    const TraceModel& m = ctx.model();
+    const Api api = static_cast<Api>(m.call(o->ranks[0].call).api);
+    if (!OutputsIdentical(api)) return;
+    const bool exact = ctx.CaptureVerified(ci, o->seq);
+    std::vector<int> ranks;
+    std::vector<OutputProof> proof;
+    for (const RankDataOutcome& r : o->ranks) {
+      ranks.push_back(r.rank);
+      OutputProof p = OutputProof::kNone;
+      if (exact) {
+        const bool wrong = captured_wrong && std::count(captured_wrong->ranks.begin(),
+                                                        captured_wrong->ranks.end(), r.rank);
+        p = wrong ? OutputProof::kWrong : OutputProof::kRight;
+      } else if (r.verdict && r.verdict->verdict == sketch::Verdict::kOk) {
+        p = OutputProof::kRight;
+      } else if (r.verdict && sketch::IsFailure(r.verdict->verdict)) {
+        p = OutputProof::kWrong;
+      }
+      proof.push_back(p);
+    }
+    o->divergence = CompareOutputs(api, sk, ranks, proof);
+    if (!o->divergence) return;
+    if (const auto at = ctx.FirstClaimed(ci); at && *at < o->seq) o->mispaired_at = at;
+    std::set<int32_t> versions;
+    for (const RankDataOutcome& r : o->ranks)
+      if (const int32_t v = m.file(r.call.file).nccl_version; v > 0) versions.insert(v);
+    if (versions.size() > 1) o->nccl_versions.assign(versions.begin(), versions.end());
   }
 
   static void CheckIdentity(const TraceModel& m, size_t ci, const std::vector<CallSketches>& sk,

@@ -33,30 +33,52 @@ std::string OutputState(const RankDataOutcome& r) {
   }
 }
 
+bool Diverges(const CallDataOutcome& o, int rank) {
+  return o.divergence &&
+         std::binary_search(o.divergence->ranks.begin(), o.divergence->ranks.end(), rank);
+}
+
+// "output differs from rank 0's", "outputs differ (no majority)".
+std::string DivergenceState(const OutputDivergence& d) {
+  if (d.reference.empty()) return "outputs differ (no majority)";
+  return "output differs from " + (d.reference.size() == 1 ? RankList(d.reference) + "'s"
+                                                           : "that of " + RankList(d.reference));
+}
+
+// The cell of one rank: its call, then what happened to its data.
+std::string RankState(const TraceModel& m, const CallDataOutcome& o, const RankDataOutcome& r) {
+  std::vector<std::string> parts;
+  if (r.race) parts.push_back("send buffer changed during the call");
+  const bool diverges = Diverges(o, r.rank);
+  if (diverges) parts.push_back(DivergenceState(*o.divergence));
+  // A divergent output within the tolerance still "matches" no one: say how close it is.
+  const std::string out = diverges && r.verdict && r.verdict->verdict == sketch::Verdict::kOk
+                              ? "within the rounding tolerance of its inputs"
+                              : OutputState(r);
+  if (!out.empty()) parts.push_back(out);
+  std::string what = ShortCall(m.call(r.call));
+  for (size_t i = 0; i < parts.size(); ++i) what += (i == 0 ? ": " : "; ") + parts[i];
+  return what;
+}
+
 std::vector<TableRow> Table(const TraceModel& m, const CallDataOutcome& o) {
   std::vector<TableRow> rows;
   std::vector<int> quiet;
   for (const RankDataOutcome& r : o.ranks) {
-    const bool differs = Wrong(r) || r.race.has_value();
+    const bool differs = Wrong(r) || r.race.has_value() || Diverges(o, r.rank);
     if (!differs || rows.size() >= kRowsShown) {
       quiet.push_back(r.rank);
       continue;
     }
-    std::string what = ShortCall(m.call(r.call));
-    if (r.race) what += ": send buffer changed during the call";
-    const std::string out = OutputState(r);
-    if (!out.empty()) what += (r.race ? "; " : ": ") + out;
-    rows.push_back({std::to_string(r.rank), std::to_string(r.seq), what, true});
+    rows.push_back({std::to_string(r.rank), std::to_string(r.seq), RankState(m, o, r), true});
   }
   if (!quiet.empty()) {
     // The first quiet rank speaks for the group (same call, by the metadata checks).
     const RankDataOutcome* first = nullptr;
     for (const RankDataOutcome& r : o.ranks)
       if (r.rank == quiet.front()) first = &r;
-    std::string what = ShortCall(m.call(first->call));
-    const std::string out = OutputState(*first);
-    if (!out.empty()) what += ": " + out;
-    rows.insert(rows.begin(), {CompactRanks(quiet), std::to_string(first->seq), what, false});
+    rows.insert(rows.begin(),
+                {CompactRanks(quiet), std::to_string(first->seq), RankState(m, o, *first), false});
   }
   return rows;
 }
@@ -191,6 +213,118 @@ Finding WrongSumFinding(const TraceModel& m, const CallDataOutcome& o,
   return f;
 }
 
+std::string Value(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// "2.28.9" from NCCL_VERSION_CODE (22809).
+std::string NcclVersion(int32_t code) {
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
+
+// What the sketches of the two described outputs show: "16 of 16 projections (by up to 0.25),
+// the sum of squares and 1 of 256 sampled values (element 100: 1.25 on rank 1, 1 on rank 0)".
+std::string SketchEvidence(const OutputDivergence& d) {
+  std::vector<std::string> parts;
+  const sketch::SketchDifference& x = d.diff;
+  if (x.dots > 0)
+    parts.push_back(std::to_string(x.dots) + " of 16 projections (by up to " + Sci(x.largest) +
+                    ")");
+  if (x.sumsq) parts.push_back("the sum of squares");
+  if (x.counts) parts.push_back("the NaN/Inf counts");
+  if (x.samples > 0) {
+    std::string p = Plural(uint64_t(x.samples), "sampled value", "sampled values");
+    if (d.element)
+      p += " (element " + Thousands(*d.element) + ": " + Value(d.value) + " on rank " +
+           std::to_string(d.rank) + ", " + Value(d.other_value) + " on rank " +
+           std::to_string(d.other) + ")";
+    parts.push_back(p);
+  }
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return s;
+}
+
+Finding DivergenceFinding(const TraceModel& m, const CallDataOutcome& o,
+                          const std::vector<const RankDataOutcome*>& wrong,
+                          const Finding* captured_wrong) {
+  const OutputDivergence& d = *o.divergence;
+  Finding f = Base(m, o, FindingKind::kOutputDivergence);
+  f.ranks = d.ranks;
+  const CallRecord& c = m.call(o.ranks[0].call);
+  const std::string call = ShortCall(c);
+  const bool tie = d.reference.empty();
+  const std::string who = RankList(d.ranks);
+  const std::string ref_output =
+      d.reference.size() == 1 ? RankList(d.reference) + "'s" : "that of " + RankList(d.reference);
+  f.pattern = "diverge:" + call;
+  f.short_text = tie ? "the outputs of " + who + " of " + call + " differ"
+                     : Possessive(d.ranks, "output") + " of " + call +
+                           (d.ranks.size() == 1 ? " differs" : " differ") + " from " + ref_output;
+  f.message = Where(o) + " the output of " + call + " on " + who + " is not bit-identical to " +
+              (tie ? "the other ranks'" : ref_output) + ", although NCCL gives every rank the " +
+              "same bytes (AllReduce, Broadcast and AllGather outputs are identical on every " +
+              "rank). The sketches taken after the call, on the collective's stream, differ in " +
+              "elements [" + Thousands(d.first) + ", " + Thousands(d.first + d.count) +
+              ") of rank " + std::to_string(d.rank) + "'s and rank " + std::to_string(d.other) +
+              "'s output: " + SketchEvidence(d) + ".";
+  if (d.outputs > 2)
+    f.message += " The ranks hold " + std::to_string(d.outputs) + " different outputs.";
+  const std::string not_reported = " (wrong_sum, not reported separately).";
+  if (captured_wrong) {
+    f.message += " The buffers captured by `record --capture` prove it: " +
+                 captured_wrong->short_text + not_reported;
+  } else if (d.by_identity) {
+    f.message += " The identity check tells which output is wrong: " +
+                 Possessive(d.reference, "output") + (d.reference.size() == 1 ? " is" : " are") +
+                 " what the ranks' inputs combine to, " + Possessive(d.ranks, "output") +
+                 (d.ranks.size() == 1 ? " is not" : " are not") + not_reported +
+                 WrongDetails(wrong);
+  } else if (!wrong.empty()) {
+    f.message += " The identity check finds " + Possessive(RanksOf(wrong), "output") +
+                 " wrong too" + not_reported + WrongDetails(wrong);
+  } else if (std::all_of(o.ranks.begin(), o.ranks.end(), [](const RankDataOutcome& r) {
+               return r.verdict && r.verdict->verdict == sketch::Verdict::kOk;
+             })) {
+    f.message += " Every output is still within the rounding tolerance of what the inputs "
+                 "combine to: the difference is small (low-order bits), and still one that NCCL "
+                 "never makes.";
+  }
+  if (tie)
+    f.message += " No output is held by a majority of the ranks, and the identity check cannot "
+                 "tell which is right, so every rank is named.";
+  const std::string where = tie ? "one of " + who : who;
+  f.message += " Likely causes: a faulty GPU, NVLink/PCIe link or GPU memory on " + where +
+               " (look for Xid and ECC errors: `dmesg`, `nvidia-smi -q -d ECC`; rerun without "
+               "that GPU); a buffer race on " +
+               where +
+               ": something wrote the output buffer after NCCL did, before the sketch after the "
+               "call read it (a kernel or copy on another stream that does not wait for the "
+               "collective, or the host)";
+  if (o.mispaired_at)
+    f.message += "; a mismatched call: this communicator's calls were mispaired at seq " +
+                 std::to_string(*o.mispaired_at) +
+                 " (reported above), so the ranks may have run different calls since";
+  if (o.nccl_versions.size() > 1) {
+    std::string versions;
+    for (size_t i = 0; i < o.nccl_versions.size(); ++i)
+      versions += (i == 0                            ? ""
+                   : i + 1 == o.nccl_versions.size() ? " and "
+                                                     : ", ") +
+                  NcclVersion(o.nccl_versions[i]);
+    f.message += "; a mismatched call: the ranks ran different NCCL libraries (" + versions +
+                 "), whose protocols need not agree";
+  }
+  f.message +=
+      ". A difference that recurs on one GPU whatever the call points at the hardware; "
+      "one that recurs at the same call, at a race.";
+  return f;
+}
+
 }  // namespace
 
 std::string Sci(double v) {
@@ -201,15 +335,32 @@ std::string Sci(double v) {
 
 std::vector<Finding> DataFindings(const TraceModel& m, const CallDataOutcome& o,
                                   const Finding* captured_wrong) {
-  std::vector<const RankDataOutcome*> racing, wrong;
+  std::vector<const RankDataOutcome*> racing, wrong, diverged_wrong;
   for (const RankDataOutcome& r : o.ranks) {
     if (r.race) racing.push_back(&r);
-    if (Wrong(r)) wrong.push_back(&r);
+    if (Wrong(r)) (Diverges(o, r.rank) ? diverged_wrong : wrong).push_back(&r);
   }
-  if (!racing.empty()) return {RaceFinding(m, o, racing, wrong, captured_wrong)};
-  if (captured_wrong) return {*captured_wrong};  // exact, so it stands for the sketches' verdict
-  if (!wrong.empty()) return {WrongSumFinding(m, o, wrong)};
-  return {};
+  std::vector<Finding> out;
+  if (o.divergence) {
+    // A captured wrong sum about divergent ranks only says the same: it joins the divergence.
+    const Finding* absorbed = nullptr;
+    if (captured_wrong && std::all_of(captured_wrong->ranks.begin(), captured_wrong->ranks.end(),
+                                      [&](int r) { return Diverges(o, r); })) {
+      absorbed = captured_wrong;
+      captured_wrong = nullptr;
+    }
+    out.push_back(DivergenceFinding(m, o, diverged_wrong, absorbed));
+  }
+  if (!racing.empty()) {
+    // The race explains every wrong output, the divergent ones included.
+    wrong.insert(wrong.end(), diverged_wrong.begin(), diverged_wrong.end());
+    out.push_back(RaceFinding(m, o, racing, wrong, captured_wrong));
+  } else if (captured_wrong) {
+    out.push_back(*captured_wrong);  // exact, so it stands for the sketches' verdict
+  } else if (!wrong.empty()) {
+    out.push_back(WrongSumFinding(m, o, wrong));
+  }
+  return out;
 }
 
 }  // namespace ncclrr::analysis

@@ -1,5 +1,7 @@
 #include "data_tally.h"
 
+#include <algorithm>
+
 #include "text_util.h"
 
 namespace ncclrr::analysis {
@@ -57,8 +59,17 @@ void DataTally::EmitNotes(FindingSink& sink) const {
     for (const auto& [what, count] : r.what)
       kinds += (kinds.empty() ? "" : ", ") + Thousands(count) + " " + what;
     n.message = Plural(r.calls.size(), "call", "calls") + " with sketches (" + kinds +
-                ") were not checked: " + Explain(verdict) + ". " +
-                Plural(checked_, "call was", "calls were") + " checked from sketches.";
+                ") were not checked: " + Explain(verdict) + ". ";
+    // The identity could not look at them, but output_divergence still did.
+    const bool compared = verdict == sketch::Verdict::kUncheckedOp ||
+                          verdict == sketch::Verdict::kUncheckedNonFinite ||
+                          verdict == sketch::Verdict::kUncheckedOverflow;
+    if (compared && std::any_of(r.what.begin(), r.what.end(), [](const auto& w) {
+          return w.first.rfind("AllReduce", 0) == 0;
+        }))
+      n.message += "Their AllReduce outputs were still compared across ranks (they must be "
+                   "bit-identical on every rank). ";
+    n.message += Plural(checked_, "call was", "calls were") + " checked from sketches.";
     sink.AddNote(std::move(n));
   }
 }

@@ -3,10 +3,13 @@
 namespace ncclrr::analysis {
 namespace {
 
+// clang-format off
 constexpr std::string_view kKindNames[kNumFindingKinds] = {
     "op_mismatch",  "count_mismatch", "dtype_mismatch",         "redop_mismatch",  "root_mismatch",
     "p2p_mismatch", "order_swap",     "cross_comm_order",       "missing_call",    "wrong_sum",
-    "buffer_race",  "suspected_swap", "graph_capture_mismatch", "lifecycle_error", "nccl_error"};
+    "buffer_race",  "suspected_swap", "graph_capture_mismatch", "lifecycle_error", "nccl_error",
+    "output_divergence"};
+// clang-format on
 
 }  // namespace
 

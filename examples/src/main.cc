@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
     if (opt.only_rank >= opt.ranks) return Usage("NCCLRR_EXAMPLE_RANK is past --ranks");
   }
 
+  // Before the first NCCL call: the host NCCL reads its knobs once.
+  if (backend == "host" && opt.scenario->host_flip_output != nullptr)
+    setenv("NCCLRR_HOST_FLIP_OUTPUT", opt.scenario->host_flip_output, 0);
   std::string error;
   std::unique_ptr<Backend> be =
       backend == "host" ? MakeHostBackend(&error) : MakeCudaBackend(&error);

@@ -100,6 +100,10 @@ const std::vector<Scenario>& All() {
        MissingCollective},
       {"send-race", "rank 1 overwrites a send buffer from a second stream during the allreduce",
        kBaseTensors, 1, 1, Clean},
+      // A faulty link: rank 1 receives the first allreduce of step 1 (seq 4) with one bit of
+      // element 0 flipped, after NCCL wrote it.
+      {"output-flip", "rank 1's output of one allreduce gets a bit flipped (host NCCL only)",
+       kBaseTensors, 1, -1, Clean, nullptr, "1:4"},
       {"dtype-mismatch", "rank 1 reduces a float tensor as int32", kBaseTensors, 1, -1,
        DtypeMismatch},
       {"root-mismatch", "rank 1 names itself the broadcast root on odd steps", kBaseTensors, 1, -1,

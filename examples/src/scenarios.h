@@ -42,6 +42,9 @@ struct Scenario {
   std::vector<Call> (*plan)(int step, int rank, int nranks);
   // A scenario with its own loop (sweep) instead of `tensors` and `plan`: the exit code.
   int (*run)(const Options& opt, Backend& be) = nullptr;
+  // A fault the host NCCL injects (NCCLRR_HOST_FLIP_OUTPUT, unless already set): "RANK:SEQ".
+  // Real NCCL has no such knob: there the scenario runs clean.
+  const char* host_flip_output = nullptr;
 };
 
 const Scenario* FindScenario(const std::string& name);

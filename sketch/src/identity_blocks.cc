@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "finish.h"
+#include "ncclrr/sketch/compare.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/tolerance.h"
 #include "sketch_core.h"
@@ -13,10 +13,6 @@
 namespace ncclrr::sketch {
 namespace {
 
-bool SameValue(double a, double b) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  return std::memcmp(&a, &b, sizeof a) == 0;
-}
 uint64_t NonFinite(const SketchData& s) { return s.nan + s.posinf + s.neginf; }
 bool Overflowed(const SketchData& s) {
   if (!std::isfinite(s.sumsq)) return true;
@@ -45,30 +41,15 @@ BlockVerdict CheckCopyBlock(const SketchData& recv, const SketchData& send, int 
   BlockVerdict bv;
   bv.first = recv.first;
   bv.count = recv.count;
-  int differing_dots = 0;
-  for (int k = 0; k < kSketchDots; ++k) {
-    if (SameValue(recv.dots[k], send.dots[k])) continue;
-    ++differing_dots;
-    const double e = std::fabs(recv.dots[k] - send.dots[k]);
-    if (bv.worst_dot < 0 || !(e <= bv.error)) {
-      bv.error = e;
-      bv.worst_dot = k;
-    }
-  }
-  int differing_samples = 0;
-  if (recv.samples.size() == send.samples.size() && recv.sample_idx == send.sample_idx)
-    for (size_t i = 0; i < recv.samples.size(); ++i)
-      differing_samples += !SameValue(recv.samples[i], send.samples[i]);
-  const bool counts_differ =
-      recv.nan != send.nan || recv.posinf != send.posinf || recv.neginf != send.neginf;
-  if (differing_dots == 0 && differing_samples == 0 && !counts_differ &&
-      SameValue(recv.sumsq, send.sumsq))
-    return bv;
+  const SketchDifference d = CompareSketches(recv, send);
+  bv.error = d.largest;
+  bv.worst_dot = d.worst_dot;
+  if (d.same()) return bv;
   bv.verdict = Verdict::kWrongCopy;
   const std::string from = source_rank >= 0 ? "rank " + std::to_string(source_rank) : "the sender";
-  bv.detail = "the received data differs from what " + from +
-              " sent: " + std::to_string(differing_dots) + " of 16 projections and " +
-              std::to_string(differing_samples) + " of " + std::to_string(recv.samples.size()) +
+  bv.detail = "the received data differs from what " + from + " sent: " + std::to_string(d.dots) +
+              " of 16 projections and " + std::to_string(d.samples) + " of " +
+              std::to_string(recv.samples.size()) +
               " sampled values differ (a copy must match bit for bit; largest projection "
               "difference " +
               Num(bv.error) + ")";

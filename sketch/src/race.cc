@@ -1,17 +1,10 @@
 #include "ncclrr/sketch/race.h"
 
 #include <cmath>
-#include <cstring>
+
+#include "ncclrr/sketch/compare.h"
 
 namespace ncclrr::sketch {
-namespace {
-
-bool SameValue(double a, double b) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  return std::memcmp(&a, &b, sizeof a) == 0;
-}
-
-}  // namespace
 
 RaceEvidence CompareRaceSamples(const SketchData& before, const SketchData& after,
                                 bool before_is_race_twin) {
@@ -22,18 +15,15 @@ RaceEvidence CompareRaceSamples(const SketchData& before, const SketchData& afte
                  " elements); no race check";
     return ev;
   }
+  const SketchDifference d = CompareSketches(before, after);
   if (before_is_race_twin) {
     ev.dots_compared = true;
-    for (int k = 0; k < kSketchDots; ++k)
-      ev.dots_differing += !SameValue(before.dots[k], after.dots[k]);
-    if (!SameValue(before.sumsq, after.sumsq) || before.nan != after.nan ||
-        before.posinf != after.posinf || before.neginf != after.neginf)
-      ev.dots_differing += ev.dots_differing == 0;  // Σx² or counts moved: count it once
+    ev.dots_differing = d.dots;
+    if (d.sumsq || d.counts) ev.dots_differing += d.dots == 0;  // Σx² or counts moved: count once
   }
-  if (before.sample_idx == after.sample_idx && before.samples.size() == after.samples.size()) {
+  if (d.samples_comparable) {
     ev.samples_compared = int(before.samples.size());
-    for (size_t i = 0; i < before.samples.size(); ++i)
-      ev.samples_differing += !SameValue(before.samples[i], after.samples[i]);
+    ev.samples_differing = d.samples;
   }
   ev.changed = ev.dots_differing > 0 || ev.samples_differing > 0;
   if (ev.changed) {

@@ -21,13 +21,10 @@ struct Checked {
   std::string text;
 };
 
-Checked CheckScenario(const std::string& name) {
+Checked CheckScript(const std::string& name, SyntheticScript script) {
   const fs::path dir =
       fs::temp_directory_path() / ("ncclrr-datacheck-" + std::to_string(getpid()) + "-" + name);
   fs::remove_all(dir);
-  SyntheticScript script;
-  for (const Scenario& s : SketchScenarios())
-    if (s.name == name) script = s.build();
   script.dir = dir.string();
   EXPECT_TRUE(WriteSyntheticScript(script).ok());
   auto model = analysis::TraceModel::Load(dir.string());
@@ -36,6 +33,13 @@ Checked CheckScenario(const std::string& name) {
   analysis::Report report = analysis::Check(*model);
   const std::string text = analysis::FormatText(report, &*model, {});
   return {std::move(*model), std::move(report), text};
+}
+
+Checked CheckScenario(const std::string& name) {
+  for (const Scenario& s : SketchScenarios())
+    if (s.name == name) return CheckScript(name, s.build());
+  ADD_FAILURE() << "no scenario " << name;
+  return CheckScript(name, {});
 }
 
 bool Has(const std::string& text, const std::string& part) {
@@ -62,14 +66,54 @@ TEST(DataChecks, CleanAllreducesGiveNothing) {
   EXPECT_EQ(c.report.ExitCode(true), 0);
 }
 
-TEST(DataChecks, OneCorruptedElementIsAWrongSumAtItsRankAndSeq) {
+// Rank 1's output differs from rank 0's: an output_divergence (the more specific statement),
+// and the identity check tells which of the two is wrong, so rank 1 alone is named.
+TEST(DataChecks, OneCorruptedElementIsADivergenceAtItsRankAndSeq) {
   const Checked c = CheckScenario("sketch_wrong_sum");
   ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
-  const analysis::Finding& f = Expect(c, 0, FindingKind::kWrongSum, 9, {1});
+  const analysis::Finding& f = Expect(c, 0, FindingKind::kOutputDivergence, 9, {1});
   EXPECT_EQ(f.comm_name, "dp");
   EXPECT_TRUE(Has(f.message, "off by")) << f.message;
   EXPECT_TRUE(Has(f.message, "rounding explains at most")) << f.message;
-  EXPECT_TRUE(Has(f.short_text, "rank 1's output of AllReduce(5000 float32, sum)")) << f.short_text;
+  EXPECT_TRUE(Has(f.message, "wrong_sum, not reported separately")) << f.message;
+  EXPECT_TRUE(Has(f.message, "The identity check tells which output is wrong: rank 0's output is "
+                             "what the ranks' inputs combine to, rank 1's output is not"))
+      << f.message;
+  EXPECT_TRUE(Has(f.short_text, "rank 1's output of AllReduce(5000 float32, sum) differs from "
+                                "rank 0's"))
+      << f.short_text;
+}
+
+// Outputs that agree with each other but not with the inputs: a wrong_sum of every rank.
+TEST(DataChecks, OutputsWrongAlikeAreAWrongSum) {
+  const Checked c = CheckScenario("sketch_wrong_sum_everywhere");
+  ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
+  const analysis::Finding& f = Expect(c, 0, FindingKind::kWrongSum, 4, {0, 1});
+  EXPECT_TRUE(Has(f.short_text, "the outputs of ranks 0 and 1 of AllReduce(3000 float32, sum)"))
+      << f.short_text;
+}
+
+TEST(DataChecks, OutputsThatDifferAcrossRanksAreADivergence) {
+  const Checked c = CheckScenario("sketch_output_divergence");
+  ASSERT_EQ(c.report.findings.size(), 3u) << c.text;
+  // Seen by the identity too: its wrong_sum joins the divergence.
+  const analysis::Finding& big = Expect(c, 0, FindingKind::kOutputDivergence, 5, {2});
+  EXPECT_TRUE(Has(big.message, "wrong_sum, not reported separately")) << big.message;
+  EXPECT_TRUE(Has(big.message, "faulty GPU, NVLink/PCIe link or GPU memory on rank 2"))
+      << big.message;
+  EXPECT_TRUE(Has(big.message, "a buffer race on rank 2")) << big.message;
+  EXPECT_FALSE(Has(big.message, "mismatched call")) << big.message;
+  EXPECT_TRUE(Has(big.short_text, "differs from that of ranks 0, 1 and 3")) << big.short_text;
+  // Within the rounding tolerance: only the comparison across ranks sees it.
+  const analysis::Finding& small = Expect(c, 1, FindingKind::kOutputDivergence, 8, {2});
+  EXPECT_TRUE(Has(small.message, "within the rounding tolerance")) << small.message;
+  // A max reduction, which the identity cannot check.
+  Expect(c, 2, FindingKind::kOutputDivergence, 15, {3});
+  for (const analysis::Finding& f : c.report.findings) EXPECT_NE(f.kind, FindingKind::kWrongSum);
+  // seq 13 differs only in a NaN payload: a NaN step, unchecked, no finding.
+  bool nan_note = false;
+  for (const analysis::Note& n : c.report.notes) nan_note = nan_note || Has(n.message, "NaN/Inf");
+  EXPECT_TRUE(nan_note) << c.text;
 }
 
 TEST(DataChecks, ARaceIsReportedAndExplainsTheWrongSum) {
@@ -81,6 +125,37 @@ TEST(DataChecks, ARaceIsReportedAndExplainsTheWrongSum) {
   const analysis::Finding& late = Expect(c, 1, FindingKind::kBufferRace, 12, {1});
   EXPECT_TRUE(Has(late.message, "still matched")) << late.message;
   for (const analysis::Finding& f : c.report.findings) EXPECT_NE(f.kind, FindingKind::kWrongSum);
+}
+
+// Calls mispaired at seq 0 (a count mismatch): a divergence later on names a mismatched call
+// among its likely causes; without the mismatch it does not.
+TEST(DataChecks, ADivergenceAfterAMispairedCallNamesAMismatchedCall) {
+  for (const bool mismatch : {true, false}) {
+    ScriptBuilder b(2);
+    const int dp = b.Comm(0xda7a000000000003ull, "dp", {0, 1});
+    for (int p = 0; p < 2; ++p) {
+      ScriptCall c = AllReduce(p == 1 && mismatch ? 998 : 1000, 9);
+      c.comm = dp;
+      b.On(p, c);
+    }
+    DataStep d;
+    d.counts = {3000};
+    d.corrupt = [](int p, int, std::vector<float>& recv) {
+      if (p == 1) recv[5] += 1.0f;
+    };
+    AddDataStep(b, dp, 0, d);
+    const Checked c = CheckScript(mismatch ? "mispaired" : "paired", b.s);
+    const analysis::Finding* div = nullptr;
+    for (const analysis::Finding& f : c.report.findings)
+      if (f.kind == FindingKind::kOutputDivergence) div = &f;
+    ASSERT_NE(div, nullptr) << c.text;
+    EXPECT_EQ(div->seq, 1u);
+    EXPECT_EQ(div->ranks, std::vector<int>{1}) << c.text;
+    EXPECT_EQ(Has(div->message, "a mismatched call: this communicator's calls were mispaired at "
+                                "seq 0"),
+              mismatch)
+        << div->message;
+  }
 }
 
 TEST(DataChecks, SwappedSameSizeCallsAreConfirmedByTheirData) {

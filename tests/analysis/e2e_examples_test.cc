@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
@@ -24,14 +25,16 @@ struct Expectation {
   std::optional<FindingKind> kind;  // nullopt: no finding at all
   uint64_t seq = 0;
   std::optional<int> peer;
-  bool sketch = false;  // record --sketch
+  bool sketch = false;     // record --sketch
+  std::vector<int> ranks;  // the finding's ranks, when given
   Expectation(std::string s, std::optional<FindingKind> k, uint64_t q = 0,
               std::optional<int> p = std::nullopt)
       : scenario(std::move(s)), kind(k), seq(q), peer(p) {}
 };
 
-Expectation Sketched(Expectation e) {
+Expectation Sketched(Expectation e, std::vector<int> ranks = {}) {
   e.sketch = true;
+  e.ranks = std::move(ranks);
   return e;
 }
 
@@ -66,6 +69,9 @@ TEST_P(ExampleScenario, RecordedOnTheHostNcclAndReported) {
     ASSERT_TRUE(f.seq.has_value()) << text;
     EXPECT_EQ(*f.seq, want.seq) << text;
     EXPECT_EQ(f.peer, want.peer) << text;
+    if (!want.ranks.empty()) {
+      EXPECT_EQ(f.ranks, want.ranks) << text;
+    }
     EXPECT_GE(model->FindComm(f.comm), 0) << "finding names a communicator not in the trace";
     // The only findings are the scenario's (plus data findings, which need --sketch).
     for (const Finding& g : r.findings) EXPECT_EQ(g.kind, f.kind) << text;
@@ -85,8 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Expectation{"root-mismatch", FindingKind::kRootMismatch, 7},
                       Expectation{"p2p-mismatch", FindingKind::kP2pMismatch, 1, 1},
                       Expectation{"cross-comm-order", FindingKind::kCrossCommOrder, 1},
-                      // A data race: metadata shows nothing (the data checks need --sketch).
-                      Expectation{"send-race", std::nullopt}),
+                      // Data bugs: metadata shows nothing (the data checks need --sketch).
+                      Expectation{"send-race", std::nullopt},
+                      Expectation{"output-flip", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.scenario;
       for (char& c : n)
@@ -95,11 +102,14 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // The same programs recorded with --sketch: the race is found (and explains the wrong sums the
-// example counts), the swap is backed by sampled data, and the other bugs stay what they were.
+// example counts), the flipped bit of rank 1's output is found where the host NCCL flipped it
+// (rank 1, seq 4: the identity check tells which of the two outputs is wrong), the swap is backed
+// by sampled data, and the other bugs stay what they were.
 INSTANTIATE_TEST_SUITE_P(
     HostNcclSketched, ExampleScenario,
     ::testing::Values(Sketched({"clean", std::nullopt}),
                       Sketched({"send-race", FindingKind::kBufferRace, 0}),
+                      Sketched({"output-flip", FindingKind::kOutputDivergence, 4}, {1}),
                       Sketched({"swap-same-size", FindingKind::kSuspectedSwap, 4}),
                       Sketched({"swap-diff-size", FindingKind::kOrderSwap, 4}),
                       Sketched({"count-mismatch", FindingKind::kCountMismatch, 0}),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ncclrr/sketch/plan.h"
 #include "ncclrr/sketch/sketch.h"
@@ -154,6 +155,44 @@ SyntheticScript WrongSum() {
     if (step != 2) return;
     d.corrupt = [](int p, int pos, std::vector<float>& recv) {
       if (p == 1 && pos == 1) recv[100] += 0.25f;
+    };
+  });
+}
+
+// Every rank's output of the first allreduce of step 1 (seq 4) has one element off by 0.25,
+// alike: the ranks agree with each other, not with their inputs (a wrong_sum of ranks 0 and 1).
+SyntheticScript WrongSumEverywhere() {
+  return Steps(2, 3, [](int step, DataStep& d) {
+    if (step != 1) return;
+    d.corrupt = [](int, int pos, std::vector<float>& recv) {
+      if (pos == 0) recv[100] += 0.25f;
+    };
+  });
+}
+
+// Four ranks; rank 2 receives different outputs from the others (a faulty link): at seq 5
+// (step 1) one element off by 0.25, which the identity check sees too; at seq 8 (step 2) one
+// element off in a low mantissa bit, within the rounding tolerance of the sum, seen only as a
+// difference between the ranks; at seq 15 (step 3), the max reduction (which the identity
+// cannot check) of rank 3 off in one element. Rank 1's output of seq 13 differs only in an
+// element's NaN payload: not a difference the sketches see (NaN is NaN).
+SyntheticScript OutputDivergence() {
+  return Steps(4, 4, [](int step, DataStep& d) {
+    d.op = [](int pos) { return pos == 3 ? int32_t(RedOp::kMax) : int32_t(RedOp::kSum); };
+    if (step == 3)
+      d.input = [](int, int pos, std::vector<float>& send) {
+        if (pos == 1) send[50] = NAN;
+      };
+    d.corrupt = [step](int p, int pos, std::vector<float>& recv) {
+      if (step == 1 && p == 2 && pos == 1) recv[100] += 0.25f;
+      if (step == 2 && p == 2 && pos == 0) {
+        uint32_t bits;
+        std::memcpy(&bits, &recv[7], 4);
+        bits ^= 1u << 8;
+        std::memcpy(&recv[7], &bits, 4);
+      }
+      if (step == 3 && p == 3 && pos == 3) recv[3] = 42.0f;
+      if (step == 3 && p == 1 && pos == 1) recv[50] = -NAN;
     };
   });
 }
@@ -323,6 +362,8 @@ const std::vector<Scenario>& SketchScenarios() {
   static const std::vector<Scenario> kAll = {
       {"sketch_clean", Clean},
       {"sketch_wrong_sum", WrongSum},
+      {"sketch_wrong_sum_everywhere", WrongSumEverywhere},
+      {"sketch_output_divergence", OutputDivergence},
       {"sketch_buffer_race", BufferRace},
       {"sketch_suspected_swap", [] { return Swap(false, false); }},
       {"sketch_swap_buffers_only", [] { return Swap(true, false); }},

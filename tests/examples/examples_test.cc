@@ -57,8 +57,18 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{"swap-diff-size", 1}, Case{"count-mismatch", 1},
                                          Case{"missing-collective", 3}, Case{"send-race", 1},
                                          Case{"dtype-mismatch", 1}, Case{"root-mismatch", 1},
-                                         Case{"p2p-mismatch", 3}, Case{"cross-comm-order", 3}),
+                                         Case{"p2p-mismatch", 3}, Case{"cross-comm-order", 3},
+                                         Case{"output-flip", 1}),
                        ::testing::Bool()));
+
+// The host NCCL's faulty link flips one bit of one element of rank 1's output at seq 4 (the
+// first allreduce of step 1), and nothing else.
+TEST(ExampleRuns, OutputFlipCorruptsOneElementOfOneRank) {
+  const Result r = RunExample("output-flip");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr("step 0: #wrong 0\nstep 1: #wrong 1\nstep 2: #wrong 0\n"));
+}
 
 // The motivating bug, exactly: rank 1 swaps on odd steps, so steps 0 and 2 are right and steps 1
 // and 3 are wrong in both swapped tensors on both ranks (2 x 1024 x 2), every run.

@@ -6,6 +6,7 @@ uint8_t MarkOf(analysis::FindingKind kind) {
   using analysis::FindingKind;
   switch (kind) {
     case FindingKind::kWrongSum:
+    case FindingKind::kOutputDivergence:
       return mark::kWrongSum;
     case FindingKind::kBufferRace:
       return mark::kRace;

@@ -15,7 +15,7 @@ using analysis::CallRef;
 
 namespace mark {
 inline constexpr uint8_t kFinding = 1u << 0;   // named by a structural finding (mismatch, swap)
-inline constexpr uint8_t kWrongSum = 1u << 1;  // wrong_sum: the data check failed
+inline constexpr uint8_t kWrongSum = 1u << 1;  // wrong_sum, output_divergence: data check failed
 inline constexpr uint8_t kRace = 1u << 2;      // buffer_race
 inline constexpr uint8_t kHang = 1u << 3;      // missing_call: where ranks stopped agreeing
 inline constexpr uint8_t kInFlight = 1u << 4;  // the call had not returned when the trace ended

@@ -1,5 +1,6 @@
 #include "env.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace ncclrr::host {
@@ -23,6 +24,35 @@ int64_t TimeoutNs() {
 bool NoopMode() {
   static const bool noop = ReadInt("NCCLRR_HOST_NOOP", 0) != 0;
   return noop;
+}
+
+const OutputFlip& OutputFlipFault() {
+  static const OutputFlip flip = [] {
+    OutputFlip f;
+    const char* v = std::getenv("NCCLRR_HOST_FLIP_OUTPUT");
+    if (v == nullptr || *v == '\0') return f;
+    // RANK:SEQ[:BIT], decimal, nothing else.
+    uint64_t field[3] = {0, 0, f.bit};
+    int n = 0;
+    const char* p = v;
+    while (*p >= '0' && *p <= '9') {
+      char* end = nullptr;
+      field[n++] = std::strtoull(p, &end, 10);
+      p = end;
+      if (*p != ':' || n == 3) break;
+      ++p;
+    }
+    if (n < 2 || *p != '\0' || field[0] > 1u << 30) {
+      std::fprintf(stderr,
+                   "ncclrr-host: NCCLRR_HOST_FLIP_OUTPUT=%s ignored: expected RANK:SEQ[:BIT]\n", v);
+      return f;
+    }
+    f.rank = int(field[0]);
+    f.seq = field[1];
+    f.bit = field[2];
+    return f;
+  }();
+  return flip;
 }
 
 }  // namespace ncclrr::host

@@ -23,6 +23,21 @@ uint64_t ContributedBytes(const OpDesc& d, int rank, int nranks) {
   }
 }
 
+uint64_t ReceivedBytes(const OpDesc& d, int rank, int nranks) {
+  const uint64_t bytes = d.count * DtypeSize(d.dtype);
+  switch (d.kind) {
+    case Kind::kReduce:
+      return d.root == rank ? bytes : 0;
+    case Kind::kGather:
+      return d.root == rank ? bytes * nranks : 0;
+    case Kind::kAllGather:
+    case Kind::kAlltoAll:
+      return bytes * nranks;
+    default:
+      return bytes;
+  }
+}
+
 void FinishOp(Op& op, ncclResult_t r) {
   op.done = true;
   op.result = r;

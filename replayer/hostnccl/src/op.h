@@ -48,5 +48,7 @@ bool AdvanceP2p(Op& op, WaitHint* hint);
 
 // Bytes rank `rank` contributes to a collective described by d (what it stages).
 uint64_t ContributedBytes(const OpDesc& d, int rank, int nranks);
+// Bytes of rank `rank`'s recv buffer a collective described by d writes (0: none).
+uint64_t ReceivedBytes(const OpDesc& d, int rank, int nranks);
 
 }  // namespace ncclrr::host

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dtype.h"
+#include "env.h"
 #include "op.h"
 
 namespace ncclrr::host {
@@ -160,6 +161,15 @@ void ComputeRound(const RoundView& v) {
   }
 }
 
+// NCCLRR_HOST_FLIP_OUTPUT: the faulty link that corrupts one bit of this rank's output.
+void InjectOutputFlip(const Op& op) {
+  const OutputFlip& f = OutputFlipFault();
+  const int me = op.comm->rank;
+  if (f.rank != me || f.seq != op.seq || op.recv == nullptr) return;
+  if (f.bit / 8 >= ReceivedBytes(op.desc, me, op.comm->seg.nranks())) return;
+  static_cast<unsigned char*>(op.recv)[f.bit / 8] ^= static_cast<unsigned char>(1u << (f.bit % 8));
+}
+
 }  // namespace
 
 bool AdvanceColl(Op& op, WaitHint* hint) {
@@ -234,6 +244,7 @@ bool AdvanceColl(Op& op, WaitHint* hint) {
             std::memory_order_release);
         seg.Bump();
         if (last) {
+          InjectOutputFlip(op);
           FinishOp(op, ncclSuccess);
           return true;
         }

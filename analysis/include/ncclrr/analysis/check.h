@@ -46,6 +46,8 @@ class CheckContext {
   void Claim(size_t comm_index, uint64_t first, uint64_t last);
   void Claim(size_t comm_index, uint64_t seq) { Claim(comm_index, seq, seq); }
   bool Claimed(size_t comm_index, uint64_t seq) const;
+  // The first claimed seq of a communicator, if any (a mismatch there may mispair what follows).
+  std::optional<uint64_t> FirstClaimed(size_t comm_index) const;
   // A rank that skipped (delta > 0) or added (delta < 0) calls mid-stream, as the sequence
   // alignment found: the missing-call check adds it back before comparing how many calls each
   // rank issued, so one skipped call is reported once.

@@ -29,8 +29,9 @@ enum class FindingKind : uint8_t {
   kGraphCaptureMismatch,
   kLifecycleError,
   kNcclError,
+  kOutputDivergence,  // AllReduce/Broadcast/AllGather outputs not bit-identical across ranks
 };
-inline constexpr int kNumFindingKinds = 15;
+inline constexpr int kNumFindingKinds = 16;
 std::string_view FindingKindName(FindingKind k);  // "op_mismatch", ...
 bool FindingKindFromName(std::string_view name, FindingKind* out);
 
