@@ -120,7 +120,7 @@ class Differ {
     OneSidedNote(sketches_a, sketches_b, "data sketches (`record --sketch`)", "data", &r);
     OneSidedNote(!gpu_a_.empty(), !gpu_b_.empty(), "GPU times (`record --gpu-timing`)", "timing",
                  &r);
-    OneSidedNote(sites_a, sites_b, "call sites (`record --stacks`)", "call sites", &r);
+    OneSidedNote(sites_a, sites_b, "call sites (Python frames, or `record --stacks`)", "call sites", &r);
     suspected_a_ = SuspectedSwaps(a_);
     suspected_b_ = SuspectedSwaps(b_);
     r.comms = MatchComms(a_, b_);
