@@ -49,16 +49,28 @@ struct SiteSlot {
   uint64_t key = 0;
   uint32_t id = 0;
 };
+// Two-way sets of code objects, and sites by key: a training step touches a few dozen of each,
+// so a miss (a file name read char by char, or the global map under its lock) stays rare.
 struct SiteCache {
-  CodeClass classes[64];
-  SiteSlot sites[32];
+  static constexpr int kCodeSets = 256, kSites = 256;
+  CodeClass classes[kCodeSets][2];
+  uint8_t next_way[kCodeSets] = {};
+  SiteSlot sites[kSites];
 };
 thread_local SiteCache t_cache;
 
+size_t CodeSet(const void* code) {
+  return static_cast<size_t>((reinterpret_cast<uintptr_t>(code) * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
 bool Internal(SiteCache& cache, const void* code) {
-  CodeClass& c = cache.classes[(reinterpret_cast<uintptr_t>(code) >> 4) & 63];
+  const size_t set = CodeSet(code);
   const void* file = PyCodeFileObject(code);
-  if (c.code != code || c.file != file) c = {code, file, IsInternal(code)};
+  for (CodeClass& c : cache.classes[set])
+    if (c.code == code && c.file == file) return c.internal;
+  CodeClass& c = cache.classes[set][cache.next_way[set]];
+  cache.next_way[set] ^= 1;
+  c = {code, file, IsInternal(code)};
   return c.internal;
 }
 
@@ -128,7 +140,7 @@ uint32_t PythonSiteId() {
   SiteCache& cache = t_cache;
   PythonSite site;
   if (!ReadSite(cache, &site)) return 0;
-  SiteSlot& slot = cache.sites[(site.key >> 7) & 31];
+  SiteSlot& slot = cache.sites[(site.key >> 16) % SiteCache::kSites];
   if (slot.key == site.key) return slot.id;
   uint32_t id;
   {
