@@ -163,9 +163,10 @@ Finding RaceFinding(const TraceModel& m, const CallDataOutcome& o,
               std::to_string(ev.samples_differing) + " of " + std::to_string(ev.samples_compared) +
               " sampled values differ.";
   if (captured_wrong) {
-    f.message += " This race explains the wrong result that the buffers captured by `record "
-                 "--capture` prove: " +
-                 captured_wrong->short_text + " (wrong_sum, not reported separately).";
+    f.message +=
+        " This race explains the wrong result that the buffers captured by `record "
+        "--capture` prove: " +
+        captured_wrong->short_text + " (wrong_sum, not reported separately).";
   } else if (!wrong.empty()) {
     f.message += " This race explains the wrong result: the output on " + RankList(RanksOf(wrong)) +
                  " is not what the sketched inputs combine to (wrong_sum, not reported "
@@ -178,6 +179,24 @@ Finding RaceFinding(const TraceModel& m, const CallDataOutcome& o,
   }
   f.message += kRaceAdvice;
   return f;
+}
+
+// Does `ref` receive into the buffer it sends from? An in-place AlltoAll, or a Recv into the
+// buffer of a Send of the same group: NCCL then receives a peer's block where this rank's block
+// for that peer is still being sent from, so large transfers overwrite data before it is sent.
+bool ReceivesIntoItsSendBuffer(const TraceModel& m, CallRef ref) {
+  const CallRecord& c = m.call(ref);
+  const Api api = static_cast<Api>(c.api);
+  if (api == Api::kAlltoAll) return (c.flags & call_flags::kInPlace) != 0;
+  if (api != Api::kRecv || c.group_id == 0) return false;
+  const uint64_t bytes = c.count * DtypeSize(c.dtype);
+  for (const CallRecord& s : m.file(ref.file).calls) {
+    if (static_cast<Api>(s.api) != Api::kSend || s.group_id != c.group_id || s.tid != c.tid)
+      continue;
+    const uint64_t sent = s.count * DtypeSize(s.dtype);
+    if (s.sendbuff < c.recvbuff + bytes && c.recvbuff < s.sendbuff + sent) return true;
+  }
+  return false;
 }
 
 Finding WrongSumFinding(const TraceModel& m, const CallDataOutcome& o,
@@ -204,7 +223,22 @@ Finding WrongSumFinding(const TraceModel& m, const CallDataOutcome& o,
       Where(o) + " the output of " + call + " on " + who +
       (copy ? " differs from what " + std::string(p2p ? "the sender" : "its source rank") + " sent"
             : " is not the combination of what the ranks sent") +
-      ", although NCCL reported success." + proof + WrongDetails(wrong) +
+      ", although NCCL reported success." + proof + WrongDetails(wrong);
+  const bool in_place = std::any_of(wrong.begin(), wrong.end(), [&](const RankDataOutcome* w) {
+    return ReceivesIntoItsSendBuffer(m, w->call);
+  });
+  if (copy && in_place) {
+    f.pattern += ":in-place";
+    f.message +=
+        " The call received into the buffer it sent from: NCCL writes a peer's block where "
+        "this rank's block for that peer is still being sent from, so a large transfer "
+        "overwrites data before all of it has been sent and the result depends on timing "
+        "(nccl-tests does not check its in-place AlltoAll and SendRecv runs for that reason). Use "
+        "separate send and "
+        "receive buffers.";
+    return f;
+  }
+  f.message +=
       " Usual causes: a send buffer written by another stream or the host while the "
       "collective ran (the buffer_race check sees that only for out-of-place calls), an "
       "output overwritten before the collective's stream was waited on, or memory "
@@ -276,27 +310,30 @@ Finding DivergenceFinding(const TraceModel& m, const CallDataOutcome& o,
     f.message += " The ranks hold " + std::to_string(d.outputs) + " different outputs.";
   const std::string not_reported = " (wrong_sum, not reported separately).";
   if (captured_wrong) {
-    f.message += " The buffers captured by `record --capture` prove it: " +
-                 captured_wrong->short_text + not_reported;
+    f.message +=
+        " The buffers captured by `record --capture` prove it: " + captured_wrong->short_text +
+        not_reported;
   } else if (d.by_identity) {
-    f.message += " The identity check tells which output is wrong: " +
-                 Possessive(d.reference, "output") + (d.reference.size() == 1 ? " is" : " are") +
-                 " what the ranks' inputs combine to, " + Possessive(d.ranks, "output") +
-                 (d.ranks.size() == 1 ? " is not" : " are not") + not_reported +
-                 WrongDetails(wrong);
+    f.message +=
+        " The identity check tells which output is wrong: " + Possessive(d.reference, "output") +
+        (d.reference.size() == 1 ? " is" : " are") + " what the ranks' inputs combine to, " +
+        Possessive(d.ranks, "output") + (d.ranks.size() == 1 ? " is not" : " are not") +
+        not_reported + WrongDetails(wrong);
   } else if (!wrong.empty()) {
     f.message += " The identity check finds " + Possessive(RanksOf(wrong), "output") +
                  " wrong too" + not_reported + WrongDetails(wrong);
   } else if (std::all_of(o.ranks.begin(), o.ranks.end(), [](const RankDataOutcome& r) {
                return r.verdict && r.verdict->verdict == sketch::Verdict::kOk;
              })) {
-    f.message += " Every output is still within the rounding tolerance of what the inputs "
-                 "combine to: the difference is small (low-order bits), and still one that NCCL "
-                 "never makes.";
+    f.message +=
+        " Every output is still within the rounding tolerance of what the inputs "
+        "combine to: the difference is small (low-order bits), and still one that NCCL "
+        "never makes.";
   }
   if (tie)
-    f.message += " No output is held by a majority of the ranks, and the identity check cannot "
-                 "tell which is right, so every rank is named.";
+    f.message +=
+        " No output is held by a majority of the ranks, and the identity check cannot "
+        "tell which is right, so every rank is named.";
   const std::string where = tie ? "one of " + who : who;
   f.message += " Likely causes: a faulty GPU, NVLink/PCIe link or GPU memory on " + where +
                " (look for Xid and ECC errors: `dmesg`, `nvidia-smi -q -d ECC`; rerun without "
