@@ -33,16 +33,33 @@ void PrintTo(const RealTrace& t, std::ostream* os) { *os << t.name; }
 
 class RealTraceTest : public ::testing::TestWithParam<RealTrace> {};
 
-TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
-  const RealTrace& want = GetParam();
-  auto model = TraceModel::Load((RealDir() / want.name).string());
-  ASSERT_TRUE(model.ok()) << model.status().message();
+// `check --stable` of a real trace: the model, the report and its text.
+struct Checked {
+  std::optional<TraceModel> model;
+  Report report;
+  std::string text;
+};
+Checked CheckReal(const std::string& name) {
+  Checked c;
+  auto model = TraceModel::Load((RealDir() / name).string());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return c;
+  c.model.emplace(std::move(*model));
   CheckOptions o;
   o.stable = true;
-  const Report r = Check(*model, o);
+  c.report = Check(*c.model, o);
   FormatOptions fo;
   fo.stable = true;
-  const std::string text = FormatText(r, &*model, fo);
+  c.text = FormatText(c.report, &*c.model, fo);
+  return c;
+}
+
+TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
+  const RealTrace& want = GetParam();
+  const Checked c = CheckReal(want.name);
+  ASSERT_TRUE(c.model.has_value());
+  const Report& r = c.report;
+  const std::string& text = c.text;
   if (!want.kind) {
     EXPECT_TRUE(r.findings.empty()) << text;
   } else {
@@ -61,21 +78,18 @@ TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
 // receive into the buffer they send from, which NCCL does not support (nccl-tests prints N/A
 // for them): the outputs really are not copies, and check must say why, never blame a race.
 TEST(RealTraces, InPlaceAlltoAllIsNamedAsTheCause) {
-  auto model = TraceModel::Load((RealDir() / "nccltests-alltoall-sketch").string());
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  CheckOptions o;
-  o.stable = true;
-  const Report r = Check(*model, o);
-  FormatOptions fo;
-  fo.stable = true;
-  const std::string text = FormatText(r, &*model, fo);
+  const Checked c = CheckReal("nccltests-alltoall-sketch");
+  ASSERT_TRUE(c.model.has_value());
+  const Report& r = c.report;
+  const std::string& text = c.text;
+  const TraceModel* model = &*c.model;
   ASSERT_FALSE(r.findings.empty()) << text;
   for (const Finding& f : r.findings) {
     EXPECT_EQ(f.kind, FindingKind::kWrongSum) << text;
     EXPECT_NE(f.message.find("received into the buffer it sent from"), std::string::npos) << text;
     EXPECT_EQ(f.message.find("Usual causes"), std::string::npos) << text;
-    for (const InvolvedCall& c : f.calls)
-      EXPECT_TRUE(model->call(c.call).flags & call_flags::kInPlace) << text;
+    for (const InvolvedCall& call : f.calls)
+      EXPECT_TRUE(model->call(call.call).flags & call_flags::kInPlace) << text;
   }
   ncclrr::testing::ExpectGolden(RealDir() / "nccltests-alltoall-sketch.check.txt", text);
 }
