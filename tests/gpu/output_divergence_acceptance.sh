@@ -20,7 +20,9 @@
 #   DIVERGENCE_DEADLINE_S=290   stop starting new runs after this many seconds (reported SKIPPED)
 #   DIVERGENCE_PORT=29641       first rendezvous port of the PyTorch runs
 #   NT_ITERS="-n 2 -w 1"        nccl-tests iterations per size (each size is then checked, -c 1)
-#   NT_TYPES=all                nccl-tests -d (e.g. "float" for a quick look)
+#   NT_TYPES=all                nccl-tests -d, one run per type listed ("float half bfloat16
+#                               int32"; "all": every type in one run)
+#   DIVERGENCE_SKIP_TORCH=1     only the nccl-tests part
 # Writes under $OUT/divergence: summary.log, NAME.record.txt (the job's output, last 200 lines),
 # NAME.check.txt (check's text, first 300 lines), NAME.json (check --json), and
 # torch-traces.tar.gz (the PyTorch traces; nccl-tests traces are removed). Exit 0 when every check
@@ -92,7 +94,9 @@ record() {
 }
 
 # 1. The PyTorch job.
-if "$PY" -c 'import torch, triton' >/dev/null 2>&1; then
+if [ -n "${DIVERGENCE_SKIP_TORCH:-}" ]; then
+  say "(the PyTorch job skipped: DIVERGENCE_SKIP_TORCH)"
+elif "$PY" -c 'import torch, triton' >/dev/null 2>&1; then
   for victim in all_reduce broadcast; do
     case $victim in all_reduce) seq=12 ;; broadcast) seq=13 ;; esac
     name=flip-$victim
@@ -149,10 +153,12 @@ if [ -x "$NT/all_reduce_perf" ] && command -v mpirun >/dev/null; then
     "sendrecv:-b 8 -e 256M -f 4"
     "all_reduce:-b 8 -e 4M -f 8 -o all"
   )
+  read -ra types <<<"$NT_TYPES"
+  for dtype in "${types[@]}"; do
   for item in "${runs_list[@]}"; do
     t=${item%%:*}
     read -ra sizes <<<"${item#*:}"
-    name=nccltests-$t$([[ ${item#*:} == *"-o all"* ]] && echo "-allops")
+    name=nccltests-$t$([[ ${item#*:} == *"-o all"* ]] && echo "-allops")$([ ${#types[@]} -gt 1 ] && echo "-$dtype")
     if late; then
       say "SKIPPED $name: past DIVERGENCE_DEADLINE_S=$DEADLINE"
       skipped=$((skipped + 1))
@@ -160,7 +166,7 @@ if [ -x "$NT/all_reduce_perf" ] && command -v mpirun >/dev/null; then
     fi
     # shellcheck disable=SC2086  # NT_ITERS is a list of flags
     record "$name" 200 "${MPIRUN[@]}" bash -c "$HOSTID" "$NT/${t}_perf" "${sizes[@]}" \
-      -d "$NT_TYPES" -g 1 -c 1 $NT_ITERS
+      -d "$dtype" -g 1 -c 1 $NT_ITERS
     runs=$((runs + 1))
     oob=$(grep -c "Out of bounds values : 0 OK" "$W/$name.record.txt")
     [ "$oob" -ge 1 ] || say "   $name: nccl-tests did not report 'Out of bounds values : 0 OK' (see $name.record.txt)"
@@ -174,6 +180,7 @@ print(sum(1 + (f.get("repeats") or 0) for f in r["findings"] if f["kind"] == "ou
       [ "$d" -gt 0 ] && total_div=$((total_div + d))
     fi
     rm -rf "$W/t-$name"
+  done
   done
   say "$([ "$total_div" -eq 0 ] && echo PASS || echo FAIL) nccl-tests: $total_div output_divergence occurrence(s) over $runs run(s), $skipped skipped"
 else
