@@ -73,7 +73,13 @@ INSTANTIATE_TEST_SUITE_P(
         RealPair{"torch-gpu-stall", "torch-gpu-stall-events", {}},
         // A trace against itself, with sketches (data compared) and with three communicators.
         RealPair{"nccltests-sendrecv-sketch", "nccltests-sendrecv-sketch", {}},
-        RealPair{"two-groups", "two-groups", {}}, RealPair{"grad-clean", "grad-clean", {}}),
+        RealPair{"two-groups", "two-groups", {}}, RealPair{"grad-clean", "grad-clean", {}},
+        // Two recordings a day apart of one clean job (DDP; JAX), and of one job with the same
+        // swap, the second with Python call sites: nothing differs but what only one recorded.
+        RealPair{"ddp-clean", "ddp-clean-pysites", {}},
+        RealPair{"jax-clean", "jax-clean-pysites", {}},
+        RealPair{"grad-swap-same", "grad-swap-same-pysites", {}},
+        RealPair{"grad-clean", "grad-swap-same-pysites", {{DiffKind::kOrder, 56}}}),
     [](const auto& param_info) {
       std::string n = param_info.param.a + "_vs_" + param_info.param.b;
       for (char& c : n)
