@@ -1,14 +1,16 @@
 // Reads the calling thread's CPython frame chain in place (see python_frames.h). Everything
 // about CPython is looked up at run time: a process without Python never pays for it.
 //
-// Layouts (64-bit, default build; offsets from CPython's Include/internal/pycore_frame.h and
-// Include/cpython/code.h of each version):
+// Layouts (64-bit, default build; offsets from each version's headers, offsetof-checked):
+//   3.9   PyThreadState.frame -> PyFrameObject: f_back +24, f_code +32, f_lasti +104 (bytes);
+//         PyCodeObject.co_filename +104, co_name +112.
+//   3.10  the same with f_lasti +96 (instructions).
 //   3.11  _PyInterpreterFrame: f_code +32, previous +48, prev_instr +56, owner +69;
 //         PyThreadState.cframe -> _PyCFrame.current_frame (+8); code units at code +184.
 //   3.12  f_code +0, previous +8, owner +70 (3: a C-stack shim frame);
 //         PyThreadState.cframe -> _PyCFrame.current_frame (+0).
 //   3.13  f_executable +0, previous +8, owner +70; PyThreadState.current_frame.
-//   all   PyCodeObject.co_filename +112, co_qualname +128; PyObject.ob_type +8.
+//   3.11+ PyCodeObject.co_filename +112, co_qualname +128.   all: PyObject.ob_type +8.
 // The thread-state field is found, not assumed: the first offset whose frame chain holds
 // objects of type `code` wins. Every read before that goes through a pipe, which fails with
 // EFAULT instead of faulting.
@@ -31,13 +33,16 @@ namespace {
 
 struct Layout {
   int minor = 0;
-  int code_off = 0, prev_off = 0, owner_off = 0;
-  int cstack_owner = -1;   // owner value of frames that are not Python code (3.12+)
-  int via_cframe = -1;     // -1: thread state holds the frame; else offset in the _PyCFrame
-  int instr_off = -1;      // 3.11: prev_instr (lasti computed from it)
-  int code_units_off = 0;  // 3.11: co_code_adaptive
+  int code_off = 0, prev_off = 0;
+  int owner_off = -1;     // 3.11+: who owns the frame (before 3.11 every frame is an object)
+  int cstack_owner = -1;  // owner value of frames that are not Python code (3.12+)
+  int via_cframe = -1;    // -1: thread state holds the frame; else offset in the _PyCFrame
+  int instr_off = -1;     // 3.11: prev_instr (lasti computed from it)
+  int lasti_off = -1;     // 3.9, 3.10: PyFrameObject.f_lasti (an int)
+  int filename_off = 112, name_off = 128;  // PyCodeObject: co_filename, co_qualname (co_name)
+  int code_units_off = 0;                  // 3.11: co_code_adaptive
 };
-constexpr int kFilenameOff = 112, kQualnameOff = 128, kTypeOff = 8;
+constexpr int kTypeOff = 8;
 
 struct Python {
   int (*is_initialized)() = nullptr;
@@ -48,7 +53,7 @@ struct Python {
   uint32_t (*str_char)(const void*, long) = nullptr;
   int (*addr2line)(const void*, int) = nullptr;  // PyCode_Addr2Line
   int (*frame_lasti)(const void*) = nullptr;     // 3.12+: PyUnstable_InterpreterFrame_*
-  int (*frame_line)(const void*) = nullptr;
+  int (*frame_line)(const void*) = nullptr;      // 3.12+; before 3.11 PyFrame_GetLineNumber
   Layout layout;
   int tstate_off = -1;  // found by Calibrate
 };
@@ -92,6 +97,11 @@ class SafeReader {
 bool SetLayout(int minor, Layout* l) {
   l->minor = minor;
   switch (minor) {
+    case 9:
+    case 10:
+      l->code_off = 32, l->prev_off = 24, l->lasti_off = minor == 9 ? 104 : 96;
+      l->filename_off = 104, l->name_off = 112;
+      return true;
     case 11:
       l->code_off = 32, l->prev_off = 48, l->owner_off = 69, l->via_cframe = 8;
       l->instr_off = 56, l->code_units_off = 184;
@@ -114,12 +124,13 @@ bool LooksLikeChain(SafeReader& r, const void* frame) {
   for (int depth = 0; frame != nullptr && depth < 8; ++depth) {
     uint8_t owner = 0;
     const void* code = nullptr;
-    if (!r.Get(frame, l.owner_off, &owner) || owner > 4 || !r.Get(frame, l.code_off, &code))
+    if ((l.owner_off >= 0 && (!r.Get(frame, l.owner_off, &owner) || owner > 4)) ||
+        !r.Get(frame, l.code_off, &code))
       return false;
-    if (owner != l.cstack_owner) {
+    if (l.owner_off < 0 || owner != l.cstack_owner) {
       const void *type = nullptr, *file = nullptr, *file_type = nullptr;
       if (!r.Get(code, kTypeOff, &type) || type != g_py.code_type) return false;
-      if (!r.Get(code, kFilenameOff, &file) || !r.Get(file, kTypeOff, &file_type) ||
+      if (!r.Get(code, l.filename_off, &file) || !r.Get(file, kTypeOff, &file_type) ||
           file_type != g_py.unicode_type)
         return false;
       ++checked;
@@ -176,7 +187,8 @@ bool DecideSlow() {
     const char* v = version ? version() : "";
     if (std::sscanf(v, "%d.%d", &major, &minor) != 2 || major != 3 ||
         !SetLayout(minor, &g_py.layout)) {
-      Decide(2, std::string("CPython ") + v + ": frames are read for 3.11 to 3.13 only");
+      Decide(2, "CPython " + std::string(v, std::strcspn(v, " \n")) +
+                    ": frames are read for 3.9 to 3.13 only");
       return false;
     }
     g_py.this_thread_state = Sym<void* (*)()>("PyGILState_GetThisThreadState");
@@ -188,15 +200,19 @@ bool DecideSlow() {
     if (minor >= 12) {
       g_py.frame_lasti = Sym<int (*)(const void*)>("PyUnstable_InterpreterFrame_GetLasti");
       g_py.frame_line = Sym<int (*)(const void*)>("PyUnstable_InterpreterFrame_GetLine");
+    } else if (minor <= 10) {  // a frame is an object; its line is computed, not stored
+      g_py.frame_line = Sym<int (*)(const void*)>("PyFrame_GetLineNumber");
     }
-    const bool line_ok = minor >= 12 ? g_py.frame_lasti != nullptr && g_py.frame_line != nullptr
-                                     : g_py.addr2line != nullptr;
+    const bool line_ok = minor >= 12   ? g_py.frame_lasti != nullptr && g_py.frame_line != nullptr
+                         : minor <= 10 ? g_py.frame_line != nullptr
+                                       : g_py.addr2line != nullptr;
     if (!g_py.this_thread_state || !g_py.code_type || !g_py.unicode_type || !g_py.str_length ||
         !g_py.str_char || !line_ok) {
-      Decide(2, std::string("CPython ") + v + ": a function ncclrr reads frames with is missing");
+      Decide(2, "CPython " + std::string(v, std::strcspn(v, " \n")) +
+                    ": a function ncclrr reads frames with is missing");
       return false;
     }
-    g_status = std::string("CPython ") + std::string(v, std::strcspn(v, " "));
+    g_status = "CPython " + std::string(v, std::strcspn(v, " \n"));
   }
   if (!g_py.is_initialized()) return false;  // not yet: ask again at a later call
   const void* tstate = g_py.this_thread_state();
@@ -236,7 +252,7 @@ bool PyFrameCursor::Next(PyFrameRef* out) {
   for (int guard = 0; p_ != nullptr && guard < 4096; ++guard) {
     const char* frame = p_;
     p_ = *reinterpret_cast<const char* const*>(frame + l.prev_off);
-    if (static_cast<int8_t>(frame[l.owner_off]) == l.cstack_owner) continue;
+    if (l.owner_off >= 0 && static_cast<int8_t>(frame[l.owner_off]) == l.cstack_owner) continue;
     out->frame = frame;
     out->code = *reinterpret_cast<const void* const*>(frame + l.code_off);
     out->lasti = 0;
@@ -247,6 +263,8 @@ bool PyFrameCursor::Next(PyFrameRef* out) {
 
 int PyFrameCursor::Lasti(const PyFrameRef& f) {
   const Layout& l = g_py.layout;
+  if (l.lasti_off >= 0)
+    return *reinterpret_cast<const int*>(static_cast<const char*>(f.frame) + l.lasti_off);
   if (l.instr_off < 0) return g_py.frame_lasti(f.frame);
   const char* instr =
       *reinterpret_cast<const char* const*>(static_cast<const char*>(f.frame) + l.instr_off);
@@ -286,11 +304,12 @@ std::string StringAt(const void* code, int off) {
 }  // namespace
 
 const void* PyCodeFileObject(const void* code) {
-  return *reinterpret_cast<const void* const*>(static_cast<const char*>(code) + kFilenameOff);
+  return *reinterpret_cast<const void* const*>(static_cast<const char*>(code) +
+                                               g_py.layout.filename_off);
 }
 
-std::string PyCodeFile(const void* code) { return StringAt(code, kFilenameOff); }
-std::string PyCodeName(const void* code) { return StringAt(code, kQualnameOff); }
+std::string PyCodeFile(const void* code) { return StringAt(code, g_py.layout.filename_off); }
+std::string PyCodeName(const void* code) { return StringAt(code, g_py.layout.name_off); }
 
 int PyFrameLine(const PyFrameRef& f) {
   if (g_py.frame_line != nullptr) return g_py.frame_line(f.frame);

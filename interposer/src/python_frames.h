@@ -4,7 +4,7 @@
 // for the frames (PyEval_GetFrame, which creates frame objects) is not allowed at that point.
 // But the chain of the thread's own interpreter frames cannot change while the thread is inside
 // a C call, so it can be read in place, the way profilers read other processes. The layout is
-// CPython's internal one (3.11, 3.12, 3.13; 64-bit, default build): it is checked once against
+// CPython's internal one (3.9 to 3.13; 64-bit, default build): it is checked once against
 // the interpreter's own type objects through reads that cannot fault, and reading is turned off
 // (with the reason) when it does not match.
 #pragma once

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "run_util.h"
 
@@ -30,14 +33,30 @@ std::map<std::string, int> Markers() {
 
 bool HavePython() { return RunShell("python3 -c 'import ctypes' 2>/dev/null").code == 0; }
 
+// The interpreters to run the job with: python3, and every CPython 3.9 to 3.13 that pyenv has
+// (each has its own frame layout). "minor path" per line.
+std::vector<std::pair<int, std::string>> Interpreters() {
+  std::vector<std::pair<int, std::string>> out;
+  const ShellResult r = RunShell(
+      "for p in python3 $(r=$(pyenv root 2>/dev/null) && ls -d \"$r\"/versions/3.*/bin/python3 "
+      "2>/dev/null); do $p -c 'import sys; print(sys.version_info[1], sys.executable)' "
+      "2>/dev/null; done");
+  std::istringstream in(r.out);
+  int minor;
+  std::string path;
+  while (in >> minor >> path) out.emplace_back(minor, path);
+  return out;
+}
+
 // Records job.py into a fresh directory with `env` ("A=1 B=2") and reads its one trace.
-TraceFile RecordJob(const std::string& tag, const std::string& env) {
+TraceFile RecordJob(const std::string& tag, const std::string& env,
+                    const std::string& python = "python3") {
   const std::string dir = FreshDir(tag);
   const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
   const std::string lib = std::string(std::getenv("NCCLRR_TEST_LIB")) + "/hostnccl";
   const ShellResult r =
       RunShell("cd '" + JobDir() + "' && NCCLRR_PY_SKIP=fakefw/ LD_LIBRARY_PATH='" + lib + "' " +
-               env + " '" + bin + "' record -o '" + dir + "/t' -- python3 job.py 2>&1");
+               env + " '" + bin + "' record -o '" + dir + "/t' -- '" + python + "' job.py 2>&1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
   return ReadOnlyTrace(dir + "/t");
@@ -55,27 +74,35 @@ TEST(PythonSites, EachCallNamesTheJobsLinesOnEveryThread) {
   if (!HavePython()) GTEST_SKIP() << "no python3";
   const auto m = Markers();
   ASSERT_EQ(m.size(), 5u);
-  const TraceFile t = RecordJob("pysites", "");
-  EXPECT_TRUE(HasNote(t, "Python call sites: read from CPython 3."));
-  const auto calls = CallsOf(t, Api::kAllReduce);
-  ASSERT_EQ(calls.size(), 12u);  // 3 steps x (2 gradients + loss) + 3 on the side thread
-  const std::string grad = "job.py:" + std::to_string(m.at("grad")) +
-                           " in Trainer.reduce_gradients<job.py:" + std::to_string(m.at("step")) +
-                           " in Trainer.step";
-  const std::string loss = "job.py:" + std::to_string(m.at("loss")) +
-                           " in Trainer.step<job.py:" + std::to_string(m.at("main")) + " in main";
-  const std::string side = "job.py:" + std::to_string(m.at("thread")) + " in side_worker<";
-  int grads = 0, losses = 0, sides = 0;
-  for (const CallRecord& c : calls) {
-    const std::string s = Site(t, c);
-    if (c.count == 64) grads += s == grad;
-    if (c.count == 1) losses += s == loss;
-    if (c.count == 8) sides += s.rfind(side, 0) == 0;
-    EXPECT_TRUE(s == grad || s == loss || s.rfind(side, 0) == 0) << s;
+  const auto pythons = Interpreters();
+  ASSERT_FALSE(pythons.empty());
+  for (const auto& [minor, python] : pythons) {
+    if (minor < 9 || minor > 13) continue;
+    SCOPED_TRACE(python);
+    const TraceFile t = RecordJob("pysites-3" + std::to_string(minor), "", python);
+    EXPECT_TRUE(HasNote(t, "Python call sites: read from CPython 3." + std::to_string(minor)));
+    const auto calls = CallsOf(t, Api::kAllReduce);
+    ASSERT_EQ(calls.size(), 12u);  // 3 steps x (2 gradients + loss) + 3 on the side thread
+    // Before 3.11 a code object has no qualified name: "step", not "Trainer.step".
+    const std::string cls = minor >= 11 ? "Trainer." : "";
+    const std::string grad = "job.py:" + std::to_string(m.at("grad")) + " in " + cls +
+                             "reduce_gradients<job.py:" + std::to_string(m.at("step")) + " in " +
+                             cls + "step";
+    const std::string loss = "job.py:" + std::to_string(m.at("loss")) + " in " + cls +
+                             "step<job.py:" + std::to_string(m.at("main")) + " in main";
+    const std::string side = "job.py:" + std::to_string(m.at("thread")) + " in side_worker<";
+    int grads = 0, losses = 0, sides = 0;
+    for (const CallRecord& c : calls) {
+      const std::string s = Site(t, c);
+      if (c.count == 64) grads += s == grad;
+      if (c.count == 1) losses += s == loss;
+      if (c.count == 8) sides += s.rfind(side, 0) == 0;
+      EXPECT_TRUE(s == grad || s == loss || s.rfind(side, 0) == 0) << s;
+    }
+    EXPECT_EQ(grads, 6);
+    EXPECT_EQ(losses, 3);
+    EXPECT_EQ(sides, 3);
   }
-  EXPECT_EQ(grads, 6);
-  EXPECT_EQ(losses, 3);
-  EXPECT_EQ(sides, 3);
 }
 
 TEST(PythonSites, DepthAndOffSwitch) {
@@ -101,6 +128,21 @@ TEST(PythonSites, FrameworkFramesAreKeptWhenNotSkipped) {
   const auto calls = CallsOf(t, Api::kAllReduce);
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(Site(t, calls[0]).find("dist.py:"), 0u) << Site(t, calls[0]);
+}
+
+// A CPython whose frames ncclrr does not read: the trace says so, the job runs as it would.
+TEST(PythonSites, AnotherCPythonIsNamedAndLeftAlone) {
+  for (const auto& [minor, python] : Interpreters()) {
+    if (minor >= 9) continue;
+    SCOPED_TRACE(python);
+    const TraceFile t = RecordJob("pysites-old", "", python);
+    EXPECT_TRUE(HasNote(t, "Python call sites: none (CPython 3." + std::to_string(minor)));
+    EXPECT_TRUE(HasNote(t, "frames are read for 3.9 to 3.13 only"));
+    EXPECT_EQ(CallsOf(t, Api::kAllReduce).size(), 12u);
+    for (const CallRecord& c : t.calls) EXPECT_EQ(c.callsite, 0u);
+    return;  // one is enough
+  }
+  GTEST_SKIP() << "no CPython older than 3.9 here";
 }
 
 TEST(PythonSites, AProcessWithoutPythonSaysNothing) {
