@@ -5,12 +5,14 @@
 #include "ncclrr/analysis/flight_recorder_export.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "export_layout.h"
@@ -32,7 +34,10 @@ class JsonDump {
     out_ << (first_ ? "{" : ",") << json(key).dump() << ':' << v.dump();
     first_ = false;
   }
-  void BeginEntries() { out_ << (first_ ? "{" : ",") << "\"entries\":["; first_ = false; }
+  void BeginEntries() {
+    out_ << (first_ ? "{" : ",") << "\"entries\":[";
+    first_ = false;
+  }
   void Entry(const json& v, bool first) { out_ << (first ? "" : ",") << v.dump(); }
   void EndEntries() { out_ << ']'; }
   void End() { out_ << '}'; }
@@ -111,15 +116,29 @@ std::pair<uint64_t, uint64_t> Sizes(Api api, uint64_t count, int nranks) {
   const uint64_t n = static_cast<uint64_t>(std::max(nranks, 1));
   switch (CanonicalApi(api)) {
     case Api::kAllGather:
-    case Api::kGather: return {count, count * n};
+    case Api::kGather:
+      return {count, count * n};
     case Api::kReduceScatter:
-    case Api::kScatter: return {count * n, count};
-    case Api::kAlltoAll: return {count * n, count * n};
-    default: return {count, count};
+    case Api::kScatter:
+      return {count * n, count};
+    case Api::kAlltoAll:
+      return {count * n, count * n};
+    default:
+      return {count, count};
   }
 }
 
-// "libfoo.so+0x1234<libbar.so+0x88" (record --stacks) as FR frames, innermost first.
+// A site frame's name as Python spells it: "‹module›" (SiteFrame) is "<module>" again.
+std::string PythonName(std::string text) {
+  for (const auto& [from, to] : {std::pair<std::string, char>{"\u2039", '<'}, {"\u203a", '>'}})
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + 1))
+      text.replace(at, from.size(), 1, to);
+  return text;
+}
+
+// A call site as FR frames, innermost first: Python frames "train.py:214 in step" (recorded by
+// default in Python processes, or imported from a dump) and native ones "libfoo.so+0x1234"
+// (record --stacks), separated by '<'.
 json Frames(const std::string& callsite) {
   json frames = json::array();
   size_t start = 0;
@@ -127,7 +146,17 @@ json Frames(const std::string& callsite) {
     size_t end = callsite.find('<', start);
     if (end == std::string::npos) end = callsite.size();
     const std::string frame = callsite.substr(start, end - start);
-    frames.push_back({{"name", frame}, {"filename", frame.substr(0, frame.find('+'))}, {"line", 0}});
+    const size_t in = frame.find(" in ");
+    const size_t colon = in == std::string::npos ? in : frame.rfind(':', in);
+    if (colon != std::string::npos && colon + 1 < in && in - colon <= 9 &&
+        frame.find_first_not_of("0123456789", colon + 1) == in) {
+      frames.push_back({{"name", PythonName(frame.substr(in + 4))},
+                        {"filename", PythonName(frame.substr(0, colon))},
+                        {"line", std::strtol(frame.c_str() + colon + 1, nullptr, 10)}});
+    } else {
+      frames.push_back(
+          {{"name", frame}, {"filename", frame.substr(0, frame.find('+'))}, {"line", 0}});
+    }
     start = end + 1;
   }
   return frames;
@@ -148,7 +177,8 @@ class RankDumpWriter {
       for (const RankView& r : m_.comms()[ci].ranks) {
         if (r.file != static_cast<int32_t>(file) || r.device != key.second) continue;
         comms.push_back(ci);
-        for (const CollectiveSlot& s : r.collectives) ops.push_back({SlotTime(m_, s), ci, &s, nullptr});
+        for (const CollectiveSlot& s : r.collectives)
+          ops.push_back({SlotTime(m_, s), ci, &s, nullptr});
         for (const P2pCall& p : r.p2p) ops.push_back({p.time_ns, ci, nullptr, &p});
       }
     std::stable_sort(ops.begin(), ops.end(),
@@ -159,8 +189,8 @@ class RankDumpWriter {
     out.Member("comm_lib_version", NcclVersionString(m_.file(file).nccl_version));
     uint64_t written = 0;
     for (const Op& op : ops) {
-      const size_t pg_id = static_cast<size_t>(
-          std::find(comms.begin(), comms.end(), op.comm) - comms.begin());
+      const size_t pg_id =
+          static_cast<size_t>(std::find(comms.begin(), comms.end(), op.comm) - comms.begin());
       if (written == 0) out.BeginEntries();
       out.Entry(Entry(op, pg_id, written, counters[op.comm]), written == 0);
       ++written;
@@ -286,9 +316,10 @@ class RankDumpWriter {
     auto number = [&](int64_t v) { return as_strings ? json(std::to_string(v)) : json(v); };
     for (size_t i = 0; i < comms.size(); ++i) {
       const Counters& n = counters[comms[i]];
-      st[std::to_string(i)] = {{"last_enqueued_collective", number(n.collective ? n.collective : -1)},
-                               {"last_started_collective", number(n.started)},
-                               {"last_completed_collective", number(n.completed)}};
+      st[std::to_string(i)] = {
+          {"last_enqueued_collective", number(n.collective ? n.collective : -1)},
+          {"last_started_collective", number(n.started)},
+          {"last_completed_collective", number(n.completed)}};
     }
     return st;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "env_config.h"
+#include "ncclrr/describe.h"
 #include "python_frames.h"
 #include "runtime.h"
 
@@ -80,11 +81,6 @@ std::unordered_map<uint64_t, uint32_t>& Ids() {  // never destroyed (calls durin
   return *ids;
 }
 
-std::string Basename(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 bool PythonSitesWanted() { return GetConfig().py_sites; }
@@ -130,8 +126,7 @@ std::string PythonSiteText(const PythonSite& site) {
     f.frame = site.frame[i];
     f.code = site.code[i];
     f.lasti = site.lasti[i];
-    text += Basename(PyCodeFile(f.code)) + ":" + std::to_string(PyFrameLine(f)) + " in " +
-            PyCodeName(f.code);
+    text += SiteFrame(PyCodeFile(f.code), PyFrameLine(f), PyCodeName(f.code));
   }
   return text;
 }

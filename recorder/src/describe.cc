@@ -37,6 +37,26 @@ const char* CommOriginName(uint8_t origin) {
   return origin < 7 ? kNames[origin] : "unknown";
 }
 
+std::string SiteFrame(std::string_view path, int line, std::string_view function) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  std::string out;
+  auto put = [&](std::string_view text) {
+    for (char ch : text) {
+      if (ch == '<')
+        out += "\u2039";
+      else if (ch == '>')
+        out += "\u203a";
+      else
+        out += ch;
+    }
+  };
+  put(path);
+  out += ":" + std::to_string(line) + " in ";
+  put(function);
+  return out;
+}
+
 std::string DescribeCall(const CallRecord& c, bool stable) {
   const Api api = static_cast<Api>(c.api);
   std::string s(ApiName(api));

@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "ncclrr/describe.h"
+
 namespace ncclrr::fr {
 namespace {
 
@@ -68,11 +70,6 @@ int PeerOf(std::string_view meta, std::string_view arrow) {
   return peer;
 }
 
-std::string Basename(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool InTorch(const std::string& file) {
   return file.find("packages/torch/") != std::string::npos ||
          file.find("/torch/distributed/") != std::string::npos;
@@ -83,12 +80,18 @@ bool InTorch(const std::string& file) {
 uint8_t DtypeFromC10(std::string_view name, int* per_value) {
   *per_value = 1;
   static constexpr std::pair<std::string_view, Dtype> kTypes[] = {
-      {"Float", Dtype::kFloat32},   {"Half", Dtype::kFloat16},
-      {"BFloat16", Dtype::kBfloat16}, {"Double", Dtype::kFloat64},
-      {"Long", Dtype::kInt64},      {"Int", Dtype::kInt32},
-      {"Byte", Dtype::kUint8},      {"Char", Dtype::kInt8},
-      {"Bool", Dtype::kUint8},      {"UInt32", Dtype::kUint32},
-      {"UInt64", Dtype::kUint64},   {"Float8_e4m3fn", Dtype::kFloat8e4m3},
+      {"Float", Dtype::kFloat32},
+      {"Half", Dtype::kFloat16},
+      {"BFloat16", Dtype::kBfloat16},
+      {"Double", Dtype::kFloat64},
+      {"Long", Dtype::kInt64},
+      {"Int", Dtype::kInt32},
+      {"Byte", Dtype::kUint8},
+      {"Char", Dtype::kInt8},
+      {"Bool", Dtype::kUint8},
+      {"UInt32", Dtype::kUint32},
+      {"UInt64", Dtype::kUint64},
+      {"Float8_e4m3fn", Dtype::kFloat8e4m3},
       {"Float8_e5m2", Dtype::kFloat8e5m2}};
   for (const auto& [n, d] : kTypes)
     if (n == name) return static_cast<uint8_t>(d);
@@ -118,8 +121,8 @@ CallShape ShapeOf(const Entry& e, int nranks) {
     if (n.name == name) s.api = n.api;
   if (s.api == Api::kUnknown) return s;
   // Which side NCCL's count describes: the input, except where the output is the smaller one.
-  const bool by_output = s.api == Api::kReduceScatter || s.api == Api::kScatter ||
-                         s.api == Api::kRecv;
+  const bool by_output =
+      s.api == Api::kReduceScatter || s.api == Api::kScatter || s.api == Api::kRecv;
   const auto& sizes = by_output && !e.output_sizes.empty() ? e.output_sizes : e.input_sizes;
   const auto& dtypes = by_output && !e.output_dtypes.empty() ? e.output_dtypes : e.input_dtypes;
   const auto& other = dtypes.empty() ? (by_output ? e.input_dtypes : e.output_dtypes) : dtypes;
@@ -144,8 +147,7 @@ std::string CallSiteText(const std::vector<Frame>& frames) {
   std::string text;
   for (size_t k = first; k < frames.size() && k < first + 8; ++k) {
     if (!text.empty()) text += '<';
-    text += Basename(frames[k].file) + ":" + std::to_string(frames[k].line) + " in " +
-            frames[k].name;
+    text += SiteFrame(frames[k].file, frames[k].line, frames[k].name);
   }
   return text;
 }

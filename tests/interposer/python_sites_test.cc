@@ -3,6 +3,7 @@
 // the job's own lines (marked `# site:NAME` in the script), from the main thread and another one.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -73,9 +74,11 @@ bool HasNote(const TraceFile& t, const std::string& text) {
 TEST(PythonSites, EachCallNamesTheJobsLinesOnEveryThread) {
   if (!HavePython()) GTEST_SKIP() << "no python3";
   const auto m = Markers();
-  ASSERT_EQ(m.size(), 5u);
+  ASSERT_EQ(m.size(), 7u);
   const auto pythons = Interpreters();
   ASSERT_FALSE(pythons.empty());
+  for (const auto& [minor, python] : pythons)
+    std::printf("python 3.%d: %s\n", minor, python.c_str());
   for (const auto& [minor, python] : pythons) {
     if (minor < 9 || minor > 13) continue;
     SCOPED_TRACE(python);
@@ -102,6 +105,13 @@ TEST(PythonSites, EachCallNamesTheJobsLinesOnEveryThread) {
     EXPECT_EQ(grads, 6);
     EXPECT_EQ(losses, 3);
     EXPECT_EQ(sides, 3);
+    // Module level: Python's "<module>", its '<' not taken for the separator of frames.
+    const std::string init = "job.py:" + std::to_string(m.at("init")) +
+                             " in main<job.py:" + std::to_string(m.at("module")) +
+                             " in \u2039module\u203a";
+    const auto inits = CallsOf(t, Api::kCommInitAll);
+    ASSERT_EQ(inits.size(), 2u);
+    for (const CallRecord& c : inits) EXPECT_EQ(Site(t, c), init);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fr_dump.h"
+#include "ncclrr/describe.h"
 #include "ncclrr/fr_import.h"
 #include "ncclrr/trace_reader.h"
 #include "py_data.h"
@@ -29,6 +30,15 @@ std::string Slurp(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A site's frames are joined with '<': Python's own "<module>" must not read as two frames.
+TEST(SiteFrame, FileLineAndFunctionWithPythonsAngleBracketsKeptApart) {
+  EXPECT_EQ(SiteFrame("/home/u/train.py", 214, "Trainer.step"), "train.py:214 in Trainer.step");
+  EXPECT_EQ(SiteFrame("train.py", 9, "<module>"), "train.py:9 in \u2039module\u203a");
+  EXPECT_EQ(SiteFrame("<string>", 1, "f.<locals>.g"),
+            "\u2039string\u203a:1 in f.\u2039locals\u203a.g");
+  EXPECT_EQ(SiteFrame("", 0, ""), ":0 in ");
 }
 
 TEST(PickleReader, PlainDataOfProtocol2) {

@@ -26,6 +26,10 @@ std::string DescribeComm(const CommRecord& c, const std::string& name, bool stab
 // "sketch send_before first 0 count 1024 float32 dots [1.5 0 ...] sumsq 9 nan 1 ... samples 256
 // [0.25 0.5 ...]": the first dots and samples, enough to compare ranks by eye.
 std::string DescribeSketch(const SketchData& s);
+// One Python frame of a call site, "train.py:214 in Trainer.step": the file's base name, the
+// line and the function. A site joins its frames with '<', so the '<' and '>' of Python's own
+// names (<module>, <lambda>, f.<locals>.g, <string>) are written as U+2039 and U+203A.
+std::string SiteFrame(std::string_view path, int line, std::string_view function);
 const char* NcclResultName(int result);
 const char* CommOriginName(uint8_t origin);
 

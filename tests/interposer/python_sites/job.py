@@ -29,7 +29,7 @@ def side_worker(comm):
 
 
 def main():
-    comms = dist.init(1) + dist.init(1)
+    comms = dist.init(1) + dist.init(1)  # site:init
     side = threading.Thread(target=side_worker, args=(comms[1],))
     side.start()
     trainer = Trainer(comms[0])
@@ -41,4 +41,4 @@ def main():
     print("done")
 
 
-main()
+main()  # site:module
