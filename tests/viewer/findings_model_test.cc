@@ -114,13 +114,18 @@ TEST(FindingsModel, DataFindingsAndNotesOfSketchedTraces) {
           "was in flight | dp | 6 | 1 | 0\n"
           "  rank 1's send buffer of AllReduce(3000 float32, sum) changed while the collective "
           "was in flight | dp | 12 | 1 | 0\n");
-  EXPECT_EQ(
-      ShowSketchScenario(m, "sketch_wrong_sum"),
-      header +
-          "wrong_sum (1) |  |  |  | \n"
-          "  rank 1's output of AllReduce(5000 float32, sum) is not what the ranks' inputs sum "
-          "to | dp | 9 | 1 | 0\n");
+  // One rank's output differs from the other's: output_divergence (its wrong sum folded in).
+  EXPECT_EQ(ShowSketchScenario(m, "sketch_wrong_sum"),
+            header +
+                "output_divergence (1) |  |  |  | \n"
+                "  rank 1's output of AllReduce(5000 float32, sum) differs from rank 0's | dp | 9 "
+                "| 1 | 0\n");
   EXPECT_NE(m.data(m.IndexOfFinding(0), Qt::ToolTipRole).toString().indexOf("off by 0.25"), -1);
+  // Every rank's output wrong alike: wrong_sum.
+  const QString everywhere =
+      QString::fromStdString(ShowSketchScenario(m, "sketch_wrong_sum_everywhere"));
+  EXPECT_TRUE(everywhere.contains("wrong_sum (1)")) << everywhere.toStdString();
+  EXPECT_FALSE(everywhere.contains("output_divergence")) << everywhere.toStdString();
   EXPECT_EQ(ShowSketchScenario(m, "sketch_max_op"),
             header +
                 "notes (1) |  |  |  | \n"
