@@ -9,8 +9,8 @@
 #include "args.h"
 #include "command.h"
 #include "read_notes.h"
-#include "ncclrr/describe.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/describe.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::cli {
 namespace {

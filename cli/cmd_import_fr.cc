@@ -3,7 +3,7 @@
 
 #include "args.h"
 #include "command.h"
-#include "ncclrr/fr_import.h"
+#include "ncclrr/analysis/fr_import.h"
 
 namespace ncclrr::cli {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "args.h"
 #include "command.h"
-#include "ncclrr/nccl_log_import.h"
+#include "ncclrr/analysis/nccl_log_import.h"
 
 namespace ncclrr::cli {
 namespace {

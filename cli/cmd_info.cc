@@ -5,8 +5,8 @@
 
 #include "args.h"
 #include "command.h"
-#include "ncclrr/describe.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/describe.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::cli {
 namespace {

@@ -24,10 +24,10 @@
 
 #include "args.h"
 #include "command.h"
-#include "ncclrr/capture_filter.h"
-#include "ncclrr/format.h"
-#include "ncclrr/trace_reader.h"
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/capture_filter.h"
+#include "ncclrr/trace/format.h"
+#include "ncclrr/trace/trace_reader.h"
+#include "ncclrr/trace/trace_writer.h"
 #include "record_launch.h"
 
 extern char** environ;

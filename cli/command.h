@@ -34,7 +34,7 @@ struct CommandRegistrar {
 #define NCCLRR_REGISTER_COMMAND(Class) \
   static ::ncclrr::cli::CommandRegistrar<Class> g_register_##Class
 
-// Exit codes shared by the verbs (DESIGN.md's CLI contract).
+// Exit codes shared by the verbs (docs/design.md's CLI contract).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFindings = 1;
 inline constexpr int kExitError = 2;

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::cli {
 

@@ -3,7 +3,7 @@
 // that are torn, were not closed or hold corrupt frames. Commands whose output is data (dump,
 // export) write these to stderr, so a user who pipes or opens the output still learns that the
 // trace is incomplete.
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::cli {
 

@@ -3,7 +3,7 @@
 #   lib/      libncclrr-interpose.so (LD_PRELOAD), libnccl-profiler-ncclrr.so, libncclrr-hostnccl.so
 #   lib/hostnccl/libnccl.so.2   the host NCCL under NCCL's SONAME (found by RUNPATH only)
 #   lib/ + include/ + lib/cmake/ncclrr/   the trace reader library for other tools:
-#       find_package(ncclrr) ; target_link_libraries(t PRIVATE ncclrr::recorder)
+#       find_package(ncclrr) ; target_link_libraries(t PRIVATE ncclrr::trace)
 # Paths are relative ($ORIGIN), so the tree works wherever it is unpacked.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -31,18 +31,20 @@ if(TARGET ncclrr_hostnccl_soname)
 endif()
 
 # The reader library and its headers, with a CMake package.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/recorder/include/ncclrr DESTINATION include
-        COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/base/include/ncclrr ${PROJECT_SOURCE_DIR}/trace/include/ncclrr
+        DESTINATION include COMPONENT dev)
 install(FILES ${PROJECT_BINARY_DIR}/schemas/include/ncclrr/schema/trace_generated.h
               ${PROJECT_BINARY_DIR}/schemas/include/ncclrr/schema/schema_hash.h
         DESTINATION include/ncclrr/schema COMPONENT dev)
 install(FILES ${PROJECT_SOURCE_DIR}/schemas/trace.fbs DESTINATION share/ncclrr COMPONENT dev)
-target_include_directories(ncclrr_recorder PUBLIC $<INSTALL_INTERFACE:include>)
+target_include_directories(ncclrr_trace PUBLIC $<INSTALL_INTERFACE:include>)
+target_include_directories(ncclrr_base PUBLIC $<INSTALL_INTERFACE:include>)
 target_include_directories(ncclrr_schema INTERFACE $<INSTALL_INTERFACE:include>)
-set_target_properties(ncclrr_recorder PROPERTIES EXPORT_NAME recorder)
+set_target_properties(ncclrr_trace PROPERTIES EXPORT_NAME trace)
+set_target_properties(ncclrr_base PROPERTIES EXPORT_NAME base)
 set_target_properties(ncclrr_schema PROPERTIES EXPORT_NAME schema)
 set_target_properties(ncclrr_warnings PROPERTIES EXPORT_NAME warnings)
-install(TARGETS ncclrr_recorder ncclrr_schema ncclrr_warnings EXPORT ncclrrTargets
+install(TARGETS ncclrr_trace ncclrr_base ncclrr_schema ncclrr_warnings EXPORT ncclrrTargets
         ARCHIVE DESTINATION lib COMPONENT dev)
 install(EXPORT ncclrrTargets NAMESPACE ncclrr:: DESTINATION lib/cmake/ncclrr COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ncclrrConfig.cmake.in

@@ -20,7 +20,7 @@
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/perfetto_export.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
 

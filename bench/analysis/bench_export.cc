@@ -25,7 +25,7 @@
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/perfetto_export.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 #include "proto_decoder.h"
 
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "ncclrr/analysis/live_status.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
 

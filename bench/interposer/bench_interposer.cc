@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/replay/replayer.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 #include "plan.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "models/timeline_painter.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
 

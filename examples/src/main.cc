@@ -16,7 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "ncclrr/base/python_libs.h"
 #include "backend.h"
 #include "processes.h"
 #include "runner.h"
@@ -58,10 +60,10 @@ std::string RealNcclDir() {
     const size_t slash = p.rfind('/');
     return slash == std::string::npos ? "." : p.substr(0, slash);
   }
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64",
-                          "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib"}) {
-    if (Exists(std::string(dir) + "/libnccl.so.2")) return dir;
-  }
+  std::vector<std::string> dirs = {"/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64"};
+  for (const std::string& dir : ncclrr::PythonNvidiaLibDirs("nccl")) dirs.push_back(dir);
+  for (const std::string& dir : dirs)
+    if (Exists(dir + "/libnccl.so.2")) return dir;
   return "";
 }
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::gputiming {
 

@@ -5,7 +5,7 @@
 // time.
 #include <string>
 
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::gputiming::cuda {
 

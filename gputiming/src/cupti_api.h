@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::gputiming::cupti {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::gputiming {
 namespace {

@@ -11,7 +11,7 @@
 #include "cuda_driver_api.h"
 #include "cupti_source.h"
 #include "event_pair_source.h"
-#include "ncclrr/format.h"
+#include "ncclrr/trace/format.h"
 #include "ncclrr/gputiming/kernel_correlator.h"
 
 namespace ncclrr::gputiming {

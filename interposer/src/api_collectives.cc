@@ -1,6 +1,6 @@
 // Wrappers of the collectives and of point-to-point calls. In-place is what nccl.h defines for
-// each API (reduce-scatter: recvbuff == sendbuff + rank*recvcount; allgather: sendbuff ==
-// recvbuff + rank*sendcount; gather/scatter: offset by root*count; otherwise pointer equality).
+// each API (trace/include/ncclrr/trace/in_place.h), judged once the record holds the buffers and
+// the root.
 // NCCLRR_SKETCH_BEFORE (record --sketch) reads the filled record just before it is forwarded.
 #include <nccl.h>
 
@@ -10,20 +10,6 @@
 using namespace ncclrr;
 using namespace ncclrr::interpose;
 
-namespace {
-
-bool Offset(const void* base, const void* p, int64_t index, size_t count, ncclDataType_t dt) {
-  if (index < 0) return false;
-  const uint64_t bytes = static_cast<uint64_t>(index) * count * DtypeSize(static_cast<uint8_t>(dt));
-  return reinterpret_cast<uintptr_t>(p) == reinterpret_cast<uintptr_t>(base) + bytes;
-}
-
-int32_t RankOf(const CallBuilder& call) {
-  return call.comm != nullptr ? call.comm->rank.load(std::memory_order_relaxed) : -1;
-}
-
-}  // namespace
-
 NCCLRR_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream) {
@@ -32,7 +18,7 @@ NCCLRR_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size
   CallBuilder call(Api::kAllReduce, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, count, datatype);
   call.RedOp(op);
-  call.InPlace(sendbuff == recvbuff);
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
@@ -45,7 +31,7 @@ NCCLRR_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size
   CallBuilder call(Api::kBroadcast, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, count, datatype);
   call.rec.root_peer = root;
-  call.InPlace(sendbuff == recvbuff);
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(
       lib->fn.ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream));
@@ -57,7 +43,7 @@ NCCLRR_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datat
   CallBuilder call(Api::kBcast, comm, stream, NCCLRR_CALLER);
   call.Data(buff, buff, count, datatype);
   call.rec.root_peer = root;
-  call.InPlace(true);
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclBcast(buff, count, datatype, root, comm, stream));
 }
@@ -71,7 +57,7 @@ NCCLRR_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t 
   call.Data(sendbuff, recvbuff, count, datatype);
   call.RedOp(op);
   call.rec.root_peer = root;
-  call.InPlace(sendbuff == recvbuff);
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(
       lib->fn.ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
@@ -84,7 +70,7 @@ NCCLRR_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size
                                   stream);
   CallBuilder call(Api::kAllGather, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, sendcount, datatype);
-  call.InPlace(Offset(recvbuff, sendbuff, RankOf(call), sendcount, datatype));
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
 }
@@ -97,7 +83,7 @@ NCCLRR_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, 
   CallBuilder call(Api::kReduceScatter, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, recvcount, datatype);
   call.RedOp(op);
-  call.InPlace(Offset(sendbuff, recvbuff, RankOf(call), recvcount, datatype));
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(
       lib->fn.ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
@@ -109,7 +95,7 @@ NCCLRR_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_
   NCCLRR_FORWARD_UNLESS_RECORDING(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
   CallBuilder call(Api::kAlltoAll, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, count, datatype);
-  call.InPlace(sendbuff == recvbuff);
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream));
 }
@@ -122,7 +108,7 @@ NCCLRR_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t 
   CallBuilder call(Api::kGather, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, count, datatype);
   call.rec.root_peer = root;
-  call.InPlace(recvbuff != nullptr && Offset(recvbuff, sendbuff, root, count, datatype));
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
@@ -135,7 +121,7 @@ NCCLRR_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t
   CallBuilder call(Api::kScatter, comm, stream, NCCLRR_CALLER);
   call.Data(sendbuff, recvbuff, count, datatype);
   call.rec.root_peer = root;
-  call.InPlace(sendbuff != nullptr && Offset(sendbuff, recvbuff, root, count, datatype));
+  call.MarkInPlace();
   NCCLRR_SKETCH_BEFORE(call);
   return call.Finish(lib->fn.ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }

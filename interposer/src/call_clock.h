@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>

@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "comm_registry.h"
+#include "ncclrr/trace/in_place.h"
 #include "runtime.h"
 
 namespace ncclrr::interpose {
@@ -89,8 +90,12 @@ class CallBuilder {
     rec.dtype = static_cast<uint8_t>(dtype);
   }
   void RedOp(ncclRedOp_t op);  // built-in or PreMulSum (scalar and flags from its creation)
-  void InPlace(bool in_place) {
-    if (in_place) rec.flags |= call_flags::kInPlace;
+  // After Data() and the root: flags the call when nccl.h's rule says it works in place.
+  void MarkInPlace() {
+    const int64_t rank = comm != nullptr ? comm->rank.load(std::memory_order_relaxed) : -1;
+    if (IsInPlace(static_cast<Api>(rec.api), rec.sendbuff, rec.recvbuff, rec.count, rec.dtype,
+                  rank, rec.root_peer))
+      rec.flags |= call_flags::kInPlace;
   }
   ncclResult_t Finish(ncclResult_t result);
 

@@ -2,7 +2,7 @@
 // the call's own stream, followed by cuStreamWriteValue32 of a pinned, device-mapped flag; a
 // poller thread of ncclrr sees the flag, writes the staged bytes to the side file and frees the
 // staging. The user's stream is never synchronized, and ncclrr's thread polls a host-visible
-// flag, never an event (DESIGN.md: it cannot break a user's graph capture). The driver is reached
+// flag, never an event (docs/design.md: it cannot break a user's graph capture). The driver is reached
 // through the libcuda.so.1 the process already loaded. A buffer that finds no room in the staging
 // memory (NCCLRR_CAPTURE_STAGING_MB, at most the budget) is skipped and counted.
 #include <dlfcn.h>

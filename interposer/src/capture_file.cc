@@ -17,7 +17,7 @@
 
 #include "capture_jobs.h"
 #include "env_config.h"
-#include "ncclrr/new_file.h"
+#include "ncclrr/base/new_file.h"
 #include "runtime.h"
 
 namespace ncclrr::interpose {

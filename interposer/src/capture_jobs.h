@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ncclrr/records.h"
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/records.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::interpose {
 

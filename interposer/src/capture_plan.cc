@@ -11,7 +11,7 @@
 #include "comm_registry.h"
 #include "env_config.h"
 #include "host_stream.h"
-#include "ncclrr/capture_filter.h"
+#include "ncclrr/trace/capture_filter.h"
 #include "ncclrr/sketch/plan.h"
 #include "reason_counts.h"
 #include "runtime.h"

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::interpose {
 

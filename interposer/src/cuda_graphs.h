@@ -19,7 +19,7 @@
 
 #include "comm_registry.h"
 #include "graph_events.h"
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "real_nccl.h"
 
 namespace ncclrr::interpose {

@@ -1,56 +1,30 @@
 #include "env_config.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "ncclrr/base/env_knobs.h"
+
 namespace ncclrr::interpose {
 namespace {
 
-// A malformed value never stops the job: it is reported once and the default is kept.
-uint64_t ReadUnsigned(const char* name, uint64_t fallback, uint64_t max) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (errno != 0 || *end != '\0' || v[0] == '-' || n > max) {
-    std::fprintf(stderr, "ncclrr: %s=\"%s\" is not a whole number between 0 and %llu; using %llu\n",
-                 name, v, static_cast<unsigned long long>(max),
-                 static_cast<unsigned long long>(fallback));
-    return fallback;
-  }
-  return n;
-}
+using env::Bool;
+using env::String;
 
-bool ReadBool(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  if (!std::strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-      !strcasecmp(v, "on"))
-    return true;
-  if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-      !strcasecmp(v, "off"))
-    return false;
-  std::fprintf(stderr, "ncclrr: %s=\"%s\" is not 0 or 1; using %d\n", name, v, fallback ? 1 : 0);
-  return fallback;
-}
-
-std::string ReadString(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
+uint64_t Unsigned(const char* name, uint64_t fallback, uint64_t max) {
+  return env::Unsigned(name, fallback, max);
 }
 
 Config Load() {
   Config c;
-  c.trace_dir = ReadString("NCCLRR_TRACE_DIR", "ncclrr-trace");
-  c.ring_calls = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING", 0, 1u << 24));
-  c.stacks = ReadBool("NCCLRR_STACKS", false);
-  c.sketch = static_cast<int>(ReadUnsigned("NCCLRR_SKETCH", 0, 2));
-  c.sketch_beside = ReadUnsigned("NCCLRR_SKETCH_BESIDE", 1, 1) != 0;
+  c.trace_dir = String("NCCLRR_TRACE_DIR", "ncclrr-trace");
+  c.ring_calls = static_cast<uint32_t>(Unsigned("NCCLRR_RING", 0, 1u << 24));
+  c.stacks = Bool("NCCLRR_STACKS", false);
+  c.sketch = static_cast<int>(Unsigned("NCCLRR_SKETCH", 0, 2));
+  c.sketch_beside = Unsigned("NCCLRR_SKETCH_BESIDE", 1, 1) != 0;
   c.sketch_slots =
-      static_cast<uint32_t>(ReadUnsigned("NCCLRR_SKETCH_SLOTS", c.sketch_slots, 65536));
+      static_cast<uint32_t>(Unsigned("NCCLRR_SKETCH_SLOTS", c.sketch_slots, 65536));
   if (c.sketch_slots < 16) {  // a group's fused launch takes up to 16 at once
     std::fprintf(stderr,
                  "ncclrr: NCCLRR_SKETCH_SLOTS=%u is below 16, the sketches of one fused launch; "
@@ -58,36 +32,36 @@ Config Load() {
                  c.sketch_slots);
     c.sketch_slots = 16;
   }
-  c.capture_bytes = ReadUnsigned("NCCLRR_CAPTURE_BYTES", 0, 1ull << 50);
-  c.capture_filter = ReadString("NCCLRR_CAPTURE_FILTER", "");
-  c.capture_file = ReadString("NCCLRR_CAPTURE_FILE", "");
-  c.capture_staging_bytes = ReadUnsigned("NCCLRR_CAPTURE_STAGING_MB", 256, 1u << 20) << 20;
-  c.nccl_library = ReadString("NCCLRR_NCCL_LIBRARY", "");
-  c.disabled = ReadBool("NCCLRR_DISABLE", false);
-  c.flush_ms = static_cast<uint32_t>(ReadUnsigned("NCCLRR_FLUSH_MS", c.flush_ms, 60'000));
+  c.capture_bytes = Unsigned("NCCLRR_CAPTURE_BYTES", 0, 1ull << 50);
+  c.capture_filter = String("NCCLRR_CAPTURE_FILTER", "");
+  c.capture_file = String("NCCLRR_CAPTURE_FILE", "");
+  c.capture_staging_bytes = Unsigned("NCCLRR_CAPTURE_STAGING_MB", 256, 1u << 20) << 20;
+  c.nccl_library = String("NCCLRR_NCCL_LIBRARY", "");
+  c.disabled = Bool("NCCLRR_DISABLE", false);
+  c.flush_ms = static_cast<uint32_t>(Unsigned("NCCLRR_FLUSH_MS", c.flush_ms, 60'000));
   if (c.flush_ms == 0) c.flush_ms = 1;
-  c.clock_ms = static_cast<uint32_t>(ReadUnsigned("NCCLRR_CLOCK_MS", c.clock_ms, 3'600'000));
+  c.clock_ms = static_cast<uint32_t>(Unsigned("NCCLRR_CLOCK_MS", c.clock_ms, 3'600'000));
   if (c.clock_ms == 0) c.clock_ms = 1000;
   c.watchdog_ms =
-      static_cast<uint32_t>(ReadUnsigned("NCCLRR_WATCHDOG_MS", c.watchdog_ms, 86'400'000));
-  c.ring_slots = static_cast<uint32_t>(ReadUnsigned("NCCLRR_RING_SLOTS", c.ring_slots, 1u << 24));
-  c.max_file_bytes = ReadUnsigned("NCCLRR_MAX_FILE_MB", 0, 1u << 30) << 20;
-  c.compress = ReadBool("NCCLRR_COMPRESS", true);
-  c.signals = ReadBool("NCCLRR_SIGNALS", true);
-  c.graphs = static_cast<int>(ReadUnsigned("NCCLRR_GRAPHS", 1, 2));
-  c.dlsym_hook = ReadBool("NCCLRR_DLSYM", true);
-  c.stack_depth = static_cast<int>(ReadUnsigned("NCCLRR_STACK_DEPTH", 6, 32));
+      static_cast<uint32_t>(Unsigned("NCCLRR_WATCHDOG_MS", c.watchdog_ms, 86'400'000));
+  c.ring_slots = static_cast<uint32_t>(Unsigned("NCCLRR_RING_SLOTS", c.ring_slots, 1u << 24));
+  c.max_file_bytes = Unsigned("NCCLRR_MAX_FILE_MB", 0, 1u << 30) << 20;
+  c.compress = Bool("NCCLRR_COMPRESS", true);
+  c.signals = Bool("NCCLRR_SIGNALS", true);
+  c.graphs = static_cast<int>(Unsigned("NCCLRR_GRAPHS", 1, 2));
+  c.dlsym_hook = Bool("NCCLRR_DLSYM", true);
+  c.stack_depth = static_cast<int>(Unsigned("NCCLRR_STACK_DEPTH", 6, 32));
   if (c.stack_depth == 0) c.stack_depth = 1;
-  c.py_sites = ReadBool("NCCLRR_PY_SITES", true);
-  c.py_depth = static_cast<int>(ReadUnsigned("NCCLRR_PY_DEPTH", 2, 8));
+  c.py_sites = Bool("NCCLRR_PY_SITES", true);
+  c.py_depth = static_cast<int>(Unsigned("NCCLRR_PY_DEPTH", 2, 8));
   if (c.py_depth == 0) c.py_depth = 1;
-  c.py_skip = ReadString("NCCLRR_PY_SKIP", c.py_skip.c_str());
-  c.verbose = ReadBool("NCCLRR_VERBOSE", false);
-  c.gpu_timing = static_cast<int>(ReadUnsigned("NCCLRR_GPU_TIMING", 0, 2));
-  c.gpu_timing_source = ReadString("NCCLRR_GPU_TIMING_SOURCE", "auto");
-  c.gpu_timing_cupti = ReadString("NCCLRR_GPU_TIMING_CUPTI", "");
-  c.gpu_timing_cuda = ReadString("NCCLRR_GPU_TIMING_CUDA", "");
-  c.gpu_progress = ReadBool("NCCLRR_GPU_PROGRESS", false);
+  c.py_skip = String("NCCLRR_PY_SKIP", c.py_skip.c_str());
+  c.verbose = Bool("NCCLRR_VERBOSE", false);
+  c.gpu_timing = static_cast<int>(Unsigned("NCCLRR_GPU_TIMING", 0, 2));
+  c.gpu_timing_source = String("NCCLRR_GPU_TIMING_SOURCE", "auto");
+  c.gpu_timing_cupti = String("NCCLRR_GPU_TIMING_CUPTI", "");
+  c.gpu_timing_cuda = String("NCCLRR_GPU_TIMING_CUDA", "");
+  c.gpu_progress = Bool("NCCLRR_GPU_PROGRESS", false);
   if (const char* v = std::getenv("NCCLRR_GPU_TIMING_ALL_API"); v != nullptr && *v != '\0') {
     if (!std::strcmp(v, "0") || !std::strcmp(v, "1"))
       c.gpu_timing_all_api = v[0] - '0';

@@ -12,7 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::interpose {
 

@@ -1,12 +1,15 @@
 // The preload's side of the handshake with ncclrr's NCCL profiler plugin
-// (profiler/include/ncclrr/profiler/preload_handshake.h): when both are loaded, a call the
+// (trace/include/ncclrr/trace/preload_handshake.h): when both are loaded, a call the
 // preload records is left out by the plugin, so every call is recorded once. Both answers are
 // lock-free and async-signal-safe, and 0 before the preload records.
 #include <atomic>
 #include <cstdint>
+#include <string_view>
+#include <type_traits>
 
 #include "call_path.h"
 #include "comm_registry.h"
+#include "ncclrr/trace/preload_handshake.h"
 
 namespace ncclrr::interpose {
 namespace {
@@ -43,6 +46,12 @@ bool KnowsNcclHash(uint64_t hash) {
 }  // namespace ncclrr::interpose
 
 using namespace ncclrr::interpose;
+
+// The plugin finds these by the names in the header: a renamed function would fail here.
+static_assert(std::string_view(NCCLRR_PRELOAD_IN_RECORDED_CALL) == "ncclrrPreloadInRecordedCall");
+static_assert(std::string_view(NCCLRR_PRELOAD_RECORDS_COMM) == "ncclrrPreloadRecordsComm");
+static_assert(std::is_same_v<decltype(&ncclrrPreloadInRecordedCall), ncclrrPreloadInRecordedCall_t>);
+static_assert(std::is_same_v<decltype(&ncclrrPreloadRecordsComm), ncclrrPreloadRecordsComm_t>);
 
 NCCLRR_API int ncclrrPreloadInRecordedCall(void) {
   const uint32_t busy = t_state.busy;  // 1 << 30 marks an exiting thread: not recording

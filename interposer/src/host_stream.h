@@ -1,4 +1,4 @@
-// The host NCCL's streams (replayer/hostnccl) are emulated: work runs when every rank has issued
+// The host NCCL's streams (hostnccl) are emulated: work runs when every rank has issued
 // it. ncclrrHostStreamAddCallback puts a host function on such a stream (like cudaLaunchHostFunc),
 // so sketches and captures read buffers in the same stream order a GPU kernel would.
 #pragma once

@@ -35,7 +35,7 @@
 #include "cuda_graphs.h"
 #include "env_config.h"
 #include "gpu_timing_hooks.h"
-#include "ncclrr/process_info.h"
+#include "ncclrr/trace/process_info.h"
 #include "runtime.h"
 #include "sketch_hooks.h"
 #include "triggers.h"

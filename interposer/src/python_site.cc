@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "env_config.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 #include "python_frames.h"
 #include "runtime.h"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ncclrr/records.h"
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/records.h"
+#include "ncclrr/trace/trace_writer.h"
 #include "real_nccl.h"
 
 namespace ncclrr::interpose {

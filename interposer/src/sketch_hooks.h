@@ -1,5 +1,5 @@
 // `record --sketch` (NCCLRR_SKETCH=1): data sketches of the buffers of every collective and
-// Send/Recv (DESIGN.md "Data checks", docs/sketches.md "Integration"). The send side is
+// Send/Recv (docs/design.md "Data checks", docs/sketches.md "Integration"). The send side is
 // sketched in stream order before the call, the recv side (and, out of place, the send
 // buffer's race sample) after it. Inside a group nothing runs before the outermost GroupEnd, so
 // both halves wait for it; on a nonblocking communicator whose call returned ncclInProgress the
@@ -11,7 +11,7 @@
 #pragma once
 #include <nccl.h>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::interpose {
 

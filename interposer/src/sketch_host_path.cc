@@ -1,4 +1,4 @@
-// Sketches on the host NCCL (replayer/hostnccl: every CPU test, the demo). Its buffers are host
+// Sketches on the host NCCL (hostnccl: every CPU test, the demo). Its buffers are host
 // memory and its streams are emulated: work runs when every rank has issued it, not when the
 // call returns. So each half of a call is a host function put on the call's stream with
 // ncclrrHostStreamAddCallback (like cudaLaunchHostFunc): the before-half runs once the work

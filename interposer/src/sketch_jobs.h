@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ncclrr/sketch/sketch.h"
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::interpose {
 

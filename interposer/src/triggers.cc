@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "call_clock.h"
-#include "ncclrr/fatal_signals.h"
+#include "ncclrr/trace/fatal_signals.h"
 #include "call_path.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"

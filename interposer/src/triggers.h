@@ -15,7 +15,7 @@
 #pragma once
 #include <atomic>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::interpose {
 

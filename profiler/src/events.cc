@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "chain.h"
+#include "ncclrr/trace/in_place.h"
 #include "event_handles.h"
 #include "name_maps.h"
 #include "plugin_config.h"
@@ -217,7 +218,9 @@ void RecordTask(CommContext* c, int rank, const TaskInfo& t) {
   r.enter_ns = r.exit_ns = MonotonicNs();
   r.seq = t.is_coll ? c->coll_seq.fetch_add(1) : c->NextP2pSeq(t.root_peer, t.api == Api::kRecv);
   r.type_seq = c->type_seq[static_cast<uint16_t>(t.api) & 127].fetch_add(1);
-  if (t.is_coll && InPlace(t.api, t.send, t.recv, t.count, t.dtype, r.rank))
+  if (t.is_coll && IsInPlace(t.api, reinterpret_cast<uint64_t>(t.send),
+                             reinterpret_cast<uint64_t>(t.recv), t.count, t.dtype, r.rank,
+                             t.root_peer))
     r.flags |= call_flags::kInPlace;
   if ((t.api == Api::kAllGather || t.api == Api::kBroadcast) && !c->noted_byte_counts) {
     c->noted_byte_counts = true;
@@ -236,7 +239,8 @@ void CompleteApiCall(CommContext* c, void* parent, const TaskInfo& t) {
   if (t.is_coll) {
     r.sendbuff = reinterpret_cast<uint64_t>(t.send);
     r.recvbuff = reinterpret_cast<uint64_t>(t.recv);
-    if (InPlace(static_cast<Api>(r.api), t.send, t.recv, r.count, r.dtype, c->rank))
+    if (IsInPlace(static_cast<Api>(r.api), r.sendbuff, r.recvbuff, r.count, r.dtype, c->rank,
+                  t.root_peer))
       r.flags |= call_flags::kInPlace;
   } else {
     r.root_peer = t.root_peer;

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::profiler {
 

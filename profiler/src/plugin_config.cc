@@ -1,42 +1,23 @@
 #include "plugin_config.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include "ncclrr/base/env_knobs.h"
 
 namespace ncclrr::profiler {
 namespace {
 
-const char* Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
-}
+constexpr const char* kWho = "ncclrr profiler plugin";
 
-// A malformed value never stops the job: the default is kept and stderr says so.
 template <typename T>
 void Number(const char* name, T* out, uint64_t max) {
-  const char* v = Env(name);
-  if (v == nullptr) return;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end != '\0' || v[0] == '-' || n > max) {
-    std::fprintf(stderr,
-                 "ncclrr profiler plugin: %s=\"%s\" is not a number up to %llu; using %llu\n", name,
-                 v, static_cast<unsigned long long>(max), static_cast<unsigned long long>(*out));
-    return;
-  }
-  *out = static_cast<T>(n);
+  *out = static_cast<T>(env::Unsigned(name, *out, max, kWho));
 }
 
-void Flag(const char* name, bool* out) {
-  if (const char* v = Env(name))
-    *out = std::strchr("1tTyY", v[0]) != nullptr || !strcasecmp(v, "on");
-}
+void Flag(const char* name, bool* out) { *out = env::Bool(name, *out, kWho); }
 
 PluginConfig Load() {
   PluginConfig c;
-  if (const char* v = Env("NCCLRR_TRACE_DIR")) c.trace_dir = v;
-  if (const char* v = Env("NCCLRR_CHAIN_PROFILER_PLUGIN")) c.chain = v;
+  c.trace_dir = env::String("NCCLRR_TRACE_DIR", c.trace_dir.c_str());
+  c.chain = env::String("NCCLRR_CHAIN_PROFILER_PLUGIN", "");
   Flag("NCCLRR_DISABLE", &c.disabled);
   Number("NCCLRR_FLUSH_MS", &c.flush_ms, 60'000);
   Number("NCCLRR_CLOCK_MS", &c.clock_ms, 3'600'000);

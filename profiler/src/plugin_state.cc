@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "ncclrr/process_info.h"
-#include "ncclrr/profiler/preload_handshake.h"
+#include "ncclrr/trace/process_info.h"
+#include "ncclrr/trace/preload_handshake.h"
 #include "plugin_config.h"
 
 

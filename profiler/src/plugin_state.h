@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ncclrr/records.h"
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/records.h"
+#include "ncclrr/trace/trace_writer.h"
 
 namespace ncclrr::profiler {
 
@@ -107,7 +107,7 @@ class PluginRecorder {
   void Note(NoteLevel level, const std::string& text);
   void NoteOnce(const char* key, NoteLevel level, const std::string& text);
 
-  // The preload handshake (include/ncclrr/profiler/preload_handshake.h).
+  // The preload handshake (trace/include/ncclrr/trace/preload_handshake.h).
   bool PreloadInRecordedCall() const;
   bool PreloadRecordsComm(uint64_t hash) const;
   bool PreloadLoaded() const { return preload_loaded_; }

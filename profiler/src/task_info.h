@@ -1,4 +1,4 @@
-// What a task event says, read alike from every descriptor version, and nccl.h's in-place rules.
+// What a task event says, read alike from every descriptor version.
 #pragma once
 #include <type_traits>
 
@@ -6,17 +6,6 @@
 #include "profiler_abi.h"
 
 namespace ncclrr::profiler {
-
-// nccl.h's in-place rules.
-inline bool InPlace(Api api, const void* send, const void* recv, uint64_t count, uint8_t dtype,
-                    int rank) {
-  const auto s = reinterpret_cast<uintptr_t>(send);
-  const auto r = reinterpret_cast<uintptr_t>(recv);
-  const uint64_t bytes = count * DtypeSize(dtype) * static_cast<uint64_t>(rank < 0 ? 0 : rank);
-  if (api == Api::kAllGather) return s == r + bytes;
-  if (api == Api::kReduceScatter) return r == s + bytes;
-  return s == r;
-}
 
 struct TaskInfo {
   bool is_coll = true;

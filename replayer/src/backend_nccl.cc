@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 
+#include "ncclrr/base/python_libs.h"
 #include "backend.h"
 #include "replay_env.h"
 
@@ -43,13 +44,13 @@ bool Sym(void* h, const char* name, F* f) {
 }
 
 StatusOr<CudaRt> LoadCudaRt() {
+  std::vector<std::string> names = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
+                                    "/usr/local/cuda/lib64/libcudart.so.13"};
+  for (const std::string& dir : PythonNvidiaLibDirs("cuda_runtime"))
+    for (const char* so : {"/libcudart.so.13", "/libcudart.so.12"}) names.push_back(dir + so);
   void* h = nullptr;
-  for (const char* name :
-       {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
-        "/usr/local/cuda/lib64/libcudart.so.13",
-        "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13",
-        "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12"})
-    if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  for (const std::string& name : names)
+    if ((h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
   if (h == nullptr)
     return NotFound(
         "--backend nccl: the CUDA runtime (libcudart.so.13 or .12) was not found; "
@@ -191,11 +192,11 @@ class NcclBackend : public Backend {
       const bool dir = stat(env, &st) == 0 && S_ISDIR(st.st_mode);
       candidates.push_back(dir ? std::string(env) + "/libnccl.so.2" : std::string(env));
     }
-    for (const char* p :
-         {"libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
-          "/usr/local/cuda/lib64/libnccl.so.2",
-          "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"})
+    for (const char* p : {"libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+                          "/usr/local/cuda/lib64/libnccl.so.2"})
       candidates.push_back(p);
+    for (const std::string& dir : PythonNvidiaLibDirs("nccl"))  // PyTorch's and JAX's wheels
+      candidates.push_back(dir + "/libnccl.so.2");
     std::string tried;
     for (const std::string& path : candidates) {
       auto api = NcclApi::Load(path);

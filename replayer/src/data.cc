@@ -5,8 +5,8 @@
 #include <unordered_map>
 
 #include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
-#include "ncclrr/capture_side_file.h"
-#include "parallel_for.h"
+#include "ncclrr/trace/capture_side_file.h"
+#include "ncclrr/base/parallel_for.h"
 
 namespace ncclrr::replay {
 namespace {
@@ -169,7 +169,7 @@ void DataSource::FillSend(const PlanCall& c, void* host) const {
                        !(c.flags & call_flags::kPreMulSum);
   const uint64_t key = InputKey(c);
   char* out = static_cast<char*>(host);
-  ParallelFor(c.send_elems, [&](int, uint64_t begin, uint64_t end) {
+  ParallelRanges(c.send_elems, [&](int, uint64_t begin, uint64_t end) {
     for (uint64_t i = begin; i < end; ++i)
       host::StoreFromDouble(c.dtype, SyntheticValue(seed_, key, c.rank, i, c.dtype, product),
                             out + i * size);

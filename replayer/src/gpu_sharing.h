@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 

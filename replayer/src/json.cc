@@ -1,6 +1,6 @@
 #include "json.h"
 
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 #include <cerrno>
 #include <cmath>

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 

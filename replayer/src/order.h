@@ -1,5 +1,5 @@
 #pragma once
-// Orderings (DESIGN.md "Replay"): for every actor, the order in which it issues its units.
+// Orderings (docs/design.md "Replay"): for every actor, the order in which it issues its units.
 //   recorded   as the trace shows them
 //   canonical  every rank issues its collectives in its communicators' logical order, and every
 //              actor merges its communicators by one global key, so no two ranks disagree

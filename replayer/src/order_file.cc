@@ -15,7 +15,7 @@
 #include <tuple>
 
 #include "json.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 #include "order.h"
 
 namespace ncclrr::replay {

@@ -7,7 +7,7 @@
 #include "ncclrr/analysis/collective_shape.h"
 #include "ncclrr/analysis/coverage.h"
 #include "ncclrr/analysis/logical_identity.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 #include "loop_steps.h"
 #include "tensor_ids.h"
 

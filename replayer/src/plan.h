@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ncclrr/analysis/model.h"
-#include "ncclrr/records.h"
-#include "ncclrr/status.h"
+#include "ncclrr/trace/records.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 

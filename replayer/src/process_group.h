@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "executor.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 

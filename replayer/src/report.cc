@@ -5,7 +5,7 @@
 #include <map>
 
 #include "json.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::replay {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
-#include "parallel_for.h"
+#include "ncclrr/base/parallel_for.h"
 
 namespace ncclrr::replay {
 namespace {
@@ -245,7 +245,7 @@ CallCheck CheckCall(const ReplayPlan& plan, const DataSource& data, const PlanCa
   const uint64_t common = std::min(c.recv_elems, ref.elems());
   // Each part checks a contiguous range; the first wrong element is the first part's that has one.
   std::vector<CallCheck> parts(static_cast<size_t>(ParallelParts(common)));
-  ParallelFor(common, [&](int p, uint64_t begin, uint64_t end) {
+  ParallelRanges(common, [&](int p, uint64_t begin, uint64_t end) {
     CallCheck& part = parts[static_cast<size_t>(p)];
     for (uint64_t i = begin; i < end; ++i) {
       double want = 0, tol = 0;

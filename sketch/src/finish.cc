@@ -1,6 +1,6 @@
 #include "finish.h"
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::sketch {
 

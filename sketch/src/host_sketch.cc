@@ -8,7 +8,7 @@
 
 #include "finish.h"
 #include "float_env.h"
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/sketch.h"
 #include "sketch_core.h"
 

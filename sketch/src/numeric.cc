@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "float_env.h"
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "sketch_core.h"
 
 namespace ncclrr::sketch {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
 

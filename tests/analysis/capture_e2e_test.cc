@@ -15,8 +15,8 @@
 #include <set>
 #include <sstream>
 
-#include "ncclrr/capture_side_file.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/capture_side_file.h"
+#include "ncclrr/trace/trace_reader.h"
 #include "run_util.h"
 
 namespace ncclrr::testing {

@@ -1,8 +1,8 @@
-// VerifyCaptured (analysis/src/capture_verify.h): every collective's outputs recomputed from the
+// VerifyCaptured (analysis/src/checks/capture_verify.h): every collective's outputs recomputed from the
 // ranks' captured inputs: right outputs pass (floating sums in any order within the tolerance),
 // one wrong element is found with its index and values, max/min/prod/avg and integer types are
 // exact, data movement is bitwise.
-#include "capture_verify.h"
+#include "checks/capture_verify.h"
 
 #include <gtest/gtest.h>
 

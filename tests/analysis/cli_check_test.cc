@@ -11,27 +11,16 @@
 #include <sstream>
 
 #include "scenarios.h"
+#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result RunNcclrr(const std::string& args) {
-  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
+// stdout only: the JSON and text reports are compared whole.
+using Result = CommandResult;
+CommandResult RunStdout(const std::string& args) { return RunShell(TestProgram("ncclrr") + " " + args); }
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -62,13 +51,13 @@ class CliCheckTest : public ::testing::Test {
 };
 
 TEST_F(CliCheckTest, CleanTraceExitsZero) {
-  const Result r = RunNcclrr("check " + Write("clean_many_comms").string() + " 2>&1");
+  const Result r = RunStdout("check " + Write("clean_many_comms").string() + " 2>&1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("summary: 0 findings"), std::string::npos) << r.out;
 }
 
 TEST_F(CliCheckTest, FindingsExitOneAndStableTextIsTheGolden) {
-  const Result r = RunNcclrr("check --stable " + Write("order_swap").string());
+  const Result r = RunStdout("check --stable " + Write("order_swap").string());
   EXPECT_EQ(r.code, 1);
   const fs::path golden =
       fs::path(std::getenv("NCCLRR_SOURCE_DIR")) / "tests/analysis/golden/order_swap.txt";
@@ -76,7 +65,7 @@ TEST_F(CliCheckTest, FindingsExitOneAndStableTextIsTheGolden) {
 }
 
 TEST_F(CliCheckTest, JsonHasTheContractFields) {
-  const Result r = RunNcclrr("check --json " + Write("count_mismatch").string());
+  const Result r = RunStdout("check --json " + Write("count_mismatch").string());
   EXPECT_EQ(r.code, 1);
   for (const char* field :
        {"\"findings\":[", "\"kind\":\"count_mismatch\"", "\"comm\":\"0x5a17c0de00000001\"",
@@ -87,25 +76,25 @@ TEST_F(CliCheckTest, JsonHasTheContractFields) {
 
 TEST_F(CliCheckTest, NotesCountOnlyUnderStrict) {
   const std::string dir = Write("torn_file").string();
-  EXPECT_EQ(RunNcclrr("check " + dir).code, 0);
-  const Result strict = RunNcclrr("check --strict " + dir);
+  EXPECT_EQ(RunStdout("check " + dir).code, 0);
+  const Result strict = RunStdout("check --strict " + dir);
   EXPECT_EQ(strict.code, 1);
   EXPECT_NE(strict.out.find("--strict: notes count as findings"), std::string::npos);
 }
 
 TEST_F(CliCheckTest, NoUsableTraceExitsTwoWithAClearMessage) {
-  const Result missing = RunNcclrr("check /nonexistent/ncclrr-trace 2>&1");
+  const Result missing = RunStdout("check /nonexistent/ncclrr-trace 2>&1");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.out.find("does not exist"), std::string::npos) << missing.out;
   const fs::path junk = fs::temp_directory_path() / ("ncclrr-junk-" + std::to_string(getpid()));
   fs::create_directories(junk);
   std::ofstream(junk / "x.ncclrr") << "not a trace";
-  const Result bad = RunNcclrr("check " + junk.string() + " 2>&1");
+  const Result bad = RunStdout("check " + junk.string() + " 2>&1");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("not an ncclrr trace"), std::string::npos) << bad.out;
   fs::remove_all(junk);
-  EXPECT_EQ(RunNcclrr("check 2>&1").code, 2);
-  EXPECT_EQ(RunNcclrr("check --bogus x 2>&1").code, 2);
+  EXPECT_EQ(RunStdout("check 2>&1").code, 2);
+  EXPECT_EQ(RunStdout("check --bogus x 2>&1").code, 2);
 }
 
 // `ncclrr diff A B`: the same directory twice is equivalent (exit 0); two runs of one program,
@@ -113,7 +102,7 @@ TEST_F(CliCheckTest, NoUsableTraceExitsTwoWithAClearMessage) {
 // was expected.
 TEST_F(CliCheckTest, DiffOfATraceWithItselfIsEquivalent) {
   const std::string dir = Write("clean_many_comms").string();
-  const Result r = RunNcclrr("diff " + dir + " " + dir + " 2>&1");
+  const Result r = RunStdout("diff " + dir + " " + dir + " 2>&1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("summary: equivalent, no differences; 7 of 7 + 7 communicators matched"),
             std::string::npos)
@@ -123,11 +112,11 @@ TEST_F(CliCheckTest, DiffOfATraceWithItselfIsEquivalent) {
 TEST_F(CliCheckTest, DiffOfTwoRunsNamesTheSwap) {
   const std::string a = Write("fresh_buffers_clean").string();
   const std::string b = Write("fresh_buffers_swap").string();
-  const Result text = RunNcclrr("diff --stable " + a + " " + b);
+  const Result text = RunStdout("diff --stable " + a + " " + b);
   EXPECT_EQ(text.code, 1) << text.out;
   EXPECT_NE(text.out.find("difference[order]"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find(a), std::string::npos) << "--stable leaves out paths";
-  const Result json = RunNcclrr("diff --json " + a + " " + b);
+  const Result json = RunStdout("diff --json " + a + " " + b);
   EXPECT_EQ(json.code, 1);
   for (const char* field : {"\"runs\":{\"a\":{\"path\":\"", "\"kind\":\"order\"",
                             "\"calls_a\":[{\"file\":", "\"exit_code\":1"})
@@ -136,7 +125,7 @@ TEST_F(CliCheckTest, DiffOfTwoRunsNamesTheSwap) {
 
 TEST_F(CliCheckTest, DiffOfUnusableInputExitsTwoSayingWhatWasExpected) {
   const std::string good = Write("clean_two_ranks").string();
-  const Result missing = RunNcclrr("diff " + good + " /nonexistent/ncclrr-trace 2>&1");
+  const Result missing = RunStdout("diff " + good + " /nonexistent/ncclrr-trace 2>&1");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.out.find("run B: '/nonexistent/ncclrr-trace' does not exist; expected a "
                              "trace directory"),
@@ -145,17 +134,17 @@ TEST_F(CliCheckTest, DiffOfUnusableInputExitsTwoSayingWhatWasExpected) {
   const fs::path empty = fs::temp_directory_path() / ("ncclrr-empty-" + std::to_string(getpid()));
   fs::create_directories(empty);
   dirs_.push_back(empty);
-  const Result none = RunNcclrr("diff " + empty.string() + " " + good + " 2>&1");
+  const Result none = RunStdout("diff " + empty.string() + " " + good + " 2>&1");
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.out.find("run A: no trace files (*.ncclrr)"), std::string::npos) << none.out;
-  EXPECT_EQ(RunNcclrr("diff " + good + " 2>&1").code, 2);  // one directory
-  EXPECT_EQ(RunNcclrr("diff --bogus " + good + " " + good + " 2>&1").code, 2);
+  EXPECT_EQ(RunStdout("diff " + good + " 2>&1").code, 2);  // one directory
+  EXPECT_EQ(RunStdout("diff --bogus " + good + " " + good + " 2>&1").code, 2);
 }
 
 TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
   const fs::path dir = Write("cross_comm_order");
   const fs::path out = dir / "export.json";
-  const Result r = RunNcclrr("export " + dir.string() + " --format chrome-json -o " + out.string());
+  const Result r = RunStdout("export " + dir.string() + " --format chrome-json -o " + out.string());
   EXPECT_EQ(r.code, 0) << r.out;
   const std::string j = Slurp(out);
   EXPECT_EQ(j.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0u);
@@ -164,9 +153,9 @@ TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
        {"\"ph\":\"X\"", "\"ph\":\"s\"", "\"ph\":\"f\"", "\"name\":\"process_name\"",
         "\"name\":\"thread_name\"", "\"ph\":\"i\"", "\"name\":\"cross_comm_order\""})
     EXPECT_NE(j.find(needle), std::string::npos) << needle;
-  EXPECT_EQ(RunNcclrr("export " + dir.string() + " --format pprof -o x 2>&1").code, 2);
-  EXPECT_EQ(RunNcclrr("export " + dir.string() + " 2>&1").code, 2);  // -o is required
-  EXPECT_EQ(RunNcclrr("export " + dir.string() + " -o /nonexistent/dir/x.json 2>&1").code, 2);
+  EXPECT_EQ(RunStdout("export " + dir.string() + " --format pprof -o x 2>&1").code, 2);
+  EXPECT_EQ(RunStdout("export " + dir.string() + " 2>&1").code, 2);  // -o is required
+  EXPECT_EQ(RunStdout("export " + dir.string() + " -o /nonexistent/dir/x.json 2>&1").code, 2);
 }
 
 // The default format is Perfetto's protobuf: a Trace whose first field is packet (1, bytes),
@@ -174,13 +163,13 @@ TEST_F(CliCheckTest, ExportWritesChromeTraceJson) {
 TEST_F(CliCheckTest, ExportDefaultsToPerfettoProtobuf) {
   const fs::path dir = Write("cross_comm_order");
   const fs::path proto = dir / "export.pftrace", json = dir / "export.json";
-  const Result r = RunNcclrr("export " + dir.string() + " -o " + proto.string());
+  const Result r = RunStdout("export " + dir.string() + " -o " + proto.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Perfetto protobuf"), std::string::npos) << r.out;
   const std::string bytes = Slurp(proto);
   ASSERT_FALSE(bytes.empty());
   EXPECT_EQ(static_cast<uint8_t>(bytes[0]), (1u << 3) | 2u);
-  ASSERT_EQ(RunNcclrr("export " + dir.string() + " --format chrome-json -o " + json.string()).code,
+  ASSERT_EQ(RunStdout("export " + dir.string() + " --format chrome-json -o " + json.string()).code,
             0);
   EXPECT_LT(bytes.size(), Slurp(json).size());
 }
@@ -189,7 +178,7 @@ TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
   const fs::path dir = Write("cross_comm_order");
   const fs::path out = dir / "fr";
   const Result r =
-      RunNcclrr("export " + dir.string() + " --format flight-recorder-json -o " + out.string());
+      RunStdout("export " + dir.string() + " --format flight-recorder-json -o " + out.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Flight Recorder dumps"), std::string::npos) << r.out;
   for (const char* f : {"nccl_trace_rank_0", "nccl_trace_rank_1"}) {
@@ -199,7 +188,7 @@ TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
   }
   // The default is the pickle FR writes and fr_trace reads (protocol 2, then a dict).
   const fs::path pickled = dir / "fr-pickle";
-  ASSERT_EQ(RunNcclrr("export " + dir.string() + " --format flight-recorder -o " +
+  ASSERT_EQ(RunStdout("export " + dir.string() + " --format flight-recorder -o " +
                       pickled.string())
                 .code,
             0);
@@ -207,7 +196,7 @@ TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
   EXPECT_EQ(dump.substr(0, 3), std::string("\x80\x02}", 3));
   EXPECT_EQ(dump.back(), '.');
   EXPECT_NE(dump.find("nccl:all_reduce"), std::string::npos);
-  const Result help = RunNcclrr("export --help 2>&1");
+  const Result help = RunStdout("export --help 2>&1");
   EXPECT_NE(help.out.find("flight-recorder"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("chrome-json"), std::string::npos) << help.out;
 }

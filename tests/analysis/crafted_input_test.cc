@@ -17,11 +17,12 @@
 #include <iterator>
 
 #include "frame_io.h"
-#include "ncclrr/format.h"
-#include "ncclrr/synthetic_trace.h"
-#include "ncclrr/trace_reader.h"
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/format.h"
+#include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/trace/trace_reader.h"
+#include "ncclrr/trace/trace_writer.h"
 #include "scenarios.h"
+#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::testing {
 namespace {
@@ -30,21 +31,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code = -1;  // -1: killed by a signal
-  std::string out;
-};
-
-Result Ncclrr(const std::string& args) {
-  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = ncclrr::testing::CommandResult;  // code -1: killed by a signal
+Result Ncclrr(const std::string& args) { return ncclrr::testing::RunNcclrr(args, true); }
 
 std::string Dir(const std::string& name) {
   const fs::path d = fs::path(::testing::TempDir()) / ("crafted-" + name);

@@ -14,6 +14,7 @@
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
+#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -138,13 +139,9 @@ std::string RecordExample(const std::string& scenario, const std::string& tag) {
 }
 
 int RunDiff(const std::string& a, const std::string& b, std::string* out) {
-  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr diff --json " +
-                          a + " " + b + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  return WEXITSTATUS(pclose(p));
+  const auto r = ncclrr::testing::RunNcclrr("diff --json " + a + " " + b, true);
+  *out += r.out;
+  return r.code;
 }
 
 TEST(ExampleDiff, TwoCleanRunsAreEquivalentAndASwapIsNamed) {

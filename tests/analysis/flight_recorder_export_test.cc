@@ -46,10 +46,10 @@ std::map<int, json> ExportAndRead(const std::string& scenario,
 }
 
 void ExpectFrShape(const json& d) {
-  EXPECT_EQ(d.at("version"), "2.10");
+  EXPECT_EQ(d.at("version").get<std::string>(), "2.10");
   ASSERT_TRUE(d.at("comm_lib_version").is_string());
   for (const auto& [pg, cfg] : d.at("pg_config").items()) {
-    EXPECT_EQ(cfg.at("name"), pg);
+    EXPECT_EQ(cfg.at("name").get<std::string>(), pg);
     EXPECT_TRUE(cfg.at("desc").is_string());
     const std::string ranks = cfg.at("ranks");  // ast.literal_eval'd by fr_trace
     EXPECT_EQ(ranks.front(), '[');
@@ -61,7 +61,7 @@ void ExpectFrShape(const json& d) {
       EXPECT_TRUE(st.at(k).is_string()) << k;
   int64_t record = 0, last_time = 0;
   for (const json& e : d.value("entries", json::array())) {
-    EXPECT_EQ(e.at("record_id"), record++);
+    EXPECT_EQ(e.at("record_id").get<int64_t>(), record++);
     EXPECT_TRUE(e.at("pg_id").is_number_integer());
     ASSERT_EQ(e.at("process_group").size(), 2u);
     EXPECT_TRUE(d.at("pg_config").contains(e.at("process_group")[0].get<std::string>()));
@@ -106,17 +106,18 @@ TEST(FlightRecorderExport, OneDumpPerRankInFlightRecorderShape) {
   std::map<std::pair<std::string, int64_t>, std::string> op_at;
   for (const auto& [r, d] : dumps) {
     for (const auto& [pg, cfg] : d.at("pg_config").items()) {
-      auto [it, added] = members.emplace(pg, cfg.at("ranks"));
-      EXPECT_EQ(it->second, cfg.at("ranks")) << "pg " << pg;
+      const std::string ranks = cfg.at("ranks").get<std::string>();
+      auto [it, added] = members.emplace(pg, ranks);
+      EXPECT_EQ(it->second, ranks) << "pg " << pg;
     }
     for (const json& e : d.at("entries")) {
       if (e.at("is_p2p")) continue;
       const auto key = std::make_pair(e.at("process_group")[0].get<std::string>(),
                                       e.at("collective_seq_id").get<int64_t>());
       auto [it, added] = op_at.emplace(key, e.at("profiling_name"));
-      EXPECT_EQ(it->second, e.at("profiling_name")) << "pg " << key.first << " seq " << key.second;
+      EXPECT_EQ(it->second, e.at("profiling_name").get<std::string>()) << "pg " << key.first << " seq " << key.second;
       EXPECT_GE(key.second, 1);  // FR's sequence ids start at 1
-      EXPECT_EQ(e.at("state"), "completed");  // the synthetic processes ended cleanly
+      EXPECT_EQ(e.at("state").get<std::string>(), "completed");  // the synthetic processes ended cleanly
     }
   }
 }

@@ -19,7 +19,8 @@
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/report_format.h"
-#include "ncclrr/fr_import.h"
+#include "ncclrr/analysis/fr_import.h"
+#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -125,35 +126,23 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result RunNcclrr(const std::string& args) {
-  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
+using Result = ncclrr::testing::CommandResult;
+// stdout only: the JSON reports are parsed whole.
+Result RunStdout(const std::string& args) { return ncclrr::testing::RunShell(ncclrr::testing::TestProgram("ncclrr") + " " + args); }
 
 TEST(ImportFrVerb, ImportThenCheck) {
   const fs::path out = Scratch("verb");
-  Result r = RunNcclrr("import-fr " + (FrData() / "count").string() + " -o " + out.string());
+  Result r = RunStdout("import-fr " + (FrData() / "count").string() + " -o " + out.string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("2 Flight Recorder dump(s) (version 2.10)"), std::string::npos) << r.out;
-  r = RunNcclrr("check " + out.string() + " --json");
+  r = RunStdout("check " + out.string() + " --json");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("\"kind\":\"count_mismatch\""), std::string::npos) << r.out;
   // A second import into the same directory is refused, and a foreign file is a clear error.
-  r = RunNcclrr("import-fr " + (FrData() / "count").string() + " -o " + out.string() + " 2>&1");
+  r = RunStdout("import-fr " + (FrData() / "count").string() + " -o " + out.string() + " 2>&1");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("already holds a trace"), std::string::npos) << r.out;
-  r = RunNcclrr("import-fr " + (FrData() / "count" / "fr_trace.txt").string() + " -o " +
+  r = RunStdout("import-fr " + (FrData() / "count" / "fr_trace.txt").string() + " -o " +
                 out.string() + "-x 2>&1");
   EXPECT_EQ(r.code, 2) << r.out;
   fs::remove_all(out);
@@ -193,7 +182,7 @@ TEST(FrRoundTrip, ExportedDumpsImportBackWithTheSameFinding) {
 }
 
 TEST(ImportFrVerb, Help) {
-  const Result r = RunNcclrr("import-fr --help");
+  const Result r = RunStdout("import-fr --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("Flight Recorder"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped, never guessed"), std::string::npos) << r.out;

@@ -12,8 +12,8 @@
 #include <iterator>
 
 #include "ncclrr/analysis/live_status.h"
-#include "ncclrr/trace_follower.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_follower.h"
+#include "ncclrr/trace/trace_reader.h"
 #include "scenarios.h"
 
 namespace ncclrr::analysis {

@@ -1,7 +1,7 @@
 #pragma once
 // A protobuf wire-format decoder for tests: splits a message into its fields, failing on
 // anything malformed (truncated varints, lengths past the end, wire types the Perfetto export
-// never writes). Independent of the writer in analysis/src/proto_writer.h on purpose.
+// never writes). Independent of the writer in analysis/src/export/proto_writer.h on purpose.
 #include <cstdint>
 #include <stdexcept>
 #include <string>

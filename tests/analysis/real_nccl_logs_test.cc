@@ -16,7 +16,7 @@
 #include "golden_file.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
-#include "ncclrr/nccl_log_import.h"
+#include "ncclrr/analysis/nccl_log_import.h"
 
 namespace ncclrr::analysis {
 namespace {

@@ -1,12 +1,12 @@
 #pragma once
 // Scripted traces for the analysis tests: one builder per shape the golden tests cover. Each
-// returns a SyntheticScript (see recorder/include/ncclrr/synthetic_trace.h) whose trace the
+// returns a SyntheticScript (see testing/include/ncclrr/testing/synthetic_trace.h) whose trace the
 // tests write, check and compare with tests/analysis/golden/<name>.{txt,json}.
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace ncclrr::testing {
 

@@ -1,5 +1,5 @@
 // AlignSequences explains disagreements by the smallest edit: reorder, skip, extra, mismatch.
-#include "sequence_align.h"
+#include "model/sequence_align.h"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
-#include "ncclrr/synthetic_trace.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::analysis {
 namespace {

@@ -8,26 +8,14 @@
 #include <fstream>
 #include <string>
 
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result RunNcclrr(const std::string& args) {
-  const std::string cmd = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
+using Result = testing::CommandResult;
+Result RunNcclrr(const std::string& args) { return testing::RunNcclrr(args, true); }
 
 class CliTest : public ::testing::Test {
  protected:

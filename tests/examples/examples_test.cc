@@ -1,5 +1,5 @@
 // Runs every ncclrr-example scenario as a subprocess on the host NCCL and checks its exit code
-// and output: the contract in DESIGN.md (0 right, 1 #wrong > 0, 3 hang).
+// and output: the contract in docs/design.md (0 right, 1 #wrong > 0, 3 hang).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,26 +9,16 @@
 #include <string>
 #include <tuple>
 
+#include "ncclrr/testing/run_program.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = ncclrr::testing::CommandResult;
 
 Result RunExample(const std::string& args) {
-  const char* bin = std::getenv("NCCLRR_TEST_BIN");
-  const std::string cmd = "NCCLRR_HOST_TIMEOUT_MS=300 " + std::string(bin ? bin : "build/bin") +
-                          "/ncclrr-example " + args + " 2>/dev/null";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return ncclrr::testing::RunShell("NCCLRR_HOST_TIMEOUT_MS=300 " +
+                                   ncclrr::testing::TestProgram("ncclrr-example") + " " + args +
+                                   " 2>/dev/null");
 }
 
 using Case = std::tuple<const char*, int>;  // scenario, exit code on the host NCCL (threads)

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "fr_calls.h"
-#include "fr_dump.h"
+#include "import/fr_calls.h"
+#include "import/fr_dump.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ncclrr/nccl_log_import.h"
+#include "ncclrr/analysis/nccl_log_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Two "files": the same bytes split at a point the first byte chooses, as a job's logs are

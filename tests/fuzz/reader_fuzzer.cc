@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/ncclrr-fuzz-" + std::to_string(getpid()) + ".ncclrr";

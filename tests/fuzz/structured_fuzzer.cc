@@ -23,9 +23,9 @@
 #include "ncclrr/analysis/live_status.h"
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/analysis/perfetto_export.h"
-#include "ncclrr/format.h"
-#include "ncclrr/trace_follower.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/format.h"
+#include "ncclrr/trace/trace_follower.h"
+#include "ncclrr/trace/trace_reader.h"
 #include "plan.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);

@@ -29,7 +29,7 @@
 
 #include "cuda_rt.h"
 #include "ncclrr/gputiming/gpu_timer.h"
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/trace_writer.h"
 
 using ncclrr::GpuTimeRecord;
 using ncclrr::MonotonicNs;

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "ncclrr/format.h"
+#include "ncclrr/trace/format.h"
 
 namespace ncclrr::gputiming {
 namespace {

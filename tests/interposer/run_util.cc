@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::testing {
 namespace {
@@ -35,16 +35,6 @@ std::string FreshDir(const std::string& tag) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
-}
-
-ShellResult RunShell(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = p != nullptr ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 RunResult RunApp(const std::string& app, const std::vector<std::string>& args,

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::testing {
 
@@ -20,12 +20,8 @@ struct RunResult {
 RunResult RunApp(const std::string& app, const std::vector<std::string>& args,
                  const std::string& trace_dir, const std::map<std::string, std::string>& env = {});
 
-// Runs `cmd` with /bin/sh: its exit status and stdout (add 2>&1 for stderr too).
-struct ShellResult {
-  int code;
-  std::string out;
-};
-ShellResult RunShell(const std::string& cmd);
+// RunShell (ncclrr/testing/run_program.h) runs a shell command: its exit status and stdout.
+using ShellResult = CommandResult;
 
 // A fresh empty directory under the system temp dir, unique per test.
 std::string FreshDir(const std::string& tag);

@@ -9,8 +9,8 @@
 #include <set>
 #include <string>
 
-#include "ncclrr/describe.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/describe.h"
+#include "ncclrr/trace/trace_reader.h"
 
 using namespace ncclrr;
 

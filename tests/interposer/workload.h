@@ -22,7 +22,7 @@ struct NcclApi {
 #define NCCLRR_TEST_FIELD(name) decltype(&::name) name = nullptr;
   NCCLRR_TEST_API(NCCLRR_TEST_FIELD)
 #undef NCCLRR_TEST_FIELD
-  // The host NCCL's stream calls (replayer/hostnccl/include/ncclrr/hostnccl.h).
+  // The host NCCL's stream calls (hostnccl/include/ncclrr/hostnccl.h).
   cudaStream_t (*StreamCreate)() = nullptr;
   ncclResult_t (*StreamSynchronize)(cudaStream_t) = nullptr;
 };

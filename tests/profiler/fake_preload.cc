@@ -1,4 +1,4 @@
-// The preload interposer's side of the handshake (include/ncclrr/profiler/preload_handshake.h),
+// The preload interposer's side of the handshake (trace/include/ncclrr/trace/preload_handshake.h),
 // steered by the test: which thread is "inside a recorded call" and which comm it records.
 #include <atomic>
 #include <cstdint>

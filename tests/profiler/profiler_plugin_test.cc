@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "nccl_sim.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::profiler::test {
 namespace {

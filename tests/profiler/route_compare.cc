@@ -5,7 +5,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::profiler::test {
 namespace {

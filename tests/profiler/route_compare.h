@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/status.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/base/status.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::profiler::test {
 

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/trace_writer.h"
 
 namespace ncclrr::profiler::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/trace_writer.h"
 #include "replay_scripts.h"
 
 namespace ncclrr::testing {

@@ -1,4 +1,4 @@
-// `ncclrr replay` as users and scripts run it: exit codes 0/1/2 (DESIGN.md), byte-identical
+// `ncclrr replay` as users and scripts run it: exit codes 0/1/2 (docs/design.md), byte-identical
 // stdout between two runs, JSON on request, usage errors that say what to do.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/trace_writer.h"
 #include "replay_scripts.h"
 
 namespace ncclrr::testing {

@@ -198,21 +198,6 @@ replay::ReplayOptions TestOptions(const std::string& orders, double timeout_s) {
   return o;
 }
 
-CommandResult RunNcclrr(const std::string& args, bool with_stderr) {
-  const char* bin = std::getenv("NCCLRR_TEST_BIN");
-  const std::string cmd = std::string(bin ? bin : "build/bin") + "/ncclrr " + args +
-                          (with_stderr ? " 2>&1" : " 2>/dev/null");
-  CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 replay::ReplayReport MustReplay(const analysis::TraceModel& model,
                                 const replay::ReplayOptions& options) {
   auto report = replay::Replay(model, options);

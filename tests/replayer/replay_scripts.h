@@ -9,7 +9,8 @@
 
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/replay/replayer.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::testing {
 
@@ -36,12 +37,7 @@ std::unique_ptr<analysis::TraceModel> WriteAndLoad(SyntheticScript script, const
 // Options for replays in tests: the host NCCL of this build, a short timeout.
 replay::ReplayOptions TestOptions(const std::string& orders, double timeout_s = 1.0);
 
-struct CommandResult {
-  int code = -1;
-  std::string out;  // stdout (stderr is discarded unless `with_stderr`)
-};
-// Runs the build's `ncclrr` with `args` (a shell command line tail).
-CommandResult RunNcclrr(const std::string& args, bool with_stderr = false);
+// RunNcclrr (ncclrr/testing/run_program.h) runs the build's `ncclrr` with `args`.
 
 // Replays and fails the test (returning an empty report) when the replay errors.
 replay::ReplayReport MustReplay(const analysis::TraceModel& model,

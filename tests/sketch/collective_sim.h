@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/identity.h"
 
 namespace ncclrr::sketch::test {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/device.h"
 #include "ncclrr/sketch/sketch.h"
 

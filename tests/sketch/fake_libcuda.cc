@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "device/kernel_abi.h"
+#include "kernel_abi.h"
 #include "kernel_emulator.h"
 
 namespace {

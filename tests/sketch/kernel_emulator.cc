@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "device/kernel_body.h"
-#include "device/launch_plan.h"
+#include "kernel_body.h"
+#include "launch_plan.h"
 #include "float_env.h"
 
 namespace ncclrr::sketch::test {

@@ -1,5 +1,5 @@
 #pragma once
-// Runs the CUDA kernel's body (sketch/src/device/kernel_body.h) on the host: one cooperative
+// Runs the CUDA kernel's body (sketch/device/src/kernel_body.h) on the host: one cooperative
 // fiber per GPU thread, barriers for __syncthreads and for the warp shuffles. Slow, but it
 // executes the exact source the GPU runs — indexing, tiling, rounds, stacks, the last-CTA protocol
 // — so the CI proves the kernel bit-identical to the host implementation without a GPU.
@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "device/kernel_abi.h"
+#include "kernel_abi.h"
 #include "ncclrr/sketch/sketch.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::sketch::test {
 

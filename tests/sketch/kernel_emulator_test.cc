@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "device/launch_plan.h"
+#include "launch_plan.h"
 #include "kernel_emulator.h"
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
 

@@ -156,7 +156,7 @@ TEST(Similarity, CosineOfUnrelatedBuffersHasTheStatedSpread) {
   const double mean = sum / pairs, sd = std::sqrt(sum2 / pairs - mean * mean);
   EXPECT_LT(std::fabs(mean), 0.02);
   EXPECT_GT(sd, 0.045);
-  EXPECT_LT(sd, 0.08);  // ~1/√256 = 0.0625, the "cosine error ~0.06" of DESIGN.md
+  EXPECT_LT(sd, 0.08);  // ~1/√256 = 0.0625, the "cosine error ~0.06" of docs/design.md
 }
 
 }  // namespace

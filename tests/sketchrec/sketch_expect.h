@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::testing {
 

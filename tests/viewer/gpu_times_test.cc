@@ -9,7 +9,7 @@
 #include "models/model_dump.h"
 #include "models/timeline_style.h"
 #include "ncclrr/analysis/check.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/trace_reader.h"
 #include "viewer_test_util.h"
 
 namespace ncclrr::viewer {

@@ -1,6 +1,6 @@
 #include "viewer_test_util.h"
 
-#include "ncclrr/trace_writer.h"
+#include "ncclrr/trace/trace_writer.h"
 
 #include <unistd.h>
 

@@ -9,7 +9,7 @@
 
 #include "models/timeline_painter.h"
 #include "models/trace_session.h"
-#include "ncclrr/synthetic_trace.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace ncclrr::viewer::testing {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::viewer {
 

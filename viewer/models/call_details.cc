@@ -6,7 +6,7 @@
 
 #include "models/alignment_model.h"
 #include "models/time_axis.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::viewer {
 namespace {

@@ -5,7 +5,7 @@
 #include <QStringList>
 
 #include "models/timeline_style.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::viewer {
 namespace {

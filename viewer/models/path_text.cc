@@ -1,6 +1,6 @@
 #include "models/path_text.h"
 
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::viewer {
 

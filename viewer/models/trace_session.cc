@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "ncclrr/analysis/check.h"
-#include "ncclrr/describe.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::viewer {
 namespace {

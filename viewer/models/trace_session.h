@@ -17,7 +17,7 @@
 #include "models/timeline_index.h"
 #include "ncclrr/analysis/finding.h"
 #include "ncclrr/analysis/model.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::viewer {
 

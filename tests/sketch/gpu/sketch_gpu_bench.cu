@@ -2,7 +2,7 @@
 #include <chrono>
 #include <string>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "sketch_gpu_check.h"
 
 namespace ncclrr::sketch::gpucheck {

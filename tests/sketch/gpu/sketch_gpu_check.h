@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/device.h"
 
 #define CUDA_OK(call)                                                                            \

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::analysis {
 

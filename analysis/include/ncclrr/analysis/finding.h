@@ -1,6 +1,6 @@
 #pragma once
 // Findings and notes: what `ncclrr check` reports, the viewer lists and the replayer verifies.
-// Field meanings are DESIGN.md's "Findings" contract; JSON is produced by report_format.h.
+// Field meanings are docs/design.md's "Findings" contract; JSON is produced by report_format.h.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -115,7 +115,7 @@ struct Report {
   Summary summary;
   bool usable = true;  // false: no trace file could be read (exit 2)
 
-  // DESIGN.md: 0 no findings, 1 findings (or notes under --strict), 2 no usable trace.
+  // docs/design.md: 0 no findings, 1 findings (or notes under --strict), 2 no usable trace.
   int ExitCode(bool strict) const;
 };
 

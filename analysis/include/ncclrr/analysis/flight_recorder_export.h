@@ -17,7 +17,7 @@
 #include <string>
 
 #include "ncclrr/analysis/model.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::analysis {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::analysis {
 

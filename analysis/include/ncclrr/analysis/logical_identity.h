@@ -1,5 +1,5 @@
 #pragma once
-// Logical identity (DESIGN.md): what "the same tensor" means across ranks and steps, weighed from
+// Logical identity (docs/design.md): what "the same tensor" means across ranks and steps, weighed from
 // every piece of evidence the trace has:
 // - the (buffer address, count, dtype) key of each call, mapped across ranks by the position it
 //   holds in the majority of steps: rank r's key K is the logical tensor of the reference rank

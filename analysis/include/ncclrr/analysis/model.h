@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ncclrr/records.h"
-#include "ncclrr/status.h"
-#include "ncclrr/trace_data.h"
-#include "ncclrr/trace_reader.h"
+#include "ncclrr/trace/records.h"
+#include "ncclrr/base/status.h"
+#include "ncclrr/trace/trace_data.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::analysis {
 

@@ -13,7 +13,7 @@
 
 #include "ncclrr/analysis/finding.h"
 #include "ncclrr/analysis/model.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::analysis {
 

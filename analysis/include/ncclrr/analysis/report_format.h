@@ -1,5 +1,5 @@
 #pragma once
-// Text (compiler-diagnostic style) and JSON renderings of a Report. JSON follows DESIGN.md:
+// Text (compiler-diagnostic style) and JSON renderings of a Report. JSON follows docs/design.md:
 // {"findings":[...],"notes":[...],"summary":{...}} with `comm` as "0x%016x" and `seq` null
 // where it does not apply. `stable` leaves out addresses, pids, file paths and times.
 #include <string>

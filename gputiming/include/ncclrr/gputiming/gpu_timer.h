@@ -29,9 +29,9 @@
 #include <memory>
 #include <string>
 
-#include "ncclrr/records.h"
-#include "ncclrr/status.h"
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/records.h"
+#include "ncclrr/base/status.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::gputiming {
 

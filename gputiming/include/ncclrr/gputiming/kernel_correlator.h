@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::gputiming {
 

@@ -1,5 +1,5 @@
 #pragma once
-// What `ncclrr replay` is asked to do (DESIGN.md "Replay"): which backend re-executes the calls,
+// What `ncclrr replay` is asked to do (docs/design.md "Replay"): which backend re-executes the calls,
 // in which orders, with which data, and how long a replay may stand still before it counts as a
 // hang. Parsing lives here so the CLI and tests share one definition of the order syntax.
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 
@@ -22,7 +22,7 @@ enum class DataMode : uint8_t {
   kCaptured,   // the buffers the recording captured (CaptureRef side files)
 };
 
-// One ordering of the calls (DESIGN.md "Replay").
+// One ordering of the calls (docs/design.md "Replay").
 struct OrderSpec {
   enum class Kind : uint8_t {
     kRecorded,   // every rank issues its calls as it did when recorded: reproduce

@@ -1,5 +1,5 @@
 #pragma once
-// ncclrr_replay: re-executes a recorded trace (DESIGN.md "Replay"). The replayer rebuilds the
+// ncclrr_replay: re-executes a recorded trace (docs/design.md "Replay"). The replayer rebuilds the
 // communicators, gives every recorded (process, device) its own thread, and issues each rank's
 // calls in the chosen order on the chosen backend; every call's output is checked against an
 // fp64 host reference of what the logical order should combine.
@@ -12,7 +12,7 @@
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/replay/options.h"
 #include "ncclrr/replay/report.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 

@@ -6,7 +6,7 @@
 // before and after a call (race.h) and the outputs that NCCL makes identical on every rank.
 #include <cstddef>
 
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::sketch {
 

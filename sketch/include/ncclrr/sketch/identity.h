@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/tolerance.h"
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::sketch {
 

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "ncclrr/records.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/sketch.h"
-#include "ncclrr/status.h"
+#include "ncclrr/base/status.h"
 
 namespace ncclrr::sketch {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::sketch {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The tolerance of a floating-point reduction identity (DESIGN.md "Data checks").
+// The tolerance of a floating-point reduction identity (docs/design.md "Data checks").
 //
 // For an output block, Δ_k = d_k(recv) − Σ_r s_r d_k(send_r). Three sources of rounding:
 //  1. The reduction: recv = Σ_r s_r x_r + δ with ‖δ‖₂ ≤ σ_red = m·u·Σ_r |s_r|‖x_r‖₂
@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ncclrr/trace_data.h"
+#include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::sketch {
 

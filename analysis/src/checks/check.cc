@@ -1,0 +1,124 @@
+#include "ncclrr/analysis/check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "checks/checkers.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+
+std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
+  // Order matters: notes first (they mark untrusted tails), then the sequence checker and the
+  // cross-communicator check (they claim the positions they explain), then missing calls and
+  // everything else that reads those claims. Captured buffers are checked before sketches: calls
+  // they verify exactly are left alone by the sketch identity.
+  return {MakeTraceNotesChecker(),  MakeSequenceChecker(),  MakeCrossCommChecker(),
+          MakeMissingCallChecker(), MakeP2pChecker(),       MakeGraphChecker(),
+          MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker(),
+          MakeCaptureChecker(),     MakeDataChecker()};
+}
+
+void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {
+  auto& m = claimed_[comm_index];
+  // Merge with every interval that overlaps or touches [first, last] (kNoSeq: to the end).
+  auto touches = [](uint64_t a_last, uint64_t b_first) {
+    return a_last == kNoSeq || a_last + 1 >= b_first;
+  };
+  auto it = m.upper_bound(first);
+  if (it != m.begin() && touches(std::prev(it)->second, first)) --it;
+  while (it != m.end() && touches(last, it->first)) {
+    first = std::min(first, it->first);
+    last = std::max(last, it->second);
+    it = m.erase(it);
+  }
+  m[first] = last;
+}
+
+bool CheckContext::Claimed(size_t comm_index, uint64_t seq) const {
+  auto c = claimed_.find(comm_index);
+  if (c == claimed_.end()) return false;
+  auto it = c->second.upper_bound(seq);
+  if (it == c->second.begin()) return false;
+  return std::prev(it)->second >= seq;
+}
+
+std::optional<uint64_t> CheckContext::FirstClaimed(size_t comm_index) const {
+  auto c = claimed_.find(comm_index);
+  if (c == claimed_.end() || c->second.empty()) return std::nullopt;
+  return c->second.begin()->first;
+}
+
+std::vector<Finding> GroupRepeats(std::vector<Finding> findings) {
+  auto earlier = [](const Finding& a, const Finding& b) {
+    return std::make_tuple(a.first_time, a.comm, a.seq.value_or(0), a.kind) <
+           std::make_tuple(b.first_time, b.comm, b.seq.value_or(0), b.kind);
+  };
+  std::stable_sort(findings.begin(), findings.end(), earlier);
+  std::map<std::tuple<FindingKind, size_t, uint64_t, std::vector<int>, std::string>, size_t> first;
+  std::vector<Finding> out;
+  for (Finding& f : findings) {
+    auto key = std::make_tuple(f.kind, f.comm_index, f.comm, f.ranks, f.pattern);
+    auto [it, added] = first.try_emplace(key, out.size());
+    if (added) {
+      out.push_back(std::move(f));
+      continue;
+    }
+    Finding& g = out[it->second];
+    g.repeats += 1 + f.repeats;
+    if (f.seq) g.last_seq = std::max(g.last_seq.value_or(0), f.last_seq.value_or(*f.seq));
+  }
+  return out;
+}
+
+Report Check(const TraceModel& model, const CheckOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Report report;
+  const LogicalIdentity identity = LogicalIdentity::Compute(model, options.threads);
+  CheckContext ctx(model, options, identity);
+  FindingSink sink;
+  auto checkers = BuiltinCheckers();
+  checkers.insert(checkers.end(), options.extra_checkers.begin(), options.extra_checkers.end());
+  for (const auto& c : checkers) {
+    if (options.progress) options.progress("checking: " + std::string(c->name()));
+    c->Run(ctx, sink);
+  }
+  Summary& s = report.summary;
+  s.occurrences = sink.findings().size();
+  report.findings = GroupRepeats(std::move(sink.findings()));
+  // Messages are sentences; checkers often start them with "rank 3 ..." (but never capitalise
+  // an identifier such as ncclCommFinalize).
+  for (Finding& f : report.findings)
+    if (f.message.rfind("rank", 0) == 0) f.message[0] = 'R';
+  report.notes = std::move(sink.notes());
+  // No call to check (docs/check.md: exit 2, "no usable trace"): an empty file, a process that
+  // stopped before its first NCCL call, or only records no rank or communicator can hold.
+  uint64_t placeable = model.total_calls();
+  for (const FileView& f : model.files()) placeable -= std::min(placeable, f.unplaceable_calls);
+  if (placeable == 0) {
+    report.usable = false;
+    Note n;
+    n.kind = NoteKind::kTraceIncomplete;
+    n.message = "the trace holds no NCCL call that can be checked (" +
+                Plural(model.files().size(), "file", "files") +
+                " read, no call record in them, or only damaged ones): nothing was checked. Was "
+                "the job stopped before its first NCCL call? `ncclrr info DIR` lists what each "
+                "file holds.";
+    report.notes.push_back(std::move(n));
+  }
+  s.files = model.files().size();
+  s.comms = model.comms().size();
+  for (const CommModel& c : model.comms()) s.ranks += c.ranks.size();
+  s.calls = model.total_calls();
+  s.findings = report.findings.size();
+  s.notes = report.notes.size();
+  for (const Finding& f : report.findings) s.by_kind[std::string(FindingKindName(f.kind))]++;
+  for (const Note& n : report.notes) s.by_kind[std::string(NoteKindName(n.kind))]++;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,233 @@
+// cross_comm_order: on one device, comm A's call before comm B's on one rank and B's before A's
+// on another. Each device runs its collectives in issue order (one stream, or the host waiting
+// in between), so each side waits for the other: the classic deadlock. Calls inside one group
+// launch together and may come in either order.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "checks/checkers.h"
+#include "ncclrr/trace/describe.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+struct Entry {
+  int64_t time;
+  CallRef call;
+  uint32_t comm;
+  uint64_t seq;
+  uint64_t group;
+};
+
+// On one view, for a call of comm Y: the seqs of comm X issued before it, as [lo, hi): lo X
+// calls certainly before, hi X calls before or in the same group (the next X seq is in between).
+struct Before {
+  uint64_t y_seq;
+  uint64_t lo, hi;
+  CallRef y_call;
+  bool issued = true;  // false: the view never issued Y:y_seq (blocked before it)
+};
+
+// "A" for a named communicator, its commHash otherwise.
+std::string Short(const CommModel& c) {
+  return c.name.empty() ? Hex64(c.id) : "\"" + c.name + "\"";
+}
+
+class CrossCommChecker : public Checker {
+ public:
+  std::string_view name() const override { return "cross-communicator order"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    const TraceModel& m = ctx.model();
+    // Views: (file, device); the comms each holds, and the rank it has on them.
+    std::map<std::pair<int32_t, int>, std::map<uint32_t, int>> rank_in;  // view -> comm -> rank
+    for (size_t ci = 0; ci < m.comms().size(); ++ci)
+      for (const RankView& r : m.comms()[ci].ranks)
+        if (r.has_file()) rank_in[{r.file, r.device}][static_cast<uint32_t>(ci)] = r.rank;
+    // Pairs of comms that share at least two views: only their calls are looked at.
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<std::pair<int32_t, int>>> shared;
+    for (const auto& [view, comms] : rank_in)
+      for (auto a = comms.begin(); a != comms.end(); ++a)
+        for (auto b = std::next(a); b != comms.end(); ++b)
+          shared[{a->first, b->first}].push_back(view);
+    std::map<std::pair<int32_t, int>, std::set<uint32_t>> needed;
+    for (const auto& [pair, vs] : shared)
+      if (vs.size() >= 2)
+        for (const auto& v : vs) needed[v].insert({pair.first, pair.second});
+    std::map<std::pair<int32_t, int>, std::vector<Entry>> views;  // calls in issue order
+    for (const auto& [view, comms] : needed) {
+      auto& entries = views[view];
+      for (uint32_t ci : comms)
+        for (const CollectiveSlot& s : m.comms()[ci].ranks[rank_in[view][ci]].collectives)
+          if (s.launch == 0)
+            entries.push_back({s.time_ns, s.call, ci, s.seq, m.call(s.call).group_id});
+      std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) {
+        return std::tie(x.time, x.call) < std::tie(y.time, y.call);
+      });
+    }
+    for (const auto& [pair, vs] : shared) {
+      if (vs.size() < 2) continue;
+      std::vector<std::vector<Before>> per_view;
+      uint64_t y_issued = 0;
+      for (const RankView& r : m.comms()[pair.second].ranks)
+        y_issued = std::max(y_issued, r.issued());
+      for (const auto& v : vs) {
+        const FileView& fv = m.files()[v.first];
+        per_view.push_back(Intervals(views[v], pair.first, pair.second,
+                                     !fv.torn && !fv.ring_mode && fv.dropped == 0, y_issued));
+      }
+      CheckPair(ctx, pair.first, pair.second, vs, per_view, rank_in, sink);
+    }
+  }
+
+ private:
+  // `complete`: the view's file shows where it stopped (not torn, not a flight-recorder file),
+  // so a call it never issued counts as "after everything it did issue".
+  static std::vector<Before> Intervals(const std::vector<Entry>& e, uint32_t x, uint32_t y,
+                                       bool complete, uint64_t y_issued) {
+    std::vector<Before> out;
+    uint64_t next_x = complete ? 0 : kNoSeq;  // seq of the next X call; unknown in a ring file
+    for (const Entry& en : e)
+      if (en.comm == x) {
+        next_x = std::min(next_x, en.seq);
+        break;
+      }
+    uint64_t next_y = complete ? 0 : kNoSeq;
+    for (size_t i = 0; i < e.size();) {
+      // A block: one call, or a run of calls of the same group.
+      size_t j = i + 1;
+      if (e[i].group)
+        while (j < e.size() && e[j].group == e[i].group) ++j;
+      uint64_t after = next_x;
+      for (size_t k = i; k < j; ++k)
+        if (e[k].comm == x) after = e[k].seq + 1;
+      for (size_t k = i; k < j; ++k)
+        if (e[k].comm == y) {
+          if (next_x != kNoSeq) out.push_back({e[k].seq, next_x, after, e[k].call});
+          next_y = e[k].seq + 1;
+        }
+      next_x = after;
+      i = j;
+    }
+    // The first Y call this view never issued comes after all of its X calls.
+    if (complete && next_x != kNoSeq && next_y != kNoSeq && next_y < y_issued)
+      out.push_back({next_y, next_x, next_x, {}, false});
+    return out;
+  }
+
+  void CheckPair(CheckContext& ctx, uint32_t x, uint32_t y,
+                 const std::vector<std::pair<int32_t, int>>& vs,
+                 const std::vector<std::vector<Before>>& per_view,
+                 const std::map<std::pair<int32_t, int>, std::map<uint32_t, int>>& rank_in,
+                 FindingSink& sink) {
+    // Walk Y seqs; at the first one where two views' intervals are disjoint, report.
+    std::map<uint64_t, std::vector<std::pair<size_t, const Before*>>> by_seq;
+    for (size_t v = 0; v < per_view.size(); ++v)
+      for (const Before& b : per_view[v]) by_seq[b.y_seq].push_back({v, &b});
+    for (const auto& [yseq, list] : by_seq) {
+      uint64_t max_lo = 0, min_hi = kNoSeq;
+      for (const auto& [v, b] : list) {
+        max_lo = std::max(max_lo, b->lo);
+        min_hi = std::min(min_hi, b->hi);
+      }
+      if (max_lo <= min_hi) continue;  // every pair of intervals overlaps
+      // X seq `a` = min_hi: issued before Y:yseq where lo > a, after it where hi <= a.
+      const uint64_t a = min_hi;
+      std::vector<size_t> before, after;
+      for (const auto& [v, b] : list) {
+        if (b->lo > a) before.push_back(v);
+        if (b->hi <= a) after.push_back(v);
+      }
+      Report(ctx, x, y, a, yseq, vs, per_view, list, before, after, rank_in, sink);
+      return;  // the first conflict deadlocks; later ones are consequences
+    }
+  }
+
+  void Report(CheckContext& ctx, uint32_t x, uint32_t y, uint64_t a, uint64_t yseq,
+              const std::vector<std::pair<int32_t, int>>& vs,
+              const std::vector<std::vector<Before>>& per_view,
+              const std::vector<std::pair<size_t, const Before*>>& list,
+              const std::vector<size_t>& before, const std::vector<size_t>& after,
+              const std::map<std::pair<int32_t, int>, std::map<uint32_t, int>>& rank_in,
+              FindingSink& sink) {
+    (void)per_view;
+    const TraceModel& m = ctx.model();
+    const CommModel& cx = m.comms()[x];
+    const CommModel& cy = m.comms()[y];
+    auto ranks_of = [&](const std::vector<size_t>& views) {
+      std::vector<int> r;
+      for (size_t v : views) r.push_back(rank_in.at(vs[v]).at(x));
+      std::sort(r.begin(), r.end());
+      return r;
+    };
+    const std::vector<int> rb = ranks_of(before), ra = ranks_of(after);
+    const bool tie = rb.size() == ra.size();
+    const std::vector<int>& minority = rb.size() < ra.size() ? rb : ra;
+    Finding f = FindingOn(FindingKind::kCrossCommOrder, m, x);
+    f.seq = a;
+    f.ranks = minority;
+    if (tie) {
+      f.ranks.insert(f.ranks.end(), ra.begin(), ra.end());
+      std::sort(f.ranks.begin(), f.ranks.end());
+    }
+    f.pattern = Hex64(cy.id);
+    f.first_time = INT64_MAX;
+    std::string xcall = "a call", ycall = "a call";
+    for (const auto& [v, b] : list) {
+      const RankView& rx = cx.ranks[rank_in.at(vs[v]).at(x)];
+      const CollectiveSlot* sx = rx.AtSeq(a);
+      if (b->issued) {
+        f.calls.push_back({b->y_call, rank_in.at(vs[v]).at(y), yseq});
+        ycall = ShortCall(m.call(b->y_call));
+        f.first_time = std::min(f.first_time, m.CallTime(b->y_call));
+      }
+      if (sx) {
+        f.calls.push_back({sx->call, rx.rank, a});
+        xcall = ShortCall(m.call(sx->call));
+        f.first_time = std::min(f.first_time, sx->time_ns);
+      }
+    }
+    // Did every view of a group issue the call it should have issued second?
+    auto all_issued = [&](const std::vector<size_t>& views, bool want_y) {
+      for (size_t v : views) {
+        const auto& view_ranks = rank_in.at(vs[v]);
+        const CommModel& c = want_y ? cy : cx;
+        if (!c.ranks[view_ranks.at(want_y ? y : x)].AtSeq(want_y ? yseq : a)) return false;
+      }
+      return true;
+    };
+    const std::string xs = Short(cx) + " seq " + std::to_string(a);
+    const std::string ys = Short(cy) + " seq " + std::to_string(yseq);
+    const bool b_done = all_issued(before, true), a_done = all_issued(after, false);
+    auto second = [](const std::string& s, bool done) {
+      return done ? " then " + s : ", then blocked (never issued " + s + ")";
+    };
+    f.table.push_back({CompactRanks(rb), "-", xs + second(ys, b_done), rb == minority || tie});
+    f.table.push_back({CompactRanks(ra), "-", ys + second(xs, a_done), ra == minority || tie});
+    f.short_text = RankList(rb) + " issued " + xs + " before " + ys + ", " + RankList(ra) +
+                   " the other way round";
+    f.message = "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" +
+                xcall + ") was issued before " + CommLabel(cy) + " seq " + std::to_string(yseq) +
+                " (" + ycall + ")" + (b_done ? "" : ", which never came") + "; on " + RankList(ra) +
+                " (ranks of " + Short(cx) + ") the opposite" +
+                (a_done ? "" : ", and the first never came") +
+                ". Each device runs its collectives in issue order (one stream, or the host "
+                "waiting between them), so each side waits in one communicator for ranks that "
+                "wait in the other: a deadlock, or one waiting to happen where separate streams "
+                "happen to overlap. Issue the collectives of different communicators in one "
+                "global order on every rank, or put both in one ncclGroupStart/ncclGroupEnd.";
+    // The hang that follows on both communicators is this finding's consequence.
+    ctx.Claim(x, a, kNoSeq);
+    ctx.Claim(y, yseq, kNoSeq);
+    sink.Add(std::move(f));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeCrossCommChecker() { return std::make_shared<CrossCommChecker>(); }
+
+}  // namespace ncclrr::analysis

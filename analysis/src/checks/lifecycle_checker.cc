@@ -1,0 +1,134 @@
+// lifecycle_error: communicators created inconsistently (ranks disagree on nranks, two processes
+// claim one rank, calls on a comm nobody created), calls after ncclCommDestroy/Abort/Finalize,
+// and collective lifecycle calls (Finalize, Split, Shrink) that only some ranks made.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "checks/checkers.h"
+#include "ncclrr/analysis/coverage.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+class LifecycleChecker : public Checker {
+ public:
+  std::string_view name() const override { return "lifecycle"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    const TraceModel& m = ctx.model();
+    for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+      const CommModel& c = m.comms()[ci];
+      std::set<std::string> seen;
+      for (const std::string& p : c.problems) {
+        if (!seen.insert(p).second) continue;
+        Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
+        f.short_text = p;
+        f.pattern = p;
+        f.first_time = m.start_ns();
+        f.message = "Inconsistent creation of " + CommLabel(c) + ": " + p +
+                    ". Every rank must create a communicator with the same unique id and "
+                    "nranks, each rank exactly once.";
+        sink.Add(std::move(f));
+      }
+      for (const RankView& r : c.ranks) UseAfterEnd(ctx, ci, r, sink);
+      CollectiveLifecycle(ctx, ci, Api::kCommFinalize, "ncclCommFinalize", sink);
+      CollectiveLifecycle(ctx, ci, Api::kCommSplit, "ncclCommSplit", sink);
+      CollectiveLifecycle(ctx, ci, Api::kCommShrink, "ncclCommShrink", sink);
+    }
+  }
+
+ private:
+  // Collectives or p2p issued after the rank destroyed, aborted or finalized the comm.
+  void UseAfterEnd(CheckContext& ctx, size_t ci, const RankView& r, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const CallRecord* end = nullptr;
+    for (CallRef ref : r.lifecycle) {
+      const Api a = static_cast<Api>(m.call(ref).api);
+      if ((a == Api::kCommDestroy || a == Api::kCommAbort || a == Api::kCommFinalize) &&
+          (!end || m.call(ref).enter_ns < end->enter_ns))
+        end = &m.call(ref);
+    }
+    if (!end) return;
+    std::vector<const CollectiveSlot*> late;
+    for (const CollectiveSlot& s : r.collectives)
+      if (s.launch == 0 && m.call(s.call).enter_ns > end->exit_ns) late.push_back(&s);
+    if (late.empty()) return;
+    const std::string ender =
+        "ncclComm" + std::string(ApiName(static_cast<Api>(end->api))).substr(4);
+    Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
+    f.seq = late.front()->seq;
+    f.ranks = {r.rank};
+    f.first_time = late.front()->time_ns;
+    f.pattern = "after " + ender;
+    for (const CollectiveSlot* s : late) f.calls.push_back({s->call, r.rank, s->seq});
+    const CallRecord& first = m.call(late.front()->call);
+    f.table.push_back({std::to_string(r.rank), "-", ender, false});
+    f.table.push_back({std::to_string(r.rank), std::to_string(first.seq), ShortCall(first), true});
+    f.short_text =
+        "rank " + std::to_string(r.rank) + " issued " + ShortCall(first) + " after " + ender;
+    f.message = "Rank " + std::to_string(r.rank) + " called " + ender + " on " + CommLabel(c) +
+                " and then issued " + Plural(late.size(), "more call", "more calls") +
+                " on it, starting with " + ShortCall(first) + " at seq " +
+                std::to_string(first.seq) +
+                ". The communicator is gone: NCCL returns ncclInvalidUsage or crashes, and the "
+                "other ranks wait for these calls. Finish all collectives before destroying the "
+                "communicator.";
+    sink.Add(std::move(f));
+  }
+
+  // Finalize, Split and Shrink are collective over the communicator: every rank must call them
+  // (the same number of times). Ranks whose files may lack calls (not closed, corrupt frames
+  // skipped, records dropped, a flight-recorder window) are left out: their count is unknown.
+  void CollectiveLifecycle(CheckContext& ctx, size_t ci, Api api, const std::string& fn,
+                           FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::map<int, std::vector<CallRef>> calls;
+    std::map<size_t, std::vector<int>> by_count;
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file() || FileMayLackCalls(m.files()[r.file])) continue;
+      auto& v = calls[r.rank];
+      for (CallRef ref : r.lifecycle)
+        if (static_cast<Api>(m.call(ref).api) == api) v.push_back(ref);
+      by_count[v.size()].push_back(r.rank);
+    }
+    if (by_count.size() < 2) return;
+    // The majority count is what ranks should have done; ties list every rank.
+    size_t best = 0, members = 0;
+    for (const auto& [n, rs] : by_count)
+      if (rs.size() > members) {
+        best = n;
+        members = rs.size();
+      }
+    Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
+    std::string stops;
+    for (const auto& [n, rs] : by_count) {
+      const bool differs = n != best || members * 2 <= calls.size();
+      if (differs) f.ranks.insert(f.ranks.end(), rs.begin(), rs.end());
+      f.table.push_back({CompactRanks(rs), "-", fn + " x " + std::to_string(n), n != best});
+      stops +=
+          (stops.empty() ? "" : "; ") + RankList(rs) + " called it " + Plural(n, "time", "times");
+      for (int r : rs)
+        for (CallRef ref : calls[r]) f.calls.push_back({ref, r, kNoSeq});
+    }
+    std::sort(f.ranks.begin(), f.ranks.end());
+    f.first_time = f.calls.empty() ? m.start_ns() : INT64_MAX;
+    for (const auto& ic : f.calls) f.first_time = std::min(f.first_time, m.CallTime(ic.call));
+    f.pattern = fn;
+    f.short_text = "ranks disagree on how many times they called " + fn + " on this communicator";
+    f.message = fn + " is collective over " + CommLabel(c) +
+                ": every rank must call it, the "
+                "same number of times, or the ranks that did wait forever for the others. " +
+                stops + ".";
+    sink.Add(std::move(f));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeLifecycleChecker() { return std::make_shared<LifecycleChecker>(); }
+
+}  // namespace ncclrr::analysis

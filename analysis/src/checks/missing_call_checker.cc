@@ -1,0 +1,244 @@
+// missing_call at the end of a communicator's sequence: ranks disagree on how many collectives
+// they issued, so the ranks that went further wait forever (a hang). Says who never issued
+// seq N, where each rank stopped, what was in flight and for how long. A rank whose file is
+// missing or torn is never accused: the trace cannot show where it stopped (trace_incomplete).
+#include <algorithm>
+#include <map>
+
+#include "checks/checkers.h"
+#include "ncclrr/analysis/coverage.h"
+#include "ncclrr/trace/describe.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+class MissingCallChecker : public Checker {
+ public:
+  std::string_view name() const override { return "missing calls"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, sink);
+  }
+
+ private:
+  void CheckComm(CheckContext& ctx, size_t ci, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::map<int, int64_t> adjusted;  // rank -> issued, corrected for mid-stream skips
+    for (const RankView& r : c.ranks)
+      if (r.has_file() && !ctx.UntrustedTail(ci, r.rank))
+        adjusted[r.rank] = static_cast<int64_t>(r.issued()) + ctx.ExplainedDifference(ci, r.rank);
+    if (adjusted.size() < 2) return;
+    int64_t most = 0;
+    for (const auto& [r, n] : adjusted) most = std::max(most, n);
+    std::vector<int> longer, shorter;
+    for (const auto& [r, n] : adjusted) (n == most ? longer : shorter).push_back(r);
+    if (shorter.empty()) return;
+    // The call the short ranks never joined, as the longest-running ranks issued it.
+    auto first_waiting = [&](int short_rank) -> const CollectiveSlot* {
+      const CollectiveSlot* best = nullptr;
+      for (int l : longer) {
+        const CollectiveSlot* s = c.ranks[l].AtSeq(c.ranks[short_rank].issued());
+        if (s && (!best || s->time_ns < best->time_ns)) best = s;
+      }
+      return best;
+    };
+    std::vector<int> accused;
+    for (int r : shorter) {
+      // A torn end, dropped records or an unflushed tail: trace_incomplete and records_dropped
+      // say so.
+      if (TailMayBeCut(m, c.ranks[r], first_waiting(r), static_cast<uint64_t>(most - adjusted[r])))
+        continue;
+      accused.push_back(r);
+    }
+    if (accused.empty()) return;
+    uint64_t seq = kNoSeq;
+    for (int r : accused) seq = std::min(seq, c.ranks[r].issued());
+    if (ctx.Claimed(ci, seq)) return;  // explained already (e.g. by cross_comm_order)
+    const uint64_t stuck = FirstSeqNoRankCompleted(m, c);
+    if (stuck < seq) {
+      ReportStuck(ctx, ci, stuck, sink);
+      return;
+    }
+    Report(ctx, ci, seq, accused, sink);
+  }
+
+  // The first seq that no rank completed, or kNoSeq. Only imported GPU states (a Flight Recorder
+  // dump's "scheduled"/"started") mark calls that were issued after such a call: the
+  // communicator was stuck there, and each rank's host went on issuing until it next waited
+  // for the GPU, so where the ranks stopped issuing says nothing about who missed a call.
+  static uint64_t FirstSeqNoRankCompleted(const TraceModel& m, const CommModel& c) {
+    uint64_t stuck = 0;
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file()) continue;
+      auto open = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const auto& s) {
+        return (m.call(s.call).flags & call_flags::kInFlight) != 0;
+      });
+      if (open == r.collectives.end()) return kNoSeq;
+      stuck = std::max(stuck, open->seq);
+    }
+    return stuck;
+  }
+
+  // Every rank issued seq `stuck` and none completed it. When another finding explains that
+  // seq, a note says the later difference in counts follows from it; otherwise the hang itself
+  // is the finding, with what the trace cannot tell.
+  void ReportStuck(CheckContext& ctx, size_t ci, uint64_t stuck, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::string stops;
+    for (const RankView& r : c.ranks)
+      if (r.has_file())
+        stops += (stops.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r.rank) +
+                 " after seq " + std::to_string(r.issued() - 1);
+    const std::string consequence =
+        "The ranks stopped issuing at different points (" + stops +
+        ") because each rank's host "
+        "went on until it next waited for the GPU: that difference follows from the hang and is "
+        "not a missing call.";
+    // A mismatch reported at or before the stuck call explains it: a mismatched call can
+    // complete wrongly and leave the communicator stuck at a later one.
+    uint64_t cause = 0;
+    while (cause <= stuck && !ctx.Claimed(ci, cause)) ++cause;
+    if (cause <= stuck) {
+      Note n;
+      n.kind = NoteKind::kInferred;
+      n.message = CommLabel(c) + ": no rank completed seq " + std::to_string(stuck) +
+                  ", which follows from the finding at seq " + std::to_string(cause) + ". " +
+                  consequence;
+      sink.AddNote(std::move(n));
+      return;
+    }
+    Finding f = FindingOn(FindingKind::kMissingCall, m, ci);
+    f.seq = stuck;
+    f.pattern = "stuck";
+    ctx.Claim(ci, stuck, kNoSeq);
+    const CollectiveSlot* first = nullptr;
+    for (const RankView& r : c.ranks) {
+      const CollectiveSlot* s = r.has_file() ? r.AtSeq(stuck) : nullptr;
+      if (!s) continue;
+      f.ranks.push_back(r.rank);
+      f.calls.push_back({s->call, r.rank, stuck});
+      f.table.push_back({std::to_string(r.rank), std::to_string(stuck),
+                         ShortCall(m.call(s->call)) + "  never completed", false});
+      if (!first || s->time_ns < first->time_ns) first = s;
+    }
+    f.first_time = first ? first->time_ns : m.end_ns();
+    const std::string what = first ? ShortCall(m.call(first->call)) : "a collective";
+    f.short_text =
+        "every rank issued seq " + std::to_string(stuck) + " (" + what + ") and none completed it";
+    f.message = "Every rank issued " + what + " at seq " + std::to_string(stuck) +
+                " and no rank completed it: the communicator hung there. " + consequence +
+                " The arguments this trace holds agree at seq " + std::to_string(stuck) +
+                ", but it may not hold them all (a Flight Recorder dump has no root and no "
+                "reduction op), and a call with mismatched roots or ops can complete wrongly and "
+                "leave the communicator stuck at a later one. Compare the root and op of seq " +
+                std::to_string(stuck) + " and of the calls before it across ranks" +
+                LastRootedBefore(m, c, stuck) +
+                ", and look for a rank blocked on another communicator or a GPU fault.";
+    sink.Add(std::move(f));
+  }
+
+  void Report(CheckContext& ctx, size_t ci, uint64_t seq, const std::vector<int>& accused,
+              FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const bool stable = ctx.options().stable;
+    Finding f = FindingOn(FindingKind::kMissingCall, m, ci);
+    f.seq = seq;
+    f.ranks = accused;
+    f.pattern = "end";
+    ctx.Claim(ci, seq, kNoSeq);
+    // The waiting side: the call at `seq` on the ranks that issued it.
+    const CollectiveSlot* waiting = nullptr;
+    int64_t in_flight = 0;
+    std::vector<int> waiters;
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file()) continue;
+      const CollectiveSlot* s = r.AtSeq(seq);
+      if (!s) continue;
+      waiters.push_back(r.rank);
+      f.calls.push_back({s->call, r.rank, seq});
+      if (!waiting || s->time_ns < waiting->time_ns) waiting = s;
+      in_flight = std::max(in_flight, m.files()[r.file].last_alive_ns - s->time_ns);
+    }
+    f.first_time = waiting ? waiting->time_ns : m.end_ns();
+    const std::string what = waiting ? ShortCall(m.call(waiting->call)) : "a collective";
+    const uint64_t after = c.max_issued() > seq + 1 ? c.max_issued() - seq - 1 : 0;
+    f.table.push_back({CompactRanks(waiters), std::to_string(seq),
+                       what + (stable ? ""
+                                      : "  issued at +" + Seconds(f.first_time - m.start_ns()) +
+                                            ", in flight " + Seconds(in_flight)),
+                       false});
+    // Where each accused rank stopped, grouped by stop point.
+    std::map<uint64_t, std::vector<int>> by_stop;
+    for (int r : accused) by_stop[c.ranks[r].issued()].push_back(r);
+    std::string stops;
+    for (const auto& [n, ranks] : by_stop) {
+      const RankView& rv = c.ranks[ranks[0]];
+      std::string last = "(no collective on this communicator)";
+      if (!rv.collectives.empty()) {
+        const CollectiveSlot& s = rv.collectives.back();
+        last = "last: " + ShortCall(m.call(s.call));
+        f.calls.push_back({s.call, rv.rank, s.seq});
+      }
+      f.table.push_back({CompactRanks(ranks), n ? std::to_string(n - 1) : "-", last, true});
+      stops += (stops.empty() ? "" : "; ") + RankList(ranks) +
+               (n ? " stopped after seq " + std::to_string(n - 1) : " issued none") +
+               ElsewhereNote(m, ci, rv, stable);
+    }
+    f.short_text = RankList(accused) + " never issued seq " + std::to_string(seq) + " (" + what +
+                   "), which " + RankList(waiters) + " issued";
+    f.message = RankList(waiters) + " issued " + what + " at seq " + std::to_string(seq) +
+                (after ? " and " + Plural(after, "more call", "more calls") + " after it" : "") +
+                ", but " + RankList(accused) + " never did: " + stops +
+                ". NCCL cannot complete a collective until every rank of the communicator "
+                "issues it, so " +
+                RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
+                std::to_string(seq) +
+                (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
+                ". Find why " + RankList(accused) +
+                " did not get there: a rank-dependent branch, an exception, or a blocking call on "
+                "another communicator (see cross_comm_order).";
+    sink.Add(std::move(f));
+  }
+
+  // " (the last rooted call before it is seq 89, Broadcast(10 float32))", or "".
+  static std::string LastRootedBefore(const TraceModel& m, const CommModel& c, uint64_t stuck) {
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file()) continue;
+      for (auto s = r.collectives.rbegin(); s != r.collectives.rend(); ++s) {
+        const Api api = CanonicalApi(static_cast<Api>(m.call(s->call).api));
+        if (s->seq < stuck && (api == Api::kBroadcast || api == Api::kReduce))
+          return " (the last rooted call before it is seq " + std::to_string(s->seq) + ", " +
+                 ShortCall(m.call(s->call)) + ")";
+      }
+      return "";
+    }
+    return "";
+  }
+
+  // "(its last call was AllReduce(...) on comm Y)" when the rank went on elsewhere.
+  static std::string ElsewhereNote(const TraceModel& m, size_t ci, const RankView& rv,
+                                   bool stable) {
+    const TraceFile& t = m.file(static_cast<uint32_t>(rv.file));
+    const CallRecord* last = nullptr;
+    for (const CallRecord& call : t.calls)
+      if (IsCollective(static_cast<Api>(call.api)) || IsP2p(static_cast<Api>(call.api)))
+        if (!last || call.enter_ns > last->enter_ns) last = &call;
+    if (!last || last->comm_id == m.comms()[ci].id) return "";
+    std::string s = ", and its process's last call was " + ShortCall(*last) + " on comm " +
+                    Hex64(last->comm_id);
+    if (last->seq != kNoSeq) s += " seq " + std::to_string(last->seq);
+    if (last->flags & call_flags::kInFlight) s += ", in which it was blocked (it never returned)";
+    (void)stable;
+    return s;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeMissingCallChecker() { return std::make_shared<MissingCallChecker>(); }
+
+}  // namespace ncclrr::analysis

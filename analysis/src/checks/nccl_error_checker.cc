@@ -1,0 +1,82 @@
+// nccl_error: calls that returned an error (ncclInProgress from a nonblocking communicator is
+// not one) and asynchronous errors the communicator reported.
+#include <string>
+
+#include "checks/checkers.h"
+#include "ncclrr/trace/describe.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+constexpr int kInProgress = 7;
+
+const char* Advice(int result) {
+  switch (result) {
+    case 1:
+      return "A CUDA call inside NCCL failed: look for an earlier CUDA error, an out-of-memory "
+             "device or a lost GPU.";
+    case 2:
+      return "A system call or the network failed: run with NCCL_DEBUG=INFO to see which.";
+    case 3:
+      return "NCCL hit an internal error: memory corruption or an NCCL bug; NCCL_DEBUG=INFO "
+             "says more.";
+    case 4:
+      return "An argument was invalid: a null or misaligned buffer, a bad count, datatype, op, "
+             "root or peer.";
+    case 5:
+      return "The API was misused: a communicator used after destroy, unbalanced groups, or "
+             "calls from the wrong thread.";
+    case 6:
+      return "A remote peer failed: another rank crashed or aborted its communicator; look at "
+             "that rank first.";
+    default:
+      return "See NCCL_DEBUG=INFO for details.";
+  }
+}
+
+class NcclErrorChecker : public Checker {
+ public:
+  std::string_view name() const override { return "NCCL errors"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    for (const FlaggedCall& fc : ctx.model().flagged_calls())
+      Inspect(ctx, fc.comm_index, fc.rank, fc.call, sink);
+  }
+
+ private:
+  void Inspect(CheckContext& ctx, size_t ci, int rank, CallRef ref, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CallRecord& call = m.call(ref);
+    if (call.result == 0 || call.result == kInProgress) return;
+    const CommModel& c = m.comms()[ci];
+    const Api api = static_cast<Api>(call.api);
+    const std::string result = NcclResultName(call.result);
+    Finding f = FindingOn(FindingKind::kNcclError, m, ci);
+    if (IsCollective(api) || IsP2p(api)) f.seq = call.seq;
+    if (IsP2p(api)) f.peer = call.root_peer;
+    f.ranks = {rank};
+    f.first_time = m.CallTime(ref);
+    f.calls = {{ref, rank, call.seq}};
+    f.pattern = std::string(ApiName(api)) + ":" + result;
+    const bool async = api == Api::kAsyncErrorChange;
+    const std::string what =
+        IsCollective(api) || IsP2p(api) ? ShortCall(call) : "nccl" + std::string(ApiName(api));
+    f.table.push_back(
+        {std::to_string(rank), f.seq ? std::to_string(*f.seq) : "-", what + " -> " + result, true});
+    f.short_text = async ? "rank " + std::to_string(rank) + " saw the asynchronous error " + result
+                         : what + " on rank " + std::to_string(rank) + " returned " + result;
+    f.message = (async ? "The communicator's asynchronous error on rank " + std::to_string(rank) +
+                             " became " + result + "."
+                       : what + " on rank " + std::to_string(rank) + " of " + CommLabel(c) +
+                             " returned " + result + ".") +
+                " " + Advice(call.result);
+    sink.Add(std::move(f));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeNcclErrorChecker() { return std::make_shared<NcclErrorChecker>(); }
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,174 @@
+// The sequence checker: per communicator, aligns every rank's collective sequence to the
+// reference rank's (signature = op, count, dtype, reduction, root and logical identity) and
+// reports each disagreement once, by its cause: a reordering (order_swap, or suspected_swap when
+// only buffer identity tells the calls apart), calls a rank skipped or added mid-stream
+// (missing_call), or a single mispaired call (op/count/dtype/redop/root mismatch).
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "checks/checkers.h"
+#include "model/sequence_align.h"
+#include "findings/sequence_findings.h"
+#include "model/signature.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// A rank's sequence from seq `lo` on, indexed by seq - lo (gaps hold kUnknownSignature).
+struct DenseSequence {
+  uint64_t lo = 0;
+  std::vector<uint64_t> sig;
+  std::vector<uint64_t> shape;  // the shape part of sig alone (what a hang depends on)
+  std::vector<uint32_t> slot;
+};
+
+constexpr uint32_t kNoSlot = ~uint32_t{0};
+
+class SequenceChecker : public Checker {
+ public:
+  std::string_view name() const override { return "sequence alignment"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, sink);
+  }
+
+ private:
+  static DenseSequence Dense(const SequenceContext& sc, const RankView& r, uint64_t lo) {
+    DenseSequence d;
+    d.lo = lo;
+    const uint64_t hi = r.issued();
+    if (hi <= lo) return d;
+    d.sig.assign(hi - lo, kUnknownSignature);
+    d.shape.assign(hi - lo, kUnknownSignature);
+    d.slot.assign(hi - lo, kNoSlot);
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const uint64_t s = r.collectives[k].seq;
+      if (s < lo) continue;
+      d.sig[s - lo] = sc.Sig(r.rank, k);
+      d.shape[s - lo] = sc.ctx.identity().comm(sc.ci).shapes[r.rank][k];
+      d.slot[s - lo] = static_cast<uint32_t>(k);
+    }
+    return d;
+  }
+
+  // Does `r` issue exactly what the reference issued (same seqs, shapes and tensors)? The common
+  // case, compared directly before any alignment.
+  static bool SameAsReference(const CommIdentity& id, const RankView& r, const RankView& ref) {
+    if (r.collectives.size() != ref.collectives.size() || r.first_seq() != ref.first_seq() ||
+        r.issued() != ref.issued())
+      return false;
+    if (id.shapes[r.rank] != id.shapes[ref.rank] || id.ids[r.rank] != id.ids[ref.rank])
+      return false;
+    if (r.issued() - r.first_seq() == r.collectives.size()) return true;  // both without gaps
+    for (size_t k = 0; k < r.collectives.size(); ++k)
+      if (r.collectives[k].seq != ref.collectives[k].seq) return false;
+    return true;
+  }
+
+  // The signature a sequence would hold at `end`, judged from sig[0, end): the call that followed
+  // the longest earlier repeat of the calls just before `end` (the most recent one of that
+  // length). Training loops repeat their calls every step but with extras every few steps, so a
+  // plain period does not hold, while the calls around any place of a step do. 0 (unknown) when
+  // no earlier stretch of at least two calls matches.
+  static uint64_t PredictAt(const std::vector<uint64_t>& sig, size_t end) {
+    constexpr size_t kLookBack = 4096, kLongest = 64, kShortest = 2;
+    end = std::min(end, sig.size());
+    size_t best_len = 0;
+    uint64_t best = kUnknownSignature;
+    for (size_t j = end == 0 ? 0 : end - 1; j >= 1 && end - j <= kLookBack; --j) {
+      size_t len = 0;
+      while (len < kLongest && len < j && sig[j - 1 - len] == sig[end - 1 - len]) ++len;
+      if (len > best_len) {
+        best_len = len;
+        best = sig[j];
+      }
+    }
+    return best_len >= kShortest ? best : kUnknownSignature;
+  }
+
+  // A rank blocked in a mispaired collective never issues the calls after it. When both sides
+  // end in a mismatch: if each side's last call is what the other's own history puts at the
+  // other's place, the two calls were issued in the opposite order (a swap cut short by the hang
+  // it caused); if only the rank's last call is what the reference would have issued next, the
+  // rank skipped the reference's last call: a missing call, not a mismatch.
+  static void ExplainBlockedTail(std::vector<AlignOp>* ops, const DenseSequence& a,
+                                 const DenseSequence& b) {
+    if (ops->empty()) return;
+    AlignOp& last = ops->back();
+    if (last.type != AlignOp::kMismatch || last.pos + 1 != b.sig.size() ||
+        last.ref_pos + 1 != a.sig.size())
+      return;
+    // The swap by shape: fresh buffers make the logical ids of the stretch before a hang
+    // unreliable, and calls of different shapes are what hangs.
+    const uint64_t next_shape = PredictAt(a.shape, a.shape.size());
+    const uint64_t expected_shape = PredictAt(b.shape, last.pos);
+    if (next_shape != kUnknownSignature && next_shape == b.shape[last.pos] &&
+        expected_shape == a.shape[last.ref_pos] && expected_shape != b.shape[last.pos]) {
+      last = {AlignOp::kBlockedSwap, last.pos, last.ref_pos, 1, 1};
+      return;
+    }
+    // The skip by the whole signature: a call of the next call's shape but another tensor is a
+    // mismatch, not the next call.
+    const uint64_t next = PredictAt(a.sig, a.sig.size());
+    if (next != kUnknownSignature && next == b.sig[last.pos])
+      last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
+  }
+
+  // The rank's last collective never returned: the job hung there (the watchdog's or a signal's
+  // record, or a Flight Recorder entry not completed).
+  static bool EndsInFlight(const TraceModel& m, const RankView& r) {
+    return !r.collectives.empty() &&
+           (m.call(r.collectives.back().call).flags & call_flags::kInFlight) != 0;
+  }
+
+  void CheckComm(CheckContext& ctx, size_t ci, FindingSink& sink) {
+    const CommModel& c = ctx.model().comms()[ci];
+    if (c.ranks.size() < 2) return;
+    const int ref = ctx.identity().comm(ci).reference_rank;
+    const RankView& rv_ref = c.ranks[ref];
+    if (!rv_ref.has_file() || rv_ref.collectives.empty()) return;
+    SequenceContext sc{ctx, ci, ref};
+    const CommIdentity& ident = ctx.identity().comm(ci);
+    AlignParams params;
+    params.reorder_window = ctx.options().reorder_window;
+    std::map<std::tuple<int, uint64_t, uint64_t, size_t, size_t, std::string>, RawEvent> merged;
+    for (const RankView& r : c.ranks) {
+      if (r.rank == ref || !r.has_file() || r.collectives.empty()) continue;
+      if (SameAsReference(ident, r, rv_ref)) continue;  // the common case
+      const uint64_t lo = std::max(r.first_seq(), rv_ref.first_seq());
+      const DenseSequence a = Dense(sc, rv_ref, lo);
+      const DenseSequence b = Dense(sc, r, lo);
+      params.ends_in_hang = EndsInFlight(ctx.model(), r) || EndsInFlight(ctx.model(), rv_ref);
+      std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
+      ExplainBlockedTail(&ops, a, b);
+      for (const AlignOp& op : ops) {
+        RawEvent e;
+        e.op = op;
+        e.seq = lo + op.pos;
+        e.ref_seq = lo + op.ref_pos;
+        for (size_t k = 0; k < op.len; ++k) e.slots.push_back(b.slot[op.pos + k]);
+        for (size_t k = 0; k < op.ref_len; ++k) e.ref_slots.push_back(a.slot[op.ref_pos + k]);
+        // For a skip, show what the rank issued instead (the call NCCL paired it with).
+        if (op.type == AlignOp::kSkip && op.pos < b.slot.size()) e.slots.push_back(b.slot[op.pos]);
+        if (std::count(e.slots.begin(), e.slots.end(), kNoSlot) ||
+            std::count(e.ref_slots.begin(), e.ref_slots.end(), kNoSlot))
+          continue;  // a gap in the records: nothing to say
+        const std::string pattern = EventPattern(sc, r.rank, e);
+        auto key = std::make_tuple(static_cast<int>(op.type), e.seq, e.ref_seq, op.len, op.ref_len,
+                                   pattern);
+        auto [it, added] = merged.try_emplace(key, e);
+        it->second.ranks.push_back(r.rank);
+        it->second.rank_slots.push_back(e.slots);
+        it->second.pattern = pattern;
+      }
+    }
+    for (auto& [key, e] : merged) EmitFinding(sc, e, sink);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeSequenceChecker() { return std::make_shared<SequenceChecker>(); }
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,535 @@
+#include "findings/sequence_findings.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+#include "checks/checkers.h"
+#include "ncclrr/analysis/collective_shape.h"
+#include "model/signature.h"
+#include "checks/swap_evidence.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// Everything one finding needs about its two sides.
+class EventView {
+ public:
+  EventView(const SequenceContext& sc, const RawEvent& e)
+      : sc_(sc), e_(e), m_(sc.ctx.model()), c_(m_.comms()[sc.ci]) {}
+
+  const CallRecord& Call(int rank, uint32_t slot) const {
+    return m_.call(c_.ranks[rank].collectives[slot].call);
+  }
+  const CallRecord& Mine(size_t k) const { return Call(e_.ranks[0], e_.rank_slots[0][k]); }
+  const CallRecord& Ref(size_t k) const { return Call(sc_.ref, e_.ref_slots[k]); }
+  uint32_t Tensor(int rank, uint32_t slot) const {
+    return sc_.ctx.identity().Of(sc_.ci, rank, slot);
+  }
+
+  std::string Describe(int rank, uint32_t slot, bool tags) const {
+    std::string s = ShortCall(Call(rank, slot));
+    const uint32_t t = Tensor(rank, slot);
+    if (tags && t != kNoLogicalId) s += " [tensor #" + std::to_string(t + 1) + "]";
+    return s;
+  }
+  std::string Side(int rank, const std::vector<uint32_t>& slots, bool tags) const {
+    // Long runs are abbreviated: the first calls tell the story, the table gives the range.
+    constexpr size_t kShown = 4;
+    std::string s;
+    for (size_t k = 0; k < slots.size() && k < kShown; ++k)
+      s += (k ? " then " : "") + Describe(rank, slots[k], tags);
+    if (slots.size() > kShown) s += " then " + std::to_string(slots.size() - kShown) + " more";
+    return s;
+  }
+
+  // Ranks other than the deviating ones that issued what the reference issued at ref_seq.
+  std::vector<int> Agreeing() const {
+    std::vector<int> out;
+    const RankView& ref = c_.ranks[sc_.ref];
+    const CollectiveSlot* at = ref.AtSeq(e_.ref_seq);
+    if (!at) return {sc_.ref};
+    const uint64_t want = sc_.Sig(sc_.ref, static_cast<size_t>(at - ref.collectives.data()));
+    for (const RankView& r : c_.ranks) {
+      if (!r.has_file() || std::count(e_.ranks.begin(), e_.ranks.end(), r.rank)) continue;
+      if (r.rank == sc_.ref) {
+        out.push_back(r.rank);
+        continue;
+      }
+      const CollectiveSlot* s = r.AtSeq(e_.ref_seq);
+      if (s && sc_.Sig(r.rank, static_cast<size_t>(s - r.collectives.data())) == want)
+        out.push_back(r.rank);
+    }
+    return out;
+  }
+
+  // Do recorded call sites tell the two sides apart (some position where they differ)?
+  bool SitesTellApart() const {
+    const auto& mine = e_.rank_slots[0];
+    bool differ = false;
+    for (size_t k = 0; k < mine.size() && k < e_.ref_slots.size(); ++k) {
+      const CallRecord& a = Mine(k);
+      const CallRecord& b = Ref(k);
+      if (a.callsite == 0 || b.callsite == 0) return false;
+      differ |= Site(e_.ranks[0], mine[k]) != Site(sc_.ref, e_.ref_slots[k]);
+    }
+    return differ;
+  }
+  // Did crossed buffers (rather than votes over the steps) decide the deviating calls' identity?
+  bool Crossed() const {
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        if (sc_.ctx.identity().Evidence(sc_.ci, e_.ranks[i], s) == IdentityEvidence::kCrossed)
+          return true;
+    return false;
+  }
+  // The share of calls at which the first deviating rank used the reference's buffers.
+  std::pair<float, uint32_t> BufferAgreement() const {
+    const CommIdentity& id = sc_.ctx.identity().comm(sc_.ci);
+    const int r = e_.ranks[0];
+    if (r < 0 || static_cast<size_t>(r) >= id.buffer_agreement.size()) return {0.0f, 0};
+    return {id.buffer_agreement[r], id.aligned_calls[r]};
+  }
+
+  // Buffers that cannot name a tensor here: a buffer the reference used only once (an
+  // allocator's one-off choice), or one it used for most of its calls (a staging buffer that
+  // every collective passes through, as XLA's are). Then a differing buffer tells nothing.
+  bool BuffersCannotTell() const {
+    const CommIdentity& id = sc_.ctx.identity().comm(sc_.ci);
+    const auto& ref_ids = id.ids[sc_.ref];
+    if (ref_ids.empty()) return true;
+    auto count = [&](uint32_t t) {
+      return static_cast<size_t>(std::count(ref_ids.begin(), ref_ids.end(), t));
+    };
+    for (uint32_t s : e_.ref_slots)
+      if (count(ref_ids[s]) < 2 || count(ref_ids[s]) * 2 > ref_ids.size()) return true;
+    for (uint32_t s : e_.rank_slots[0])
+      if (count(Tensor(e_.ranks[0], s)) * 2 > ref_ids.size()) return true;
+    return false;
+  }
+
+  // The least identity confidence of the deviating ranks' calls.
+  float Confidence() const { return LeastOverSlots(&LogicalIdentity::Confidence); }
+  // The same over ConfidenceLowerBound: what the confidence is worth given how often the
+  // buffers were seen.
+  float ConfidenceLowerBound() const {
+    return LeastOverSlots(&LogicalIdentity::ConfidenceLowerBound);
+  }
+
+  int64_t FirstTime() const {
+    int64_t t = INT64_MAX;
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        t = std::min(t, c_.ranks[e_.ranks[i]].collectives[s].time_ns);
+    for (uint32_t s : e_.ref_slots) t = std::min(t, c_.ranks[sc_.ref].collectives[s].time_ns);
+    return t == INT64_MAX ? 0 : t;
+  }
+
+  std::vector<InvolvedCall> Calls() const {
+    std::vector<InvolvedCall> out;
+    auto add = [&](int rank, uint32_t slot) {
+      const CollectiveSlot& s = c_.ranks[rank].collectives[slot];
+      out.push_back({s.call, rank, s.seq});
+    };
+    for (uint32_t s : e_.ref_slots) add(sc_.ref, s);
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i]) add(e_.ranks[i], s);
+    return out;
+  }
+
+  const CommModel& comm() const { return c_; }
+
+ private:
+  float LeastOverSlots(float (LogicalIdentity::*of)(size_t, int, size_t) const) const {
+    float least = 1.0f;
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        least = std::min(least, (sc_.ctx.identity().*of)(sc_.ci, e_.ranks[i], s));
+    return least;
+  }
+
+  std::string Site(int rank, uint32_t slot) const {
+    const CallRef ref = c_.ranks[rank].collectives[slot].call;
+    return m_.file(ref.file).String(m_.call(ref).callsite);
+  }
+
+  const SequenceContext& sc_;
+  const RawEvent& e_;
+  const TraceModel& m_;
+  const CommModel& c_;
+};
+
+FindingKind MismatchKind(const CallRecord& a, const CallRecord& b) {
+  if (CanonicalApi(static_cast<Api>(a.api)) != CanonicalApi(static_cast<Api>(b.api)))
+    return FindingKind::kOpMismatch;
+  if (a.dtype != b.dtype) return FindingKind::kDtypeMismatch;
+  if (a.count != b.count) return FindingKind::kCountMismatch;
+  if (PairingOp(a) != PairingOp(b)) return FindingKind::kRedopMismatch;
+  if (IsRooted(static_cast<Api>(a.api)) && a.root_peer != b.root_peer)
+    return FindingKind::kRootMismatch;
+  return FindingKind::kSuspectedSwap;  // same shape: only the logical identity differs
+}
+
+std::string ApiStr(const CallRecord& c) { return std::string(ApiName(static_cast<Api>(c.api))); }
+
+// What goes wrong when NCCL pairs `a` with `b`.
+std::string PairingConsequence(const CallRecord& a, const CallRecord& b) {
+  switch (MismatchKind(a, b)) {
+    case FindingKind::kOpMismatch:
+      return "two different collectives, which hangs or produces garbage";
+    case FindingKind::kDtypeMismatch:
+      return "calls of different datatypes: each rank reads the other's bytes as its own type";
+    case FindingKind::kCountMismatch:
+      return "calls of different sizes, which hangs or reads and writes past the smaller buffer";
+    case FindingKind::kRedopMismatch:
+      return "calls with different reduction ops, so no rank gets the result it asked for";
+    case FindingKind::kRootMismatch:
+      return "calls with different roots, which hangs or moves data from the wrong rank";
+    default:
+      return "two different tensors of the same shape: no error and no hang, just silently "
+             "wrong values (A0+B1 instead of A0+A1)";
+  }
+}
+
+std::string PerPositionMessage(FindingKind kind, uint64_t seq, const CallRecord& mine,
+                               const CallRecord& ref, const std::string& who,
+                               const std::string& others, bool others_plural, int nranks) {
+  const std::string s = others_plural ? "" : "s";  // verb agreement for `others`
+  std::string m;
+  switch (kind) {
+    case FindingKind::kOpMismatch:
+      m = "The ranks took different code paths: make every rank issue the same collective at "
+          "this point.";
+      break;
+    case FindingKind::kDtypeMismatch:
+      m = "The element sizes (" + std::to_string(DtypeSize(mine.dtype)) + " vs " +
+          std::to_string(DtypeSize(ref.dtype)) +
+          " bytes) also make the transfer sizes disagree. Use the same datatype on every rank.";
+      break;
+    case FindingKind::kCountMismatch: {
+      const CollectiveShape a = ShapeOf(mine, nranks), b = ShapeOf(ref, nranks);
+      m = "For " + ApiStr(ref) + ", " + CountRelationship(static_cast<Api>(ref.api)) + ": " + who +
+          " sends " + Thousands(a.send_elems) + " and receives " + Thousands(a.recv_elems) +
+          " elements where " + others + " send" + s + " " + Thousands(b.send_elems) +
+          " and receive" + s + " " + Thousands(b.recv_elems) +
+          ". NCCL does not compare counts across ranks. Pass the same count on every rank.";
+      break;
+    }
+    case FindingKind::kRedopMismatch:
+      m = "Use the same reduction op on every rank (for PreMulSum, the same scalar).";
+      break;
+    case FindingKind::kRootMismatch:
+      m = "The ranks disagree on which rank is the root: pass the same root everywhere.";
+      break;
+    default:
+      break;
+  }
+  return "At seq " + std::to_string(seq) + " NCCL paired " + ShortCall(mine) + " on " + who +
+         " with " + ShortCall(ref) + " on " + others + ": " + PairingConsequence(mine, ref) + ". " +
+         m;
+}
+
+// What the buffer evidence for a same-shape suspicion is.
+struct BufferEvidence {
+  float confidence = 0;  // identity confidence of the deviating calls
+  bool crossed = false;  // crossed buffers decided it (else votes over the steps)
+  float agreement = 0;   // crossed: the share of calls with the reference's buffer
+  uint32_t calls = 0;    // ... out of this many
+};
+
+// Why a same-shape reordering is only suspected, and what the sketched data say about it.
+std::string SuspicionText(const BufferEvidence& ev, const std::string& who,
+                          const DataSwapVerdict& data) {
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * ev.confidence);
+  std::string buffers =
+      "The calls are told apart only by their buffers (logical "
+      "identity): " +
+      who + "'s buffers hold these positions in " + pct + " of the steps. ";
+  if (ev.crossed) {
+    char agree[32];
+    std::snprintf(agree, sizeof agree, "%.1f%%", 100.0 * ev.agreement);
+    buffers = "The calls are told apart by their buffers: elsewhere " + who +
+              " used the same buffer as the others at the same position (" + agree + " of " +
+              Thousands(ev.calls) +
+              " calls, as ranks of one program allocate alike), but here the buffers crossed: "
+              "each call used the buffer the others used at the other position. ";
+  }
+  switch (data.kind) {
+    case DataSwapVerdict::kConfirmed:
+      return buffers + "The sketched data confirm it: " + data.sentence +
+             " (cosines of the sampled values). ";
+    case DataSwapVerdict::kUninformative:
+      return buffers +
+             "The sketched data cannot tell: the ranks' sampled values are not clearly alike (" +
+             data.sentence +
+             "), as data-parallel gradients of one tensor would be; replay with "
+             "`ncclrr replay --order canonical` to be sure. ";
+    case DataSwapVerdict::kWeak:
+      if (data.confidence >= 0.99)  // significant, but different tensors correlate too
+        return buffers + "The sketched data lean toward it (" + data.sentence +
+               "), but this program's tensors also correlate with each other, so it is no "
+               "proof; replay with `ncclrr replay --order canonical` to be sure. ";
+      return buffers + "The sketched data neither confirm nor rule it out (" + data.sentence +
+             "), which lowers the confidence; replay with `ncclrr replay --order canonical` "
+             "to be sure. ";
+    default:
+      return buffers +
+             "Without data this is a suspicion: record with `ncclrr record --sketch` to have the "
+             "sampled values compared across positions, or replay with `ncclrr replay --order "
+             "canonical`. ";
+  }
+}
+
+// The least logical-identity confidence of a same-shape mismatch at one position (no reordering)
+// that is reported under buffer identity.
+constexpr float kMismatchIdentityFloor = 0.75f;
+
+// A same-shape suspicion (only the buffers tell the calls apart) weighed with the sketched data,
+// when recorded: false when the data rule it out or its confidence stays below the floor;
+// otherwise `conf` is the finding's confidence.
+bool WeighSuspicion(const SequenceContext& sc, const RawEvent& e, const std::vector<int>& agreeing,
+                    double meta_confidence, DataSwapVerdict* data, double* conf) {
+  std::vector<int> peers = {sc.ref};
+  for (int r : agreeing)
+    if (r != sc.ref) peers.push_back(r);
+  *data = AssessSwapFromSketches(sc, e, peers);
+  *conf = meta_confidence;
+  switch (data->kind) {
+    case DataSwapVerdict::kConfirmed:
+      *conf = data->confidence;
+      return true;
+    case DataSwapVerdict::kContradicted:
+      return false;
+    case DataSwapVerdict::kWeak:
+      *conf = std::min(*conf, data->confidence);
+      break;
+    default:
+      break;
+  }
+  return *conf >= sc.ctx.options().swap_confidence_floor;
+}
+
+}  // namespace
+
+std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e) {
+  const TraceModel& m = sc.ctx.model();
+  const CommModel& c = m.comms()[sc.ci];
+  std::string p = std::to_string(static_cast<int>(e.op.type)) + ":";
+  // Tensors are named by their place on the reference side ("r0" = the reference's first call
+  // here), not by id: a loop that allocates its tensors afresh each step repeats the same swap
+  // with new ids every time, and that is one pattern with repeats.
+  std::vector<uint32_t> ref_ids;
+  for (uint32_t s : e.ref_slots) ref_ids.push_back(sc.ctx.identity().Of(sc.ci, sc.ref, s));
+  auto side = [&](int r, const std::vector<uint32_t>& slots) {
+    for (uint32_t s : slots) {
+      const uint32_t id = sc.ctx.identity().Of(sc.ci, r, s);
+      const auto at = std::find(ref_ids.begin(), ref_ids.end(), id);
+      p += ShortCall(m.call(c.ranks[r].collectives[s].call)) + "#" +
+           (at == ref_ids.end() ? std::string("x") : "r" + std::to_string(at - ref_ids.begin())) +
+           ";";
+    }
+  };
+  side(rank, e.slots);
+  p += "|";
+  side(sc.ref, e.ref_slots);
+  return p;
+}
+
+void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
+  const EventView v(sc, e);
+  const CommModel& c = v.comm();
+  const bool call_sites = v.SitesTellApart();
+  std::vector<int> agreeing = v.Agreeing();
+  BufferEvidence evidence{v.Confidence(), v.Crossed(), 0, 0};
+  std::tie(evidence.agreement, evidence.calls) = v.BufferAgreement();
+  Finding f = FindingOn(FindingKind::kOrderSwap, sc.ctx.model(), sc.ci);
+  f.seq = e.seq;
+  f.ranks = e.ranks;
+  if (e.ranks.size() >= agreeing.size())  // a tie: nobody is the majority
+    f.ranks.insert(f.ranks.end(), agreeing.begin(), agreeing.end());
+  std::sort(f.ranks.begin(), f.ranks.end());
+  f.first_time = v.FirstTime();
+  f.calls = v.Calls();
+  f.pattern = e.pattern;
+  const std::string who = RankList(e.ranks), others = RankList(agreeing);
+  const int r0 = e.ranks[0];
+  const auto& mine = e.rank_slots[0];
+
+  // Same shape at every position: only the logical identity tells the calls apart.
+  bool same_shape = e.op.type == AlignOp::kReorder || e.op.type == AlignOp::kMismatch;
+  for (size_t k = 0; same_shape && k < mine.size() && k < e.ref_slots.size(); ++k)
+    same_shape = ShapeSignature(v.Mine(k)) == ShapeSignature(v.Ref(k));
+  const bool tags = same_shape;
+  f.table.push_back({CompactRanks(agreeing), SeqRange(e.ref_seq, e.ref_slots.size()),
+                     v.Side(sc.ref, e.ref_slots, tags), false});
+  f.table.push_back(
+      {CompactRanks(e.ranks), SeqRange(e.seq, mine.size()), v.Side(r0, mine, tags), true});
+  const std::string my_side = v.Side(r0, mine, tags), ref_side = v.Side(sc.ref, e.ref_slots, tags);
+
+  switch (e.op.type) {
+    case AlignOp::kReorder: {
+      const bool suspected = same_shape && !call_sites;
+      DataSwapVerdict data;
+      double conf = 0;
+      if (suspected) {
+        if (!evidence.crossed && v.BuffersCannotTell()) return;
+        if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
+        f.confidence = conf;
+      }
+      sc.ctx.Claim(sc.ci, e.seq, e.seq + mine.size() - 1);
+      f.kind = suspected ? FindingKind::kSuspectedSwap : FindingKind::kOrderSwap;
+      f.short_text = mine.size() == 2
+                         ? who + " issued " + my_side + "; " + others + " the opposite order"
+                         : who + " issued " + std::to_string(mine.size()) +
+                               " calls in a different order than " + others;
+      f.message = "From seq " + std::to_string(e.seq) + ", " + who + " issued " + my_side +
+                  " while " + others + " issued " + ref_side +
+                  ". NCCL pairs the k-th collective of every rank, so seq " +
+                  std::to_string(e.seq) + " paired " + v.Describe(sc.ref, e.ref_slots[0], tags) +
+                  " with " + v.Describe(r0, mine[0], tags) + ": " +
+                  PairingConsequence(v.Mine(0), v.Ref(0)) +
+                  ". The alignment of the whole sequence explains the mismatches at seq " +
+                  SeqRange(e.seq, mine.size()) +
+                  " as this one reordering, so they are not reported one by one. ";
+      if (suspected) {
+        f.message += SuspicionText(evidence, who, data);
+      } else if (same_shape) {
+        f.message += "The call sites recorded with --stacks tell the calls apart. ";
+      }
+      f.message +=
+          "Issue these collectives in one order on every rank (e.g. launch gradient "
+          "buckets in a fixed order rather than as they become ready).";
+      break;
+    }
+    case AlignOp::kBlockedSwap: {
+      sc.ctx.Claim(sc.ci, e.seq, kNoSeq);
+      f.kind = FindingKind::kOrderSwap;
+      f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) + " before " +
+                     ref_side + "; " + others + " the opposite order (hung there)";
+      f.table[0].what = ref_side + " (next in its steps: " + my_side + ")";
+      f.table[1].what = my_side + " (" + ref_side + " never issued)";
+      f.message =
+          "At seq " + std::to_string(e.seq) + " " + who + " issued " + my_side + " while " +
+          others + " issued " + ref_side + ". Each is the call the other side issues next: in the " +
+          "earlier steps " + others + " issued " + my_side + " right after " + ref_side +
+          ", and " + who + " issued " + ref_side + " where it now issued " + my_side +
+          ". So the two calls were issued in the opposite order, and NCCL paired " +
+          v.Describe(sc.ref, e.ref_slots[0], false) + " with " + v.Describe(r0, mine[0], false) +
+          ": " + PairingConsequence(v.Mine(0), v.Ref(0)) +
+          ". The job hung in that call, so the second call of the pair never reached NCCL and "
+          "the trace ends here. The counts are right; the order is not: issue these collectives "
+          "in one order on every rank (e.g. reduce gradients in a fixed order rather than as "
+          "they become ready).";
+      break;
+    }
+    case AlignOp::kSkip:
+    case AlignOp::kExtra: {
+      const bool skip = e.op.type == AlignOp::kSkip;
+      const size_t n = skip ? e.op.ref_len : e.op.len;
+      for (size_t i = 0; i < e.ranks.size(); ++i)
+        sc.ctx.ExplainIssuedDifference(sc.ci, e.ranks[i], skip ? int64_t(n) : -int64_t(n));
+      sc.ctx.Claim(sc.ci, std::min(e.seq, e.ref_seq), kNoSeq);
+      f.kind = FindingKind::kMissingCall;
+      if (skip) f.seq = e.ref_seq;
+      if (skip) {
+        f.table[1].what = mine.empty() ? "(nothing)" : "(skipped) next: " + my_side;
+        f.table[1].seq = std::to_string(e.seq);
+        f.short_text = who + " never issued " + ref_side + ", which " + others + " issued at seq " +
+                       std::to_string(e.ref_seq);
+        f.message = who + " skipped " + ref_side + " that " + others + " issued at seq " +
+                    std::to_string(e.ref_seq) +
+                    (mine.empty() ? ""
+                                  : "; its next call, " + my_side + ", took seq " +
+                                        std::to_string(e.seq) + " instead") +
+                    ". NCCL pairs by position, so from there every call of " + who +
+                    " was paired with the call after it on the other ranks, and at the end the "
+                    "other ranks' last " +
+                    (n == 1 ? std::string("call") : Plural(n, "call", "calls")) +
+                    " had no partner: a hang, preceded by wrong results or a crash where the "
+                    "mispaired calls differ. A collective inside a rank-dependent branch is the "
+                    "usual cause: make every rank issue it.";
+      } else {
+        f.table[0].what = "(nothing)";
+        f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) +
+                       ", which " + others + " never issued";
+        f.message = who + " issued " + Plural(n, "extra call", "extra calls") + ", " + my_side +
+                    ", at seq " + std::to_string(e.seq) + " that " + others +
+                    " never issued. NCCL pairs by position, so from there every call of " + others +
+                    " was paired with an earlier call of " + who + ", and " + who + "'s last " +
+                    (n == 1 ? std::string("call") : Plural(n, "call", "calls")) +
+                    " had no partner: a hang. A collective inside a rank-dependent branch is "
+                    "the usual cause.";
+      }
+      break;
+    }
+    case AlignOp::kMismatch: {
+      const CallRecord& a = v.Mine(0);
+      const CallRecord& b = v.Ref(0);
+      f.kind = MismatchKind(a, b);
+      if (f.kind == FindingKind::kSuspectedSwap) {
+        DataSwapVerdict data;
+        double conf = 0;
+        // Call sites that differ at one position are no proof on their own: a rank-dependent
+        // branch can issue the same tensor from two lines (a Flight Recorder dump of a
+        // two-group deadlock gave an order_swap from that alone). The buffers and data must
+        // make the case, as without call sites.
+        // No reordering explains this position: the rank's buffer here is one the others did
+        // not use here. Buffers allocated afresh each step (a compressing comm hook's) do
+        // that all the time, and then even the data can look alike across steps by chance:
+        // only a buffer that almost always sits beside one tensor makes this a suspicion.
+        // A dropped suspicion claims nothing: the data checks go on checking the position.
+        if (v.Confidence() < kMismatchIdentityFloor) return;
+        if (v.BuffersCannotTell()) return;
+        if (!WeighSuspicion(sc, e, agreeing, v.Confidence(), &data, &conf)) return;
+        // Unless the data confirm it, the buffers must have been seen often enough for the
+        // floor to hold at 95%: a fresh buffer seen 4 times, 3 of them at one position, is
+        // an allocator's choice, not a tensor's place (a 1000-step AMP job with a compressing
+        // hook gave two such errors).
+        if (data.kind != DataSwapVerdict::kConfirmed &&
+            v.ConfidenceLowerBound() < kMismatchIdentityFloor)
+          return;
+        f.confidence = conf;
+        sc.ctx.Claim(sc.ci, e.seq);
+        f.short_text = who + " issued " + my_side + " where " + others + " issued " + ref_side;
+        f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
+                    others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
+                    ". ";
+        f.message += SuspicionText(evidence, who, data);
+        if (call_sites) f.message += "The call sites differ as well. ";
+        f.message += "Make every rank issue the same tensor at this point.";
+        break;
+      }
+      sc.ctx.Claim(sc.ci, e.seq);
+      switch (f.kind) {
+        case FindingKind::kOpMismatch:
+          f.short_text = who + " issued " + ApiStr(a) + " where " + others + " issued " + ApiStr(b);
+          break;
+        case FindingKind::kDtypeMismatch:
+          f.short_text = who + " passed " + std::string(DtypeName(a.dtype)) + " to " + ApiStr(a) +
+                         " where " + others + " passed " + std::string(DtypeName(b.dtype));
+          break;
+        case FindingKind::kCountMismatch:
+          f.short_text = who + " passed count " + Thousands(a.count) + " to " + ApiStr(a) +
+                         " where " + others + " passed " + Thousands(b.count);
+          break;
+        case FindingKind::kRedopMismatch:
+          f.short_text = who + " passed op " + std::string(RedOpName(a.op, a.flags)) + " to " +
+                         ApiStr(a) + " where " + others + " passed " +
+                         std::string(RedOpName(b.op, b.flags));
+          break;
+        default:
+          f.short_text = who + " passed root " + std::to_string(a.root_peer) + " to " + ApiStr(a) +
+                         ", " + others + " root " + std::to_string(b.root_peer);
+          break;
+      }
+      f.message =
+          PerPositionMessage(f.kind, e.seq, a, b, who, others, agreeing.size() > 1, c.nranks);
+      break;
+    }
+  }
+  sink.Add(std::move(f));
+}
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,439 @@
+#include "ncclrr/analysis/logical_identity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "model/flat_map.h"
+#include "ncclrr/base/parallel_for.h"
+#include "model/sequence_align.h"
+#include "model/signature.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// Per-rank key of a call: its buffer, count and dtype (what "the same tensor" means without
+// call sites).
+uint64_t BufferKey(const CallRecord& c) {
+  const uint64_t buf = c.sendbuff ? c.sendbuff : c.recvbuff;
+  return Mix64(buf ^ (c.count * 0x9e3779b97f4a7c15ull), (uint64_t{c.dtype} << 16) | c.api);
+}
+
+// The reference rank: the lowest rank of the largest group of ranks with identical shape
+// sequences (ties: the group holding the lowest rank).
+int ReferenceRank(const CommModel& c, const std::vector<std::vector<uint64_t>>& shapes) {
+  std::map<uint64_t, std::pair<int, int>> groups;  // hash -> (members, lowest rank)
+  for (const RankView& r : c.ranks) {
+    if (!r.has_file() || r.collectives.empty()) continue;
+    uint64_t h = r.first_seq();
+    for (uint64_t s : shapes[r.rank]) h = Mix64(h, s);
+    auto [it, added] = groups.try_emplace(h, 0, r.rank);
+    it->second.first++;
+  }
+  int best = -1, members = 0;
+  for (const auto& [h, g] : groups)
+    if (g.first > members || (g.first == members && g.second < best)) {
+      members = g.first;
+      best = g.second;
+    }
+  return best < 0 ? 0 : best;
+}
+
+// Calls f(i, j) for slots of `r` and `ref` that hold the same position once the shape
+// sequences are aligned (a call one rank skipped shifts every later position; a reordering of
+// calls of different shapes says nothing about which tensor is which), and have the same shape.
+template <typename F>
+void ForEachShapeAlignedPair(const RankView& r, const RankView& ref, const CommIdentity& id,
+                             F&& f) {
+  // The common case: same seqs, same shapes; pair by index without building anything.
+  const auto& rs = id.shapes[r.rank];
+  const auto& fs = id.shapes[ref.rank];
+  if (rs == fs && r.first_seq() == ref.first_seq() && r.issued() == ref.issued() &&
+      r.collectives.size() == r.issued() - r.first_seq()) {
+    for (size_t k = 0; k < rs.size(); ++k) f(k, k);
+    return;
+  }
+  const uint64_t lo = std::max(r.first_seq(), ref.first_seq());
+  auto dense = [&](const RankView& v, std::vector<uint64_t>* sig, std::vector<uint32_t>* slot) {
+    const uint64_t hi = v.issued();
+    if (hi <= lo) return;
+    sig->assign(hi - lo, kUnknownSignature);
+    slot->assign(hi - lo, ~uint32_t{0});
+    for (size_t k = 0; k < v.collectives.size(); ++k) {
+      if (v.collectives[k].seq < lo) continue;
+      (*sig)[v.collectives[k].seq - lo] = id.shapes[v.rank][k];
+      (*slot)[v.collectives[k].seq - lo] = static_cast<uint32_t>(k);
+    }
+  };
+  std::vector<uint64_t> a, b;
+  std::vector<uint32_t> sa, sb;
+  dense(ref, &a, &sa);
+  dense(r, &b, &sb);
+  auto pair = [&](size_t p, size_t q) {
+    if (p < b.size() && q < a.size() && b[p] == a[q] && b[p] != kUnknownSignature) f(sb[p], sa[q]);
+  };
+  size_t p = 0, q = 0;
+  for (const AlignOp& op : AlignSequences(a, b, AlignParams{})) {
+    for (; p < op.pos && q < op.ref_pos; ++p, ++q) pair(p, q);
+    p = op.pos + op.len;
+    q = op.ref_pos + op.ref_len;
+  }
+  for (; p < b.size() && q < a.size(); ++p, ++q) pair(p, q);
+}
+
+bool AllHaveCallSites(const TraceModel& m, const CommModel& c) {
+  bool any = false;
+  for (const RankView& r : c.ranks)
+    for (const CollectiveSlot& s : r.collectives) {
+      if (m.call(s.call).callsite == 0) return false;
+      any = true;
+    }
+  return any;
+}
+
+// Call sites refine the buffer identity: two calls are the same tensor only when both their
+// buffers and their sites say so. A loop issues every tensor from one line, so a site shared by
+// all calls changes nothing; different lines tell tensors apart even where buffers could not.
+void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
+  std::map<std::pair<std::string, uint32_t>, uint32_t> ids;
+  const RankView& ref = c.ranks[out->reference_rank];
+  auto site = [&](const RankView& r, size_t k) {
+    const CallRef call = r.collectives[k].call;
+    return m.file(call.file).String(m.call(call).callsite);
+  };
+  for (const RankView& r : c.ranks) {
+    if (!r.has_file()) continue;
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const std::string s = site(r, k);
+      auto [it, added] =
+          ids.try_emplace({s, out->ids[r.rank][k]}, static_cast<uint32_t>(ids.size()));
+      out->ids[r.rank][k] = it->second;
+      // Evidence of a difference: the reference issued another site at this position.
+      if (r.rank != ref.rank && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
+        const CollectiveSlot* at = ref.AtSeq(r.collectives[k].seq);
+        if (at != nullptr && site(ref, static_cast<size_t>(at - ref.collectives.data())) != s) {
+          out->evidence[r.rank][k] = IdentityEvidence::kCallSite;
+          out->confidence[r.rank][k] = 1.0f;
+          out->support[r.rank][k] = kCertainSupport;
+        }
+      }
+    }
+  }
+  out->tensors = static_cast<uint32_t>(ids.size());
+}
+
+// Crossed buffers (see the header): rank `r`'s slots whose buffer is not the reference's at the
+// same position but one the reference used at a nearby position, in closed cycles, take the
+// reference's tensor of that position. Processes map device memory at different virtual
+// addresses, so "the same buffer" is the same address up to one of the few offsets that relate
+// most of the two ranks' aligned calls (one per allocator segment). Believed only where the rank
+// otherwise agrees with the reference buffer for buffer.
+void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs, const std::vector<uint64_t>& ref_addrs,
+                           const RankView& r, const RankView& ref, CommIdentity* out) {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (slot of r, slot of ref), in order
+  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+    pairs.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
+  });
+  constexpr size_t kMinPairs = 8;
+  if (pairs.size() < kMinPairs) return;
+  std::unordered_map<uint64_t, uint32_t> delta_count;
+  for (const auto& [i, j] : pairs) delta_count[addrs[i] - ref_addrs[j]]++;
+  // The most common offset, and others only as common as a segment of the allocator is: the
+  // offsets between two crossed buffers recur at every swapped step, and must not pass for one.
+  std::vector<std::pair<uint32_t, uint64_t>> frequent;  // (count, delta)
+  for (const auto& [d, n] : delta_count) frequent.push_back({n, d});
+  std::sort(frequent.rbegin(), frequent.rend());
+  const uint32_t min_count = std::max<uint32_t>(4, static_cast<uint32_t>(pairs.size() / 5));
+  size_t keep = 1;
+  while (keep < frequent.size() && keep < 8 && frequent[keep].first >= min_count) ++keep;
+  frequent.resize(keep);
+  const auto& shapes = out->shapes[r.rank];
+  const auto& ref_shapes = out->shapes[ref.rank];
+  auto same = [&](uint32_t i, uint32_t j) {
+    if (shapes[i] != ref_shapes[j]) return false;
+    const uint64_t d = addrs[i] - ref_addrs[j];
+    for (const auto& [n, f] : frequent)
+      if (f == d) return true;
+    return false;
+  };
+  size_t equal = 0;
+  for (const auto& [i, j] : pairs) equal += same(i, j);
+  const float agreement = static_cast<float>(equal) / pairs.size();
+  out->buffer_agreement[r.rank] = agreement;
+  out->aligned_calls[r.rank] = static_cast<uint32_t>(pairs.size());
+  constexpr float kMinAgreement = 0.8f;  // SPMD ranks allocate alike; others prove nothing here
+  if (agreement < kMinAgreement || equal == pairs.size()) return;
+  constexpr size_t kWindow = 64;  // how far a crossed buffer may sit
+  constexpr size_t kMaxCycle = 8;
+  const size_t n = pairs.size();
+  auto differs = [&](size_t k) { return !same(pairs[k].first, pairs[k].second); };
+  // partner[k]: the nearest pair position whose reference buffer is rank r's buffer at k.
+  std::vector<uint32_t> partner(n, ~uint32_t{0});
+  for (size_t k = 0; k < n; ++k) {
+    if (!differs(k)) continue;
+    for (size_t d = 1; d <= kWindow && partner[k] == ~uint32_t{0}; ++d) {
+      const size_t cand[2] = {k >= d ? k - d : n, k + d};
+      for (size_t q : cand)
+        if (q < n && differs(q) && same(pairs[k].first, pairs[q].second)) {
+          partner[k] = static_cast<uint32_t>(q);
+          break;
+        }
+    }
+  }
+  std::vector<uint8_t> done(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (partner[k] == ~uint32_t{0} || done[k]) continue;
+    std::vector<size_t> cycle = {k};
+    size_t at = partner[k];
+    while (at != k && cycle.size() <= kMaxCycle && partner[at] != ~uint32_t{0} && !done[at]) {
+      cycle.push_back(at);
+      at = partner[at];
+    }
+    if (at != k) continue;  // not closed: an allocator's coincidence, not a reordering
+    for (size_t c : cycle) {
+      done[c] = 1;
+      const uint32_t slot = pairs[c].first;
+      out->ids[r.rank][slot] = out->ids[ref.rank][pairs[partner[c]].second];
+      out->confidence[r.rank][slot] = agreement;
+      out->support[r.rank][slot] = static_cast<uint32_t>(n);
+      out->evidence[r.rank][slot] = IdentityEvidence::kCrossed;
+    }
+  }
+}
+
+// Calls the buffers could not place (a buffer used once, at a position the shape alignment left
+// out because calls of different shapes were reordered there) are the reference's call of the
+// same shape that the alignment also left out, nearest in seq: a reordering of calls of
+// different shapes then reads as one, rather than as mismatched counts.
+void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* out) {
+  std::vector<uint8_t> ref_paired(ref.collectives.size(), 0), paired(r.collectives.size(), 0);
+  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+    paired[i] = 1;
+    ref_paired[j] = 1;
+  });
+  constexpr uint64_t kWindow = 64;
+  std::vector<uint8_t> taken(ref.collectives.size(), 0);
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    if (paired[i] || out->ids[r.rank][i] != kNoLogicalId) continue;
+    const uint64_t seq = r.collectives[i].seq;
+    size_t best = ~size_t{0};
+    uint64_t best_dist = kWindow + 1;
+    // Reference slots are sorted by seq: scan those within the window.
+    auto lo = std::lower_bound(ref.collectives.begin(), ref.collectives.end(),
+                               seq > kWindow ? seq - kWindow : 0,
+                               [](const CollectiveSlot& s, uint64_t v) { return s.seq < v; });
+    for (auto it = lo; it != ref.collectives.end() && it->seq <= seq + kWindow; ++it) {
+      const size_t j = static_cast<size_t>(it - ref.collectives.begin());
+      if (ref_paired[j] || taken[j] || out->shapes[ref.rank][j] != out->shapes[r.rank][i]) continue;
+      const uint64_t dist = it->seq > seq ? it->seq - seq : seq - it->seq;
+      if (dist < best_dist) {
+        best_dist = dist;
+        best = j;
+      }
+    }
+    if (best == ~size_t{0}) continue;
+    taken[best] = 1;
+    out->ids[r.rank][i] = out->ids[ref.rank][best];
+    out->confidence[r.rank][i] = 0.5f;
+    out->support[r.rank][i] = 1;
+  }
+}
+
+// Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
+void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const RankView& ref,
+             const FlatMap64& tensor_of_key, const std::vector<uint32_t>& ref_tensor,
+             CommIdentity* out) {
+  // Number this rank's keys, then count which reference tensor sits at each key's positions.
+  FlatMap64 key_index(r.collectives.size() / 4 + 16);
+  std::vector<uint32_t> key_of_slot(r.collectives.size());
+  std::vector<uint64_t> keys;
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const uint64_t key = slot_keys[k];
+    bool added = false;
+    key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
+    if (added) keys.push_back(key);
+  }
+  // (key index, tensor) -> co-occurrences: a dense matrix when small (training loops reuse a
+  // few buffers), a hash map when every call has its own buffer.
+  const uint64_t cells = uint64_t{keys.size()} * out->tensors;
+  const bool dense = cells <= std::max<uint64_t>(4096, r.collectives.size());
+  std::vector<uint32_t> dense_votes(dense ? cells : 0);
+  FlatMap64 votes(dense ? 16 : keys.size() * 2 + 16);
+  std::vector<uint32_t> occurrences(keys.size());
+  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+    const uint32_t k = key_of_slot[i];
+    if (dense)
+      dense_votes[uint64_t{k} * out->tensors + ref_tensor[j]]++;
+    else
+      votes.FindOrInsert((uint64_t{k} << 32) | ref_tensor[j], 0)++;
+    occurrences[k]++;
+  });
+  if (dense)
+    for (uint64_t cell = 0; cell < cells; ++cell)
+      if (dense_votes[cell])
+        votes.FindOrInsert(((cell / out->tensors) << 32) | (cell % out->tensors), 0) =
+            dense_votes[cell];
+  // One-to-one where possible: the strongest (key, tensor) pairs first, so that two buffers of
+  // a rank that swaps in half of its steps do not both land on the same tensor. Ties go to the
+  // tensor with the same address on both ranks, then to the key seen first and the lowest
+  // tensor id, so the result does not depend on hash order.
+  struct Candidate {
+    uint32_t votes, key, tensor;
+    bool same_address;
+  };
+  std::vector<Candidate> cand;
+  votes.ForEach([&](uint64_t kv, uint32_t n) {
+    const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
+    const uint32_t* same = tensor_of_key.Find(keys[k]);
+    cand.push_back({n, k, t, same && *same == t});
+  });
+  std::sort(cand.begin(), cand.end(), [](const Candidate& a, const Candidate& b) {
+    return std::make_tuple(-static_cast<int64_t>(a.votes), !a.same_address, a.key, a.tensor) <
+           std::make_tuple(-static_cast<int64_t>(b.votes), !b.same_address, b.key, b.tensor);
+  });
+  std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
+  std::vector<uint8_t> taken(out->tensors, 0);
+  for (const Candidate& c : cand)
+    if (best[c.key] == kNoLogicalId && !taken[c.tensor]) {
+      best[c.key] = c.tensor;
+      best_votes[c.key] = c.votes;
+      taken[c.tensor] = 1;
+    }
+  for (const Candidate& c : cand)  // more keys than tensors: the rest take their strongest
+    if (best[c.key] == kNoLogicalId) {
+      best[c.key] = c.tensor;
+      best_votes[c.key] = c.votes;
+    }
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const uint32_t key = key_of_slot[k];
+    uint32_t id = best[key];
+    float conf = occurrences[key] ? static_cast<float>(best_votes[key]) / occurrences[key] : 0;
+    if (id == kNoLogicalId) {  // never beside the reference: same buffer key, or unknown
+      const uint32_t* same = tensor_of_key.Find(keys[key]);
+      id = same ? *same : kNoLogicalId;
+      conf = same ? 0.5f : 0.0f;
+    }
+    out->ids[r.rank][k] = id;
+    out->confidence[r.rank][k] = conf;
+    out->support[r.rank][k] = occurrences[key];
+  }
+}
+
+// `keys[rank][slot]`: BufferKey of every slot, computed with the shapes (one pass over records).
+void FromBuffers(const std::vector<std::vector<uint64_t>>& keys,
+                 const std::vector<std::vector<uint64_t>>& addrs, const CommModel& c,
+                 CommIdentity* out, int threads) {
+  const RankView& ref = c.ranks[out->reference_rank];
+  FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
+  std::vector<uint32_t> ref_tensor(ref.collectives.size());
+  for (size_t k = 0; k < ref.collectives.size(); ++k) {
+    const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
+    ref_tensor[k] = tensor_of_key.FindOrInsert(keys[ref.rank][k], fresh);
+    out->ids[ref.rank][k] = ref_tensor[k];
+    out->confidence[ref.rank][k] = 1.0f;
+    out->support[ref.rank][k] = kCertainSupport;
+  }
+  out->tensors = static_cast<uint32_t>(tensor_of_key.size());
+  ParallelFor(c.ranks.size(), threads, [&](size_t i) {
+    const RankView& r = c.ranks[i];
+    if (r.rank == ref.rank || !r.has_file()) return;
+    MapRank(keys[r.rank], r, ref, tensor_of_key, ref_tensor, out);
+    CorrectCrossedBuffers(addrs[r.rank], addrs[ref.rank], r, ref, out);
+    PlaceUnknownByShape(r, ref, out);
+  });
+}
+
+}  // namespace
+
+LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
+  LogicalIdentity li;
+  li.comms_.resize(m.comms().size());
+  for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+    const CommModel& c = m.comms()[ci];
+    CommIdentity& out = li.comms_[ci];
+    out.ids.resize(c.ranks.size());
+    out.confidence.resize(c.ranks.size());
+    out.support.resize(c.ranks.size());
+    out.evidence.resize(c.ranks.size());
+    out.buffer_agreement.assign(c.ranks.size(), 1.0f);
+    out.aligned_calls.assign(c.ranks.size(), 0);
+    for (const RankView& r : c.ranks) {
+      out.ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
+      out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
+      out.support[r.rank].assign(r.collectives.size(), 0);
+      out.evidence[r.rank].assign(r.collectives.size(), IdentityEvidence::kVotes);
+    }
+    if (c.ranks.empty()) continue;
+    // Threads pay off only for big communicators.
+    size_t calls_in_comm = 0;
+    for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
+    const int t = calls_in_comm >= 200'000 ? threads : 1;
+    out.shapes.resize(c.ranks.size());
+    std::vector<std::vector<uint64_t>> keys(c.ranks.size());  // buffer keys, one pass with shapes
+    std::vector<std::vector<uint64_t>> addrs(c.ranks.size());  // and the buffer addresses
+    ParallelFor(c.ranks.size(), t, [&](size_t i) {
+      const RankView& r = c.ranks[i];
+      auto& sh = out.shapes[r.rank];
+      sh.resize(r.collectives.size());
+      if (!r.has_file()) return;
+      auto& ky = keys[r.rank];
+      ky.resize(r.collectives.size());
+      auto& ad = addrs[r.rank];
+      ad.resize(r.collectives.size());
+      const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
+      for (size_t k = 0; k < sh.size(); ++k) {
+        const CallRecord& call = calls[r.collectives[k].call.index];
+        sh[k] = ShapeSignature(call) | 1;
+        ky[k] = BufferKey(call);
+        ad[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
+      }
+    });
+    out.reference_rank = ReferenceRank(c, out.shapes);
+    out.source = IdentitySource::kBuffers;
+    FromBuffers(keys, addrs, c, &out, t);
+    if (AllHaveCallSites(m, c)) {
+      out.source = IdentitySource::kCallSites;
+      RefineWithCallSites(m, c, &out);
+    }
+  }
+  return li;
+}
+
+uint32_t LogicalIdentity::Of(size_t comm_index, int rank, size_t slot) const {
+  const auto& ids = comms_[comm_index].ids;
+  if (rank < 0 || static_cast<size_t>(rank) >= ids.size() || slot >= ids[rank].size())
+    return kNoLogicalId;
+  return ids[rank][slot];
+}
+
+IdentityEvidence LogicalIdentity::Evidence(size_t comm_index, int rank, size_t slot) const {
+  const auto& e = comms_[comm_index].evidence;
+  if (rank < 0 || static_cast<size_t>(rank) >= e.size() || slot >= e[rank].size())
+    return IdentityEvidence::kVotes;
+  return e[rank][slot];
+}
+
+float LogicalIdentity::Confidence(size_t comm_index, int rank, size_t slot) const {
+  const auto& c = comms_[comm_index].confidence;
+  if (rank < 0 || static_cast<size_t>(rank) >= c.size() || slot >= c[rank].size()) return 0;
+  return c[rank][slot];
+}
+
+float LogicalIdentity::ConfidenceLowerBound(size_t comm_index, int rank, size_t slot) const {
+  const float p = Confidence(comm_index, rank, slot);
+  const auto& support = comms_[comm_index].support;
+  if (rank < 0 || static_cast<size_t>(rank) >= support.size() || slot >= support[rank].size())
+    return 0;
+  const uint32_t n = support[rank][slot];
+  if (n == kCertainSupport) return p;
+  if (n == 0) return 0;
+  constexpr double kZ = 1.645;  // one-sided 95%
+  const double z2n = kZ * kZ / n;
+  const double center = p + z2n / 2;
+  const double margin = kZ * std::sqrt(p * (1 - p) / n + z2n / (4 * n));
+  return static_cast<float>(std::max(0.0, (center - margin) / (1 + z2n)));
+}
+
+}  // namespace ncclrr::analysis

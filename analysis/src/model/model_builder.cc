@@ -1,0 +1,413 @@
+// Builds a TraceModel from a TraceDir: communicators from CommRecords (and from calls on comms no
+// record announced), per-rank sequences, graph launches expanded into the positions they take,
+// and the common timeline.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "model/clock_sync.h"
+#include "ncclrr/analysis/model.h"
+#include "ncclrr/trace/format.h"
+
+namespace ncclrr::analysis {
+
+const CollectiveSlot* RankView::AtSeq(uint64_t seq) const {
+  auto it = std::lower_bound(collectives.begin(), collectives.end(), seq,
+                             [](const CollectiveSlot& s, uint64_t v) { return s.seq < v; });
+  return it != collectives.end() && it->seq == seq ? &*it : nullptr;
+}
+
+uint64_t CommModel::max_issued() const {
+  uint64_t m = 0;
+  for (const RankView& r : ranks) m = std::max(m, r.issued());
+  return m;
+}
+
+TraceModel::TraceModel() : dir_(std::make_unique<TraceDir>()) {}
+TraceModel::TraceModel(TraceModel&&) noexcept = default;
+TraceModel& TraceModel::operator=(TraceModel&&) noexcept = default;
+TraceModel::~TraceModel() = default;
+
+int TraceModel::FindComm(uint64_t id, uint32_t lineage) const {
+  for (size_t i = 0; i < comms_.size(); ++i)
+    if (comms_[i].id == id && comms_[i].lineage == lineage) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<const SketchData*> TraceModel::Sketches(CallRef r) const {
+  std::vector<const SketchData*> out;
+  if (r.file >= sketch_index_.size()) return out;
+  const uint64_t uid = call(r).uid;
+  auto [b, e] = sketch_index_[r.file].equal_range(uid);
+  for (auto it = b; it != e; ++it) out.push_back(&dir_->files[r.file].sketches[it->second]);
+  return out;
+}
+
+namespace {
+
+// Larger communicators than this are treated as corrupt records (the largest NCCL jobs have
+// ~100k ranks); a RankView per rank is allocated up front.
+constexpr int kMaxRanks = 1 << 18;
+
+bool IsLifecycle(Api a) {
+  return (a >= Api::kCommInitRank && a <= Api::kCommRevoke) || a == Api::kAsyncErrorChange;
+}
+
+}  // namespace
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(TraceModel* m) : m_(*m) {}
+
+  void Build() {
+    const auto& files = m_.dir_->files;
+    m_.files_.resize(files.size());
+    m_.sketch_index_.resize(files.size());
+    for (uint32_t f = 0; f < files.size(); ++f) DescribeFile(f);
+    for (uint32_t f = 0; f < files.size(); ++f) AddCommRecords(f);
+    for (uint32_t f = 0; f < files.size(); ++f) AddCalls(f);
+    FinishComms();
+    RefineClocksAcrossHosts(&m_.files_, m_.comms_, *m_.dir_);
+    StampTimes();
+  }
+
+ private:
+  void DescribeFile(uint32_t f) {
+    const TraceFile& t = m_.dir_->files[f];
+    FileView& v = m_.files_[f];
+    v.name = std::filesystem::path(t.path).filename().string();
+    v.host = t.header.host;
+    v.pid = t.header.pid;
+    v.clock_offset_ns = MonotonicToRealtimeOffset(t);
+    v.has_footer = t.footer.has_value();
+    if (t.footer) {
+      const size_t at = t.footer->reason.find(format::kWriteErrorPrefix);
+      if (at != std::string::npos)
+        v.write_error = t.footer->reason.substr(at + std::strlen(format::kWriteErrorPrefix));
+    }
+    v.clean = t.footer && t.footer->clean;
+    v.torn = t.torn;
+    v.ring_mode = t.header.ring_mode;
+    v.bad_frames = t.bad_frames;
+    v.dropped = t.DroppedRecords();
+    m_.total_calls_ += t.calls.size();
+    for (uint32_t i = 0; i < t.sketches.size(); ++i)
+      m_.sketch_index_[f].emplace(t.sketches[i].call_uid, i);
+  }
+
+  size_t CommFor(uint64_t id, uint32_t lineage) {
+    auto [it, added] = index_.try_emplace({id, lineage}, m_.comms_.size());
+    if (added) {
+      m_.comms_.emplace_back();
+      m_.comms_.back().id = id;
+      m_.comms_.back().lineage = lineage;
+    }
+    return it->second;
+  }
+
+  RankView& RankOf(size_t ci, int rank) {
+    CommModel& c = m_.comms_[ci];
+    if (rank >= static_cast<int>(c.ranks.size())) c.ranks.resize(rank + 1);
+    c.ranks[rank].rank = rank;
+    return c.ranks[rank];
+  }
+
+  void AddCommRecords(uint32_t f) {
+    const TraceFile& t = m_.dir_->files[f];
+    for (uint32_t i = 0; i < t.comms.size(); ++i) {
+      const CommRecord& r = t.comms[i];
+      const size_t ci = CommFor(r.comm_id, r.lineage);
+      CommModel& c = m_.comms_[ci];
+      if (r.nranks <= 0 || r.nranks > kMaxRanks) {
+        c.problems.push_back("a CommRecord claims " + std::to_string(r.nranks) +
+                             " ranks; it is left out");
+        continue;
+      }
+      if (c.nranks == 0) {
+        c.nranks = r.nranks;
+        c.parent_id = r.parent_id;
+        c.color = r.color;
+        c.origin = static_cast<CommOrigin>(r.origin);
+      } else if (c.nranks != r.nranks) {
+        c.problems.push_back("rank " + std::to_string(r.rank) + " created it with " +
+                             std::to_string(r.nranks) + " ranks, an earlier rank with " +
+                             std::to_string(c.nranks));
+      }
+      if (c.name.empty() && r.name_id) c.name = t.String(r.name_id);
+      if (r.rank < 0 || r.rank >= std::max(r.nranks, 1) || r.nranks > kMaxRanks) {
+        c.problems.push_back("a CommRecord names rank " + std::to_string(r.rank) + " of " +
+                             std::to_string(r.nranks));
+        continue;
+      }
+      RankView& rv = RankOf(ci, r.rank);
+      if (rv.file >= 0 && rv.file != static_cast<int32_t>(f))
+        c.problems.push_back("rank " + std::to_string(r.rank) + " is claimed by two processes (" +
+                             m_.files_[rv.file].name + " and " + m_.files_[f].name + ")");
+      rv.file = static_cast<int32_t>(f);
+      rv.device = r.device;
+      rv.comm_records.push_back(i);
+      file_comms_[f].push_back({r.comm_id, ci, r.create_ns});
+    }
+  }
+
+  // The comm a call of file f belongs to: the latest one with its id created before the call
+  // (commHashes may collide across lineages; NCCL reuses handles after destroy).
+  size_t CommOfCall(uint32_t f, const CallRecord& c) {
+    size_t best = SIZE_MAX;
+    int64_t best_t = INT64_MIN;
+    for (const auto& fc : file_comms_[f])
+      if (fc.id == c.comm_id &&
+          (best == SIZE_MAX || (fc.create_ns <= c.enter_ns && fc.create_ns >= best_t))) {
+        best = fc.index;
+        best_t = fc.create_ns;
+      }
+    if (best != SIZE_MAX) return best;
+    const size_t ci = CommFor(c.comm_id, 0);
+    if (m_.comms_[ci].nranks == 0) unannounced_.insert(ci);
+    file_comms_[f].push_back({c.comm_id, ci, INT64_MIN});
+    return ci;
+  }
+
+  // A call no analysis can use: it names no rank or no communicator where its operation needs
+  // one, its operation is unknown, or it moves more data than any GPU holds (sizes computed from
+  // it would overflow).
+  static bool Unplaceable(const CallRecord& c) {
+    const Api api = static_cast<Api>(c.api);
+    const bool on_comm = IsCollective(api) || IsP2p(api);
+    if (!on_comm) return ApiName(api) == "Unknown";  // the rare calls: a name lookup is cheap
+    if (c.comm_id == 0 || c.rank < 0) return true;
+    const size_t elem = DtypeSize(c.dtype);
+    constexpr uint64_t kMaxCallBytes = 1ull << 44;  // 16 TiB: more than any GPU's memory
+    return elem == 0 || c.count > kMaxCallBytes / elem;
+  }
+
+  void AddCalls(uint32_t f) {
+    const TraceFile& t = m_.dir_->files[f];
+    std::map<std::tuple<size_t, int, uint64_t>, size_t> graph_of;  // (comm, rank, graph) -> index
+    // Most files hold one rank of one or a few comms: reserve to avoid regrowing big vectors.
+    if (!file_comms_[f].empty()) {
+      const size_t share = t.calls.size() / file_comms_[f].size();
+      for (const FileComm& fc : file_comms_[f])
+        for (RankView& rv : m_.comms_[fc.index].ranks)
+          if (rv.file == static_cast<int32_t>(f)) rv.collectives.reserve(share);
+    }
+    for (uint32_t i = 0; i < t.calls.size(); ++i) {
+      const CallRecord& c = t.calls[i];
+      if (Unplaceable(c)) {
+        ++m_.files_[f].unplaceable_calls;
+        continue;
+      }
+      if (c.comm_id == 0) continue;
+      const size_t ci = CommOfCall(f, c);
+      if (c.rank < 0) continue;  // lifecycle calls made before the rank was known
+      const int nranks = m_.comms_[ci].nranks;
+      if (c.rank >= kMaxRanks || (nranks > 0 && c.rank >= nranks)) {
+        m_.comms_[ci].problems.push_back("a call names rank " + std::to_string(c.rank) + " of " +
+                                         std::to_string(nranks) + "; it is left out");
+        continue;
+      }
+      RankView& rv = RankOf(ci, c.rank);
+      if (rv.file < 0) {
+        rv.file = static_cast<int32_t>(f);
+        rv.device = c.device;
+      } else if (rv.file != static_cast<int32_t>(f)) {
+        m_.comms_[ci].problems.push_back(
+            "rank " + std::to_string(c.rank) + " issued calls from two processes (" +
+            m_.files_[rv.file].name + " and " + m_.files_[f].name + ")");
+        continue;
+      }
+      const CallRef ref{f, i};
+      const Api api = static_cast<Api>(c.api);
+      constexpr int8_t kInProgress = 7;
+      if ((c.result != 0 && c.result != kInProgress) || c.capture == 2)
+        m_.flagged_.push_back({ref, ci, c.rank});
+      if (c.capture == 1 && (IsCollective(api) || IsP2p(api))) {
+        auto [it, added] = graph_of.try_emplace({ci, c.rank, c.graph_id}, rv.graphs.size());
+        if (added) rv.graphs.push_back({c.graph_id, {}, {}});
+        rv.graphs[it->second].calls.push_back(ref);
+      } else if (IsCollective(api)) {
+        rv.collectives.push_back({c.seq, ref, 0, 0});
+      } else if (IsP2p(api)) {
+        rv.p2p.push_back({ref, c.root_peer, api == Api::kSend, c.seq, 0});
+      } else if (IsLifecycle(api)) {
+        rv.lifecycle.push_back(ref);
+      } else {
+        rv.other.push_back(ref);
+      }
+    }
+  }
+
+  // Graph launches: each launch of a graph re-issues its captured calls, so they take positions
+  // in the comm's sequence. Eager calls and launches are merged by time and renumbered from the
+  // first recorded seq.
+  void ExpandGraphLaunches(RankView& rv) {
+    if (rv.graphs.empty()) return;
+    const TraceFile& t = m_.dir_->files[rv.file];
+    bool any = false;
+    for (GraphTemplate& g : rv.graphs) {
+      for (const GraphEventRecord& e : t.graph_events)
+        if (e.graph_id == g.graph_id && e.kind == static_cast<uint8_t>(GraphEventKind::kLaunch))
+          g.launch_times_ns.push_back(e.time_ns);
+      std::sort(g.launch_times_ns.begin(), g.launch_times_ns.end());
+      any |= !g.launch_times_ns.empty();
+    }
+    if (!any) return;
+    struct Item {
+      int64_t t;
+      int order;
+      CollectiveSlot slot;
+    };
+    std::vector<Item> items;
+    for (const CollectiveSlot& s : rv.collectives)
+      items.push_back({m_.dir_->files[s.call.file].calls[s.call.index].enter_ns, 0, s});
+    for (const GraphTemplate& g : rv.graphs)
+      for (size_t l = 0; l < g.launch_times_ns.size(); ++l)
+        for (size_t k = 0; k < g.calls.size(); ++k) {
+          const CallRecord& c = t.calls[g.calls[k].index];
+          if (!IsCollective(static_cast<Api>(c.api))) continue;
+          items.push_back({g.launch_times_ns[l],
+                           static_cast<int>(k) + 1,
+                           {0, g.calls[k], static_cast<uint32_t>(l + 1), 0}});
+        }
+    // Eager calls keep their seq order; launches go between them by time.
+    std::vector<Item> eager, launched;
+    for (Item& it : items) (it.slot.launch == 0 ? eager : launched).push_back(it);
+    std::stable_sort(launched.begin(), launched.end(), [](const Item& a, const Item& b) {
+      return std::tie(a.t, a.slot.launch, a.order) < std::tie(b.t, b.slot.launch, b.order);
+    });
+    items.clear();
+    size_t li = 0;
+    for (const Item& e : eager) {
+      while (li < launched.size() && launched[li].t < e.t) items.push_back(launched[li++]);
+      items.push_back(e);
+    }
+    while (li < launched.size()) items.push_back(launched[li++]);
+    const uint64_t first = rv.collectives.empty() ? 0 : rv.collectives.front().seq;
+    rv.collectives.clear();
+    for (size_t k = 0; k < items.size(); ++k) {
+      items[k].slot.seq = first + k;
+      rv.collectives.push_back(items[k].slot);
+    }
+  }
+
+  bool CreationMayBeLost(const CommModel& c) const {
+    for (const RankView& rv : c.ranks)
+      if (rv.file >= 0 &&
+          (m_.files_[rv.file].bad_frames > 0 || m_.files_[rv.file].dropped > 0))
+        return true;
+    return false;
+  }
+
+  void FinishComms() {
+    for (size_t ci = 0; ci < m_.comms_.size(); ++ci) {
+      CommModel& c = m_.comms_[ci];
+      if (unannounced_.count(ci)) {
+        c.nranks = static_cast<int>(c.ranks.size());
+        // A corrupt frame or dropped records may have held the creation: the file's own note
+        // says so (trace_incomplete), and it is no evidence of a lifecycle error. Nor is a log
+        // without INIT lines (the importer notes it), unlike a recording that lost a process's
+        // creation record.
+        if (!CreationMayBeLost(c) && !OnlyFromLogs(c))
+          c.problems.push_back(
+              "calls were recorded on this communicator but no process recorded "
+              "its creation");
+      }
+      if (static_cast<int>(c.ranks.size()) < c.nranks) c.ranks.resize(c.nranks);
+      for (int r = 0; r < static_cast<int>(c.ranks.size()); ++r) {
+        RankView& rv = c.ranks[r];
+        rv.rank = r;
+        auto by_seq = [](const CollectiveSlot& a, const CollectiveSlot& b) {
+          return a.seq < b.seq;
+        };
+        if (!std::is_sorted(rv.collectives.begin(), rv.collectives.end(), by_seq))
+          std::stable_sort(rv.collectives.begin(), rv.collectives.end(), by_seq);
+        RenumberIfInconsistent(c, rv);
+        if (rv.file >= 0) {
+          ExpandGraphLaunches(rv);
+          m_.files_[rv.file].ranks.push_back({ci, r});
+        }
+      }
+    }
+  }
+
+  bool OnlyFromLogs(const CommModel& c) const {
+    for (const RankView& r : c.ranks)
+      if (r.file >= 0 && m_.dir_->files[r.file].header.route != Route::kNcclLog) return false;
+    return true;
+  }
+
+  // Seqs come from the recorder; a span far beyond the number of calls (a recorder bug, a
+  // corrupt record) would make every per-position array huge. Such a rank is renumbered in
+  // issue order and the communicator says so.
+  static void RenumberIfInconsistent(CommModel& c, RankView& rv) {
+    if (rv.collectives.empty()) return;
+    const uint64_t n = rv.collectives.size();
+    const uint64_t first = rv.collectives.front().seq, last = rv.collectives.back().seq;
+    if (last != kNoSeq && last - first < 16 * n + 1'000'000) return;
+    c.problems.push_back("rank " + std::to_string(rv.rank) +
+                         "'s sequence numbers are inconsistent (" + std::to_string(n) +
+                         " calls span seq " + std::to_string(first) + " to " +
+                         std::to_string(last) + "); they were renumbered in issue order");
+    for (uint64_t k = 0; k < n; ++k) rv.collectives[k].seq = k;
+  }
+
+  void StampTimes() {
+    const auto& files = m_.dir_->files;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t f = 0; f < files.size(); ++f) {
+      const TraceFile& t = files[f];
+      int64_t last = INT64_MIN;
+      for (const CallRecord& c : t.calls) {
+        lo = std::min(lo, m_.CommonTime(f, c.enter_ns));
+        last = std::max(last, std::max(c.exit_ns, c.enter_ns));
+      }
+      for (const ClockPairRecord& p : t.clocks) last = std::max(last, p.mono_ns);
+      if (t.footer && t.footer->end_ns) last = std::max(last, t.footer->end_ns);
+      for (const GraphEventRecord& e : t.graph_events) last = std::max(last, e.time_ns);
+      if (last != INT64_MIN) {
+        m_.files_[f].last_alive_ns = m_.CommonTime(f, last);
+        hi = std::max(hi, m_.files_[f].last_alive_ns);
+      }
+    }
+    m_.start_ns_ = lo == INT64_MAX ? 0 : lo;
+    m_.end_ns_ = hi == INT64_MIN ? m_.start_ns_ : hi;
+    for (CommModel& c : m_.comms_)
+      for (RankView& rv : c.ranks) {
+        if (rv.file < 0) continue;
+        const uint32_t f = static_cast<uint32_t>(rv.file);
+        for (CollectiveSlot& s : rv.collectives)
+          if (s.launch == 0) s.time_ns = m_.CallTime(s.call);
+        for (GraphTemplate& g : rv.graphs)
+          for (int64_t& lt : g.launch_times_ns) lt = m_.CommonTime(f, lt);
+        for (CollectiveSlot& s : rv.collectives)
+          if (s.launch > 0)
+            for (const GraphTemplate& g : rv.graphs)
+              if (g.graph_id == files[f].calls[s.call.index].graph_id &&
+                  s.launch <= g.launch_times_ns.size())
+                s.time_ns = g.launch_times_ns[s.launch - 1];
+        for (P2pCall& p : rv.p2p) p.time_ns = m_.CallTime(p.call);
+      }
+  }
+
+  struct FileComm {
+    uint64_t id;
+    size_t index;
+    int64_t create_ns;
+  };
+  TraceModel& m_;
+  std::map<std::pair<uint64_t, uint32_t>, size_t> index_;
+  std::map<uint32_t, std::vector<FileComm>> file_comms_;
+  std::set<size_t> unannounced_;
+};
+
+TraceModel TraceModel::Build(TraceDir dir) {
+  TraceModel m;
+  *m.dir_ = std::move(dir);
+  ModelBuilder(&m).Build();
+  return m;
+}
+
+}  // namespace ncclrr::analysis

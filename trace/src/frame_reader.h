@@ -1,0 +1,49 @@
+#pragma once
+// Reading frames from bytes: the file header, one frame at a time (checksum, decompression,
+// un-transposition, FlatBuffers verification), resynchronisation after a corrupt frame, and the
+// collection of a batch's records. Shared by the whole-file reader (trace_reader.cc) and the
+// follower of growing files (trace_follower.cc).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frame_io.h"
+#include "ncclrr/base/status.h"
+#include "ncclrr/trace/trace_data.h"
+#include "ncclrr/trace/trace_reader.h"
+
+namespace ncclrr {
+namespace fb {
+struct Batch;
+struct Footer;
+}
+namespace internal {
+
+struct ByteView {
+  const uint8_t* bytes = nullptr;
+  size_t length = 0;
+  const uint8_t* data() const { return bytes; }
+  size_t size() const { return length; }
+};
+
+// The preamble and header of `f` (named `path` in messages); `end` is where frames start.
+Status ParseHeader(const std::string& path, const ByteView& f, HeaderData* out, size_t* end);
+
+enum class FrameCheck { kOk, kTorn, kBad };
+// Checks the frame at `off`; on success sets the decoded payload (which may live in `scratch`,
+// two buffers) and the frame's size in the file.
+FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector<uint8_t>* scratch,
+                      const uint8_t** payload, size_t* psize, size_t* frame_bytes);
+
+// The next offset after `from` where a valid frame starts, or f.size().
+size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch);
+
+// A verified footer (its 1.2 summary when it has one).
+FooterData ReadFooter(const fb::Footer& f);
+
+// Appends a verified batch's records to `t`.
+void CollectBatch(const fb::Batch& b, TraceFile* t);
+
+}  // namespace internal
+}  // namespace ncclrr
