@@ -8,9 +8,9 @@
 
 #include "args.h"
 #include "command.h"
-#include "read_notes.h"
 #include "ncclrr/trace/describe.h"
 #include "ncclrr/trace/trace_reader.h"
+#include "read_notes.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -80,7 +80,8 @@ class DumpCommand : public Command {
         std::printf("%s\n", DescribeCall(*c, stable).c_str());
         if (c->callsite) std::printf("    at %s\n", Printable(f.String(c->callsite)).c_str());
         if (auto it = sketches.find(c->uid); it != sketches.end())
-          for (const SketchData* s : it->second) std::printf("    %s\n", DescribeSketch(*s).c_str());
+          for (const SketchData* s : it->second)
+            std::printf("    %s\n", DescribeSketch(*s).c_str());
         if (auto it = captures.find(c->uid); it != captures.end())
           for (const CaptureRefData* r : it->second) {
             std::printf("    captured %s: %llu bytes", SketchWhichName(r->which),

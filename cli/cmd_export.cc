@@ -6,10 +6,10 @@
 
 #include "args.h"
 #include "command.h"
-#include "read_notes.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/perfetto_export.h"
+#include "read_notes.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -53,9 +53,8 @@ class ExportCommand : public Command {
           format + "'");
     const auto path = args.Get("-o");
     if (!path)
-      throw UsageError(fr
-                           ? "-o DIR is required (the directory that gets one dump per rank)"
-                           : "-o FILE is required (where to write the exported trace)");
+      throw UsageError(fr ? "-o DIR is required (the directory that gets one dump per rank)"
+                          : "-o FILE is required (where to write the exported trace)");
     auto model = analysis::TraceModel::Load(dir);
     if (!model.ok()) {
       std::fprintf(stderr, "ncclrr export: %s\n", model.status().message().c_str());
@@ -64,9 +63,8 @@ class ExportCommand : public Command {
     PrintReadNotes("export", model->dir());
     if (fr)
       return FlightRecorder(*model, *path,
-                            format == "flight-recorder"
-                                ? analysis::FlightRecorderEncoding::kPickle
-                                : analysis::FlightRecorderEncoding::kJson);
+                            format == "flight-recorder" ? analysis::FlightRecorderEncoding::kPickle
+                                                        : analysis::FlightRecorderEncoding::kJson);
     return Timeline(*model, format, *path, !args.Has("--no-flows"));
   }
 

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -144,7 +144,8 @@ std::string PreloadPath(const std::string& lib, const fs::path& dir, fs::path* s
   if (ec) {
     *why = "the interposer's path '" + lib +
            "' holds a space or a colon, which LD_PRELOAD cannot carry, and a link to it could "
-           "not be made in " + link_dir.string() + " (" + ec.message() +
+           "not be made in " +
+           link_dir.string() + " (" + ec.message() +
            "); install ncclrr under a path without spaces or colons, or set "
            "NCCLRR_INTERPOSE_LIBRARY to a copy of the library there";
     return "";
@@ -308,13 +309,13 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
                   sizes.size() == 1 ? "" : "s", ranks[largest].size(), sizes[largest]);
   std::string open_text;
   if (open_files)
-    open_text = " (" + std::to_string(open_files) +
-                " file(s) not closed: a process was killed or is still running" +
-                (uncounted ? "; " + std::to_string(uncounted) +
-                                 " of them too large to count here: `ncclrr info " + dir +
-                                 "` reads them"
-                           : "") +
-                ")";
+    open_text =
+        " (" + std::to_string(open_files) +
+        " file(s) not closed: a process was killed or is still running" +
+        (uncounted ? "; " + std::to_string(uncounted) +
+                         " of them too large to count here: `ncclrr info " + dir + "` reads them"
+                   : "") +
+        ")";
   std::fprintf(stderr,
                "ncclrr: recorded %zu process%s, %s, %llu calls, %llu dropped, route %s, in %s%s\n",
                files.size(), files.size() == 1 ? "" : "es", comm_text,

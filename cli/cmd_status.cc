@@ -52,9 +52,9 @@ class StatusCommand : public Command {
     std::vector<std::string> in;
     for (size_t i = 0; i < raw.size(); ++i) {
       if (raw[i] == "--watch") {
-        const bool number = i + 1 < raw.size() && !raw[i + 1].empty() &&
-                            (std::isdigit(static_cast<unsigned char>(raw[i + 1][0])) ||
-                             raw[i + 1][0] == '.');
+        const bool number =
+            i + 1 < raw.size() && !raw[i + 1].empty() &&
+            (std::isdigit(static_cast<unsigned char>(raw[i + 1][0])) || raw[i + 1][0] == '.');
         in.push_back("--watch=" + (number ? raw[++i] : std::string("2")));
         continue;
       }
@@ -93,8 +93,7 @@ class StatusCommand : public Command {
       std::fwrite(text.data(), 1, text.size(), stdout);
       if (watch && !json && !tty) std::fputs("\n", stdout);
       std::fflush(stdout);
-      if (!watch || report->verdict == analysis::LiveVerdict::kFinished)
-        return report->ExitCode();
+      if (!watch || report->verdict == analysis::LiveVerdict::kFinished) return report->ExitCode();
       std::this_thread::sleep_for(std::chrono::duration<double>(every));
     }
   }

@@ -140,9 +140,12 @@ int main(int argc, char** argv) {
 
   const auto timeline = [&](auto fn) {
     return [&, fn](const fs::path& p) {
-      return ncclrr::analysis::ExportToFile(p.string(), [&](std::ostream& os) {
-               return fn(*model, &report, ncclrr::analysis::ExportOptions{}, os, nullptr);
-             }).ok();
+      return ncclrr::analysis::ExportToFile(
+                 p.string(),
+                 [&](std::ostream& os) {
+                   return fn(*model, &report, ncclrr::analysis::ExportOptions{}, os, nullptr);
+                 })
+          .ok();
     };
   };
   const std::vector<Format> formats = {
@@ -175,14 +178,14 @@ int main(int argc, char** argv) {
       t = Clock::now();
       const uint64_t items = formats[f].parse(out);
       parses.push_back(Since(t));
-      std::printf("%-34s %7d %12llu %10.1f %9.2f %10.2f  (%llu values parsed)\n",
-                  formats[f].name, r, static_cast<unsigned long long>(bytes), bytes / n,
-                  writes.back(), parses.back(), static_cast<unsigned long long>(items));
+      std::printf("%-34s %7d %12llu %10.1f %9.2f %10.2f  (%llu values parsed)\n", formats[f].name,
+                  r, static_cast<unsigned long long>(bytes), bytes / n, writes.back(),
+                  parses.back(), static_cast<unsigned long long>(items));
       fs::remove_all(out);
     }
-    std::printf("%-34s %7s %12llu %10.1f %9.2f %10.2f  median of %d\n", formats[f].name,
-                "median", static_cast<unsigned long long>(bytes), bytes / n, Median(writes),
-                Median(parses), rounds);
+    std::printf("%-34s %7s %12llu %10.1f %9.2f %10.2f  median of %d\n", formats[f].name, "median",
+                static_cast<unsigned long long>(bytes), bytes / n, Median(writes), Median(parses),
+                rounds);
   }
   fs::remove_all(dir);
   return 0;

@@ -2,10 +2,10 @@
 //
 //   bench-status [--files N] [--calls C] [--rounds R] [--dir D]
 //
-// Writes an N-rank trace of C allreduces per rank (a frame per 50 calls), then plays a running job: every file starts
-// with its first half, and each of R rounds appends the next slice of every file before a
-// refresh. Reports the first refresh (reads every file's first half), the median refresh after
-// an append (reads only the slices), and the median refresh when nothing changed (a directory
+// Writes an N-rank trace of C allreduces per rank (a frame per 50 calls), then plays a running job:
+// every file starts with its first half, and each of R rounds appends the next slice of every file
+// before a refresh. Reports the first refresh (reads every file's first half), the median refresh
+// after an append (reads only the slices), and the median refresh when nothing changed (a directory
 // listing and one fstat per file). bench/README.md records the last numbers.
 #include <algorithm>
 #include <chrono>
@@ -44,10 +44,14 @@ int main(int argc, char** argv) {
   long long calls = 2000;
   std::string dir = "/tmp/ncclrr-bench-status";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--files")) files = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--calls")) calls = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--files"))
+      files = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--calls"))
+      calls = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--dir"))
+      dir = argv[i + 1];
   }
   namespace fs = std::filesystem;
   fs::remove_all(dir);
@@ -74,7 +78,8 @@ int main(int argc, char** argv) {
   std::vector<size_t> written(bytes.size());
   auto append_to = [&](double fraction) {
     for (size_t i = 0; i < bytes.size(); ++i) {
-      const size_t want = std::min(bytes[i].size(), static_cast<size_t>(bytes[i].size() * fraction));
+      const size_t want =
+          std::min(bytes[i].size(), static_cast<size_t>(bytes[i].size() * fraction));
       std::ofstream out(paths[i], std::ios::binary | std::ios::app);
       out.write(bytes[i].data() + written[i], static_cast<std::streamsize>(want - written[i]));
       written[i] = want;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/base/python_libs.h"
 #include "backend.h"
+#include "ncclrr/base/python_libs.h"
 #include "processes.h"
 #include "runner.h"
 #include "sweep.h"

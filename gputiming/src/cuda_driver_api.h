@@ -14,11 +14,11 @@ using Context = void*;
 using Stream = void*;
 using Event = void*;
 inline constexpr Result kSuccess = 0;
-inline constexpr Result kNotReady = 600;           // CUDA_ERROR_NOT_READY
-inline constexpr unsigned kEventDefault = 0;       // CU_EVENT_DEFAULT: timing enabled
+inline constexpr Result kNotReady = 600;            // CUDA_ERROR_NOT_READY
+inline constexpr unsigned kEventDefault = 0;        // CU_EVENT_DEFAULT: timing enabled
 inline constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING: cheaper to record
-inline constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
-inline constexpr int kCaptureModeRelaxed = 2;      // CU_STREAM_CAPTURE_MODE_RELAXED
+inline constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING
+inline constexpr int kCaptureModeRelaxed = 2;       // CU_STREAM_CAPTURE_MODE_RELAXED
 
 struct Api {
   Result (*EventCreate)(Event*, unsigned) = nullptr;

@@ -82,8 +82,8 @@ class CuptiSource : public TimingSource {
   void* subscriber_ = nullptr;  // launch callbacks: held until Stop (the job may want it then)
   // CUSTOM2 ids are pushed for API records to carry (not needed by launch callbacks alone).
   std::atomic<bool> push_external_{true};
-  bool widened_ = false;     // under collect_mu_: every API record after all
-  int unseen_rounds_ = 0;    // under collect_mu_
+  bool widened_ = false;   // under collect_mu_: every API record after all
+  int unseen_rounds_ = 0;  // under collect_mu_
   std::atomic<bool> stopped_{false};
   std::mutex collect_mu_;  // one Collect or Stop at a time
   std::atomic<bool> flush_held_{false};

@@ -38,8 +38,8 @@ class RelaxedCaptureMode {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<EventPairSource>> EventPairSource::Start(
-    const std::string& driver_library, Mode mode) {
+StatusOr<std::unique_ptr<EventPairSource>> EventPairSource::Start(const std::string& driver_library,
+                                                                  Mode mode) {
   auto api = cuda::LoadApi(driver_library);
   if (!api.ok()) return api.status();
   return std::unique_ptr<EventPairSource>(new EventPairSource(std::move(api).value(), mode));

@@ -62,7 +62,7 @@ class EventPairSource : public TimingSource {
     cuda::Context ctx = nullptr;
     cuda::Stream stream = nullptr;
     cuda::Event start = nullptr, end = nullptr;
-    int64_t host_ns = 0;  // when the start event was recorded
+    int64_t host_ns = 0;          // when the start event was recorded
     int64_t started_seen_ns = 0;  // first collection that saw it started and not ended
     bool start_marked = false;    // its start mark was emitted
   };
@@ -77,7 +77,7 @@ class EventPairSource : public TimingSource {
   };
 
   EventPairSource(cuda::Api api, Mode mode) : api_(std::move(api)), mode_(mode) {}
-  cuda::Event TakeEvent(cuda::Context ctx);                                      // mu_ held
+  cuda::Event TakeEvent(cuda::Context ctx);  // mu_ held
   // collect_mu_ held, mu_ not held: it can wait for the GPU (bounded).
   // kReady: the context has a reference; kLater: its reference did not come within kRefWaitNs
   // (the GPU is busy: try next round); kFailed: none can be taken.
@@ -85,7 +85,7 @@ class EventPairSource : public TimingSource {
   RefState EnsureRef(ContextState& cs, cuda::Context ctx, int64_t now);
   // collect_mu_ held (it guards cs.refs).
   bool TimeOf(const ContextState& cs, cuda::Event e, int64_t host_ns, int64_t* out);
-  void Release(const Pair& p);                                                   // mu_ held
+  void Release(const Pair& p);  // mu_ held
   // Collect's work on pairs taken out of pending_, per mode; `have_ref(ctx)` says whether the
   // context's reference is ready, `later(ctx)` whether it may still come.
   struct Round;

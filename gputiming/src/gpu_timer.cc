@@ -11,8 +11,8 @@
 #include "cuda_driver_api.h"
 #include "cupti_source.h"
 #include "event_pair_source.h"
-#include "ncclrr/trace/format.h"
 #include "ncclrr/gputiming/kernel_correlator.h"
+#include "ncclrr/trace/format.h"
 
 namespace ncclrr::gputiming {
 namespace {

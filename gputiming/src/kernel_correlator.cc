@@ -180,8 +180,8 @@ void KernelCorrelator::EmitSpan(const SpanKey& key, Span& span, const Emit& emit
 void KernelCorrelator::Match(bool final, const Emit& emit, const NoteFn& note) {
   // Attribute the kernels whose correlation is known; give the others one more round.
   std::vector<PendingKernel> still;
-  const size_t excess = pending_.size() > kMaxPendingKernels ? pending_.size() - kMaxPendingKernels
-                                                             : 0;
+  const size_t excess =
+      pending_.size() > kMaxPendingKernels ? pending_.size() - kMaxPendingKernels : 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     PendingKernel& p = pending_[i];
     auto it = correlation_.find(p.k.correlation_id);

@@ -107,7 +107,7 @@ NCCLRR_API ncclResult_t ncclGroupEnd() {
   if (lib == nullptr || lib->fn.ncclGroupEnd == nullptr) return MissingFunction(__func__);
   ThreadState& t = t_state;
   const GpuGroupEndScope gpu(t.group_depth == 1 && t.busy == 0);  // the group's kernels launch
-  if (__builtin_expect(g_sketch_on, 0)) SketchGroupEndBefore();  // queued before-halves
+  if (__builtin_expect(g_sketch_on, 0)) SketchGroupEndBefore();   // queued before-halves
   const ncclResult_t r = lib->fn.ncclGroupEnd();
   if (__builtin_expect(g_sketch_on, 0)) SketchGroupEndAfter(r);
   if (t.busy == 0 && t.group_depth > 0 && !lib->object.range.Contains(NCCLRR_CALLER)) {

@@ -25,8 +25,7 @@ inline uint64_t Bump(std::atomic<uint64_t>& counter) {
 // uid sets up the writer's thread-local ring before the slot's releaser (see SlotReleaser), so the
 // releaser is destroyed first when the thread exits.
 InFlightSlot* BeginCall(uint64_t* uid) {
-  if (__builtin_expect(g_restart_after_fork.load(std::memory_order_relaxed), 0))
-    RestartAfterFork();
+  if (__builtin_expect(g_restart_after_fork.load(std::memory_order_relaxed), 0)) RestartAfterFork();
   *uid = g_runtime.writer->NextCallUid();
   return t_state.inflight != nullptr ? t_state.inflight : ClaimInFlightSlot();
 }
@@ -235,7 +234,7 @@ int WriteCallsInFlight(int64_t now_ns, int64_t min_age_ns) {
       return;
     Record copy;
     std::memcpy(static_cast<void*>(&copy), &s.record, sizeof copy);  // may race with the owner:
-    std::atomic_thread_fence(std::memory_order_acquire);              // kept only if unchanged
+    std::atomic_thread_fence(std::memory_order_acquire);             // kept only if unchanged
     if (s.enter_ns.load(std::memory_order_relaxed) != enter || copy.kind != RecordKind::kCall ||
         copy.call.enter_ns != enter)
       return;  // returned meanwhile (its own record is on the way), or built elsewhere

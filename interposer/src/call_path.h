@@ -93,8 +93,8 @@ class CallBuilder {
   // After Data() and the root: flags the call when nccl.h's rule says it works in place.
   void MarkInPlace() {
     const int64_t rank = comm != nullptr ? comm->rank.load(std::memory_order_relaxed) : -1;
-    if (IsInPlace(static_cast<Api>(rec.api), rec.sendbuff, rec.recvbuff, rec.count, rec.dtype,
-                  rank, rec.root_peer))
+    if (IsInPlace(static_cast<Api>(rec.api), rec.sendbuff, rec.recvbuff, rec.count, rec.dtype, rank,
+                  rec.root_peer))
       rec.flags |= call_flags::kInPlace;
   }
   ncclResult_t Finish(ncclResult_t result);

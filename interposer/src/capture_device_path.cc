@@ -2,9 +2,9 @@
 // the call's own stream, followed by cuStreamWriteValue32 of a pinned, device-mapped flag; a
 // poller thread of ncclrr sees the flag, writes the staged bytes to the side file and frees the
 // staging. The user's stream is never synchronized, and ncclrr's thread polls a host-visible
-// flag, never an event (docs/design.md: it cannot break a user's graph capture). The driver is reached
-// through the libcuda.so.1 the process already loaded. A buffer that finds no room in the staging
-// memory (NCCLRR_CAPTURE_STAGING_MB, at most the budget) is skipped and counted.
+// flag, never an event (docs/design.md: it cannot break a user's graph capture). The driver is
+// reached through the libcuda.so.1 the process already loaded. A buffer that finds no room in the
+// staging memory (NCCLRR_CAPTURE_STAGING_MB, at most the budget) is skipped and counted.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -56,7 +56,8 @@ struct Staging {
   std::vector<int> free_flags;
   std::vector<InFlight> inflight;
   bool poller_started = false;
-  std::atomic<bool> no_flags{false};  // cuStreamWriteValue32 failed once (no stream memory operations)
+  std::atomic<bool> no_flags{
+      false};  // cuStreamWriteValue32 failed once (no stream memory operations)
 };
 
 std::once_flag g_create_once;
@@ -79,15 +80,14 @@ void Create() {
   }
   auto* s = new Staging();
   Driver& cu = s->cu;
-  const bool found =
-      Find(lib, "cuMemHostAlloc", &cu.MemHostAlloc) &&
-      Find(lib, "cuMemHostGetDevicePointer_v2", &cu.MemHostGetDevicePointer) &&
-      Find(lib, "cuMemcpyAsync", &cu.MemcpyAsync) &&
-      (Find(lib, "cuStreamWriteValue32_v2", &cu.StreamWriteValue32) ||
-       Find(lib, "cuStreamWriteValue32", &cu.StreamWriteValue32)) &&
-      Find(lib, "cuStreamGetCtx", &cu.StreamGetCtx) &&
-      Find(lib, "cuCtxPushCurrent_v2", &cu.CtxPushCurrent) &&
-      Find(lib, "cuCtxPopCurrent_v2", &cu.CtxPopCurrent);
+  const bool found = Find(lib, "cuMemHostAlloc", &cu.MemHostAlloc) &&
+                     Find(lib, "cuMemHostGetDevicePointer_v2", &cu.MemHostGetDevicePointer) &&
+                     Find(lib, "cuMemcpyAsync", &cu.MemcpyAsync) &&
+                     (Find(lib, "cuStreamWriteValue32_v2", &cu.StreamWriteValue32) ||
+                      Find(lib, "cuStreamWriteValue32", &cu.StreamWriteValue32)) &&
+                     Find(lib, "cuStreamGetCtx", &cu.StreamGetCtx) &&
+                     Find(lib, "cuCtxPushCurrent_v2", &cu.CtxPushCurrent) &&
+                     Find(lib, "cuCtxPopCurrent_v2", &cu.CtxPopCurrent);
   const uint64_t size =
       std::min(GetConfig().capture_staging_bytes, std::max<uint64_t>(GetConfig().capture_bytes, 1));
   void* host = nullptr;

@@ -47,14 +47,14 @@ struct CaptureHalves {
 
 // Why a buffer was not captured; counted per reason, noted at the first and with totals at exit.
 enum class CaptureSkip : int {
-  kBudget = 0,     // the byte budget was reached (capturing stopped)
-  kGraph,          // captured into a CUDA graph (runs later, possibly many times)
-  kNoBackend,      // no way to copy: no host-stream callbacks, no usable CUDA driver
-  kStagingFull,    // staging memory (pinned on a GPU) had no room for it
-  kCopyFailed,     // the CUDA driver refused the copy
-  kWriteFailed,    // writing the side file failed (disk full...): capturing stopped
-  kCallFailed,     // NCCL returned an error: the after-half is not taken
-  kForkedChild,    // a forked child inherited the recording (captures stay with the parent)
+  kBudget = 0,   // the byte budget was reached (capturing stopped)
+  kGraph,        // captured into a CUDA graph (runs later, possibly many times)
+  kNoBackend,    // no way to copy: no host-stream callbacks, no usable CUDA driver
+  kStagingFull,  // staging memory (pinned on a GPU) had no room for it
+  kCopyFailed,   // the CUDA driver refused the copy
+  kWriteFailed,  // writing the side file failed (disk full...): capturing stopped
+  kCallFailed,   // NCCL returned an error: the after-half is not taken
+  kForkedChild,  // a forked child inherited the recording (captures stay with the parent)
   kCount
 };
 void CountCaptureSkip(CaptureSkip reason, uint64_t buffers, const std::string& detail = {});
@@ -72,9 +72,9 @@ void DispatchCapture(const CaptureJob& job);
 bool HostCapturesAvailable();
 void HostCapture(const CaptureJob& job);
 void DeviceCapture(const CaptureJob& job);
-void PrepareDeviceCaptures();  // allocates the pinned staging now
+void PrepareDeviceCaptures();          // allocates the pinned staging now
 void PrepareCapturesBeforeCommInit();  // the device backend's staging (see sketch_hooks.h)
-void DeviceCaptureAtExit();  // a last poll of the copies in flight, within a short wait
+void DeviceCaptureAtExit();            // a last poll of the copies in flight, within a short wait
 
 // The side file (capture_file.cc). QueueCapturedBytes takes a copy made in stream order and hands
 // it to the capture writer thread; WriteCapturedBytes writes at once (ncclrr's own threads only).

@@ -11,8 +11,8 @@
 #include "comm_registry.h"
 #include "env_config.h"
 #include "host_stream.h"
-#include "ncclrr/trace/capture_filter.h"
 #include "ncclrr/sketch/plan.h"
+#include "ncclrr/trace/capture_filter.h"
 #include "reason_counts.h"
 #include "runtime.h"
 #include "sketch_hooks.h"
@@ -106,13 +106,13 @@ void NoteTotalsAtExit() {
   if (g_runtime.stage.load() != static_cast<int>(Stage::kRecording)) return;
   DeviceCaptureAtExit();
   DrainCapturedBytes();
-  Note(NoteLevel::kInfo, "capture: " + std::to_string(g_calls.load()) +
-                             " calls captured; " + std::to_string(g_reserved.load()) + " of " +
-                             std::to_string(g_budget) + " budget bytes used");
+  Note(NoteLevel::kInfo, "capture: " + std::to_string(g_calls.load()) + " calls captured; " +
+                             std::to_string(g_reserved.load()) + " of " + std::to_string(g_budget) +
+                             " budget bytes used");
   for (int i = 0; i < kReasons; ++i)
     if (const uint64_t n = g_skips.count(i))
-      Note(NoteLevel::kWarning, "capture: " + std::to_string(n) + " " + kReasonText[i] +
-                                    g_skips.FirstSuffix(i));
+      Note(NoteLevel::kWarning,
+           "capture: " + std::to_string(n) + " " + kReasonText[i] + g_skips.FirstSuffix(i));
 }
 
 }  // namespace
@@ -152,10 +152,10 @@ void InitCaptures(const NcclLibrary& lib) {
            (cfg.capture_filter.empty() ? "" : ", filter " + cfg.capture_filter) +
            (g_backend == Backend::kHost
                 ? "; the host NCCL's buffers are copied on the host in stream order"
-                : g_backend == Backend::kDevice
-                      ? "; GPU buffers are copied into pinned memory on each call's stream"
-                      : "; the host NCCL exports no ncclrrHostStreamAddCallback: nothing is "
-                        "captured"));
+            : g_backend == Backend::kDevice
+                ? "; GPU buffers are copied into pinned memory on each call's stream"
+                : "; the host NCCL exports no ncclrrHostStreamAddCallback: nothing is "
+                  "captured"));
   g_on = true;
   g_sketch_on = true;  // the per-call hooks of sketch_hooks.h plan and run captures too
 }
@@ -166,7 +166,8 @@ bool PlanCapture(const CallRecord& rec, const CommState& cs, CaptureHalves* h) {
     CountCaptureSkip(CaptureSkip::kForkedChild, 1);
     return false;
   }
-  const uint64_t step = g_filter.NeedsSteps() && IsCollective(api) ? StepOf(rec, cs.rank.load()) : 0;
+  const uint64_t step =
+      g_filter.NeedsSteps() && IsCollective(api) ? StepOf(rec, cs.rank.load()) : 0;
   if (!g_filter.Matches(rec.comm_id, PredictSeq(rec, cs), api, rec.op, rec.flags)) return false;
   if (g_filter.NeedsSteps() && (!IsCollective(api) || !g_filter.StepMatches(step))) return false;
   const auto plan = sketch::PlanCall(api, rec.dtype, rec.count, cs.nranks.load(), cs.rank.load(),
@@ -195,11 +196,11 @@ bool PlanCapture(const CallRecord& rec, const CommState& cs, CaptureHalves* h) {
     job->stream = reinterpret_cast<void*>(rec.stream);
     job->device = cs.device.load();
   }
-  if (send) h->before.Add({reinterpret_cast<const void*>(rec.sendbuff), send,
-                           SketchWhich::kSendBefore});
+  if (send)
+    h->before.Add({reinterpret_cast<const void*>(rec.sendbuff), send, SketchWhich::kSendBefore});
   if (scalar) h->before.Add({scalar, size, SketchWhich::kScalar});
-  if (recv) h->after.Add({reinterpret_cast<const void*>(rec.recvbuff), recv,
-                          SketchWhich::kRecvAfter});
+  if (recv)
+    h->after.Add({reinterpret_cast<const void*>(rec.recvbuff), recv, SketchWhich::kRecvAfter});
   return true;
 }
 

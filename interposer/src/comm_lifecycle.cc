@@ -11,8 +11,8 @@
 #include "call_path.h"
 #include "comm_hash.h"
 #include "cuda_graphs.h"
-#include "gpu_timing_hooks.h"
 #include "env_config.h"
+#include "gpu_timing_hooks.h"
 #include "queries.h"
 #include "runtime.h"
 

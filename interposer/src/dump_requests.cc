@@ -55,8 +55,8 @@ void WriteDumpRequest(const std::string& trace_dir, const std::string& why) {
   clock_gettime(CLOCK_REALTIME, &now);
   char host[128] = {};
   gethostname(host, sizeof host - 1);
-  const std::string id = std::to_string(now.tv_sec * 1'000'000'000LL + now.tv_nsec) + "-" +
-                         std::to_string(getpid());
+  const std::string id =
+      std::to_string(now.tv_sec * 1'000'000'000LL + now.tv_nsec) + "-" + std::to_string(getpid());
   const std::string text =
       id + " watchdog on " + host + " pid " + std::to_string(getpid()) + ": " + why + "\n";
   const std::string path = trace_dir + kRequestFile;

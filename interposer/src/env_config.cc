@@ -23,8 +23,7 @@ Config Load() {
   c.stacks = Bool("NCCLRR_STACKS", false);
   c.sketch = static_cast<int>(Unsigned("NCCLRR_SKETCH", 0, 2));
   c.sketch_beside = Unsigned("NCCLRR_SKETCH_BESIDE", 1, 1) != 0;
-  c.sketch_slots =
-      static_cast<uint32_t>(Unsigned("NCCLRR_SKETCH_SLOTS", c.sketch_slots, 65536));
+  c.sketch_slots = static_cast<uint32_t>(Unsigned("NCCLRR_SKETCH_SLOTS", c.sketch_slots, 65536));
   if (c.sketch_slots < 16) {  // a group's fused launch takes up to 16 at once
     std::fprintf(stderr,
                  "ncclrr: NCCLRR_SKETCH_SLOTS=%u is below 16, the sketches of one fused launch; "
@@ -42,8 +41,7 @@ Config Load() {
   if (c.flush_ms == 0) c.flush_ms = 1;
   c.clock_ms = static_cast<uint32_t>(Unsigned("NCCLRR_CLOCK_MS", c.clock_ms, 3'600'000));
   if (c.clock_ms == 0) c.clock_ms = 1000;
-  c.watchdog_ms =
-      static_cast<uint32_t>(Unsigned("NCCLRR_WATCHDOG_MS", c.watchdog_ms, 86'400'000));
+  c.watchdog_ms = static_cast<uint32_t>(Unsigned("NCCLRR_WATCHDOG_MS", c.watchdog_ms, 86'400'000));
   c.ring_slots = static_cast<uint32_t>(Unsigned("NCCLRR_RING_SLOTS", c.ring_slots, 1u << 24));
   c.max_file_bytes = Unsigned("NCCLRR_MAX_FILE_MB", 0, 1u << 30) << 20;
   c.compress = Bool("NCCLRR_COMPRESS", true);

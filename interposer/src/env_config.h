@@ -7,18 +7,18 @@
 namespace ncclrr::interpose {
 
 struct Config {
-  std::string trace_dir;         // NCCLRR_TRACE_DIR (default "ncclrr-trace")
-  uint32_t ring_calls = 0;       // NCCLRR_RING: > 0 flight-recorder mode, calls kept per thread
-  bool stacks = false;           // NCCLRR_STACKS=1: call-site ids (return addresses)
+  std::string trace_dir;        // NCCLRR_TRACE_DIR (default "ncclrr-trace")
+  uint32_t ring_calls = 0;      // NCCLRR_RING: > 0 flight-recorder mode, calls kept per thread
+  bool stacks = false;          // NCCLRR_STACKS=1: call-site ids (return addresses)
   int sketch = 0;               // NCCLRR_SKETCH: 1 data sketches of buffers (record --sketch);
-                                 // 2 GPU sketches also with the host NCCL (a stand-in libcuda)
-  uint32_t sketch_slots = 128;   // NCCLRR_SKETCH_SLOTS: GPU sketches in flight per CUDA context
-                                 // (at least 16: one fused launch)
-  bool sketch_beside = true;     // NCCLRR_SKETCH_BESIDE=0: every send side before the call
-  uint64_t capture_bytes = 0;    // NCCLRR_CAPTURE_BYTES: > 0 capture buffers (record --capture),
-                                 // the process's budget for its side file
-  std::string capture_filter;    // NCCLRR_CAPTURE_FILTER: which calls (ncclrr/capture_filter.h)
-  std::string capture_file;      // NCCLRR_CAPTURE_FILE: the side file (tests: /dev/full)
+                                // 2 GPU sketches also with the host NCCL (a stand-in libcuda)
+  uint32_t sketch_slots = 128;  // NCCLRR_SKETCH_SLOTS: GPU sketches in flight per CUDA context
+                                // (at least 16: one fused launch)
+  bool sketch_beside = true;    // NCCLRR_SKETCH_BESIDE=0: every send side before the call
+  uint64_t capture_bytes = 0;   // NCCLRR_CAPTURE_BYTES: > 0 capture buffers (record --capture),
+                                // the process's budget for its side file
+  std::string capture_filter;   // NCCLRR_CAPTURE_FILTER: which calls (ncclrr/capture_filter.h)
+  std::string capture_file;     // NCCLRR_CAPTURE_FILE: the side file (tests: /dev/full)
   uint64_t capture_staging_bytes = 256ull << 20;  // NCCLRR_CAPTURE_STAGING_MB: copies waiting
                                                   // to be written (pinned memory on a GPU)
   std::string nccl_library;      // NCCLRR_NCCL_LIBRARY: the real NCCL, overriding discovery
@@ -38,10 +38,10 @@ struct Config {
   int py_depth = 2;              // NCCLRR_PY_DEPTH: Python frames per site (1 to 8)
   // NCCLRR_PY_SKIP: comma-separated path fragments of frameworks' frames that a site passes over
   std::string py_skip = "packages/torch/,/torch/distributed/,packages/jax/,packages/jaxlib/";
-  bool verbose = false;          // NCCLRR_VERBOSE=1: say on stderr how NCCL was found
-  int nccl_comm_blocking = -1;   // NCCL_COMM_BLOCKING as NCCL reads it (-1: unset), read only
-  int gpu_timing = 0;            // NCCLRR_GPU_TIMING: 1 GPU start/end per call (set by record
-                                 // --gpu-timing); 2 also with the host NCCL (tests, stand-ins)
+  bool verbose = false;           // NCCLRR_VERBOSE=1: say on stderr how NCCL was found
+  int nccl_comm_blocking = -1;    // NCCL_COMM_BLOCKING as NCCL reads it (-1: unset), read only
+  int gpu_timing = 0;             // NCCLRR_GPU_TIMING: 1 GPU start/end per call (set by record
+                                  // --gpu-timing); 2 also with the host NCCL (tests, stand-ins)
   std::string gpu_timing_source;  // NCCLRR_GPU_TIMING_SOURCE: auto (default), cupti, events
   std::string gpu_timing_cupti;   // NCCLRR_GPU_TIMING_CUPTI: libcupti to use (tests: a stand-in)
   std::string gpu_timing_cuda;    // NCCLRR_GPU_TIMING_CUDA: libcuda to use (tests: a stand-in)

@@ -50,7 +50,8 @@ using namespace ncclrr::interpose;
 // The plugin finds these by the names in the header: a renamed function would fail here.
 static_assert(std::string_view(NCCLRR_PRELOAD_IN_RECORDED_CALL) == "ncclrrPreloadInRecordedCall");
 static_assert(std::string_view(NCCLRR_PRELOAD_RECORDS_COMM) == "ncclrrPreloadRecordsComm");
-static_assert(std::is_same_v<decltype(&ncclrrPreloadInRecordedCall), ncclrrPreloadInRecordedCall_t>);
+static_assert(
+    std::is_same_v<decltype(&ncclrrPreloadInRecordedCall), ncclrrPreloadInRecordedCall_t>);
 static_assert(std::is_same_v<decltype(&ncclrrPreloadRecordsComm), ncclrrPreloadRecordsComm_t>);
 
 NCCLRR_API int ncclrrPreloadInRecordedCall(void) {

@@ -40,7 +40,6 @@
 #include "sketch_hooks.h"
 #include "triggers.h"
 
-
 namespace ncclrr::interpose {
 
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));

@@ -11,8 +11,7 @@ std::atomic<uint64_t> g_process_count[kApiSlots];
 uint64_t g_process_emitted[kApiSlots];  // under g_emit_mu
 std::mutex g_emit_mu;
 
-void EmitCounts(uint64_t comm_id, int32_t rank, std::atomic<uint64_t>* counts,
-                uint64_t* emitted) {
+void EmitCounts(uint64_t comm_id, int32_t rank, std::atomic<uint64_t>* counts, uint64_t* emitted) {
   for (int api = 0; api < kApiSlots; ++api) {
     const uint64_t n = counts[api].load(std::memory_order_relaxed);
     if (n == emitted[api]) continue;

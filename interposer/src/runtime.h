@@ -22,15 +22,15 @@ struct CommState;
 struct InFlightSlot {
   std::atomic<int64_t> enter_ns{0};  // 0: not in a call
   std::atomic<uint32_t> api{0};
-  std::atomic<uint32_t> tid{0};               // 0: free slot
-  std::atomic<uint64_t> reported_enter{0};    // watchdog only: the call it already reported
-  std::atomic<int64_t> written_enter{0};      // housekeeping only: the call it already wrote
-  std::atomic<CommState*> comm{nullptr};      // the call's communicator (null: none or unknown)
+  std::atomic<uint32_t> tid{0};             // 0: free slot
+  std::atomic<uint64_t> reported_enter{0};  // watchdog only: the call it already reported
+  std::atomic<int64_t> written_enter{0};    // housekeeping only: the call it already wrote
+  std::atomic<CommState*> comm{nullptr};    // the call's communicator (null: none or unknown)
   // 1 from the call's return from NCCL until its record is appended (owner thread only; the
   // fatal-signal handler waits for it, so a call that returned is in the trace).
   std::atomic<uint32_t> finishing{0};
-  bool shared = false;                        // the overflow slot: threads build records locally
-  Record record{};                            // the call being built (owner thread only)
+  bool shared = false;  // the overflow slot: threads build records locally
+  Record record{};      // the call being built (owner thread only)
 };
 
 struct GroupLog;  // calls of the open group of one thread (call_path.cc)

@@ -19,8 +19,8 @@
 #include <pthread.h>
 
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,7 +57,7 @@ bool g_forked_child = false;       // set in a child forked after g_device was c
 std::mutex& g_mu = *new std::mutex();
 std::condition_variable& g_cv = *new std::condition_variable();
 std::vector<InFlight>& g_inflight = *new std::vector<InFlight>();  // under g_mu
-bool g_poller_started = false;     // under g_mu
+bool g_poller_started = false;                                     // under g_mu
 
 // Around fork: g_mu is held so that the child's copy of the in-flight list is consistent, and
 // the child starts without the parent's slots (the parent's poller reports them) or poller.

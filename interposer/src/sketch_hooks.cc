@@ -199,7 +199,8 @@ constexpr size_t kMaxQueued = 4096;
 void SketchBeforeCall(CallBuilder& call) {
   const CommState* cs = call.comm;
   if (cs == nullptr) {
-    if (GetConfig().sketch != 0) CountSkip(SkipReason::kNoPlan, "a call on an unknown communicator");
+    if (GetConfig().sketch != 0)
+      CountSkip(SkipReason::kNoPlan, "a call on an unknown communicator");
     return;
   }
   Halves h;

@@ -43,5 +43,6 @@ void PrepareDataPathsBeforeCommInit();
 
 }  // namespace ncclrr::interpose
 
-#define NCCLRR_SKETCH_BEFORE(call) \
-  if (__builtin_expect(::ncclrr::interpose::g_sketch_on, 0)) ::ncclrr::interpose::SketchBeforeCall(call)
+#define NCCLRR_SKETCH_BEFORE(call)                           \
+  if (__builtin_expect(::ncclrr::interpose::g_sketch_on, 0)) \
+  ::ncclrr::interpose::SketchBeforeCall(call)

@@ -43,9 +43,8 @@ void NoteTotalsAtExit() {
 
 void CountSkip(SkipReason reason, const std::string& detail) {
   if (!g_skips.Add(static_cast<int>(reason), 1, detail)) return;
-  Note(NoteLevel::kWarning, std::string("sketch: the first call half that ") +
-                                ReasonText(reason) + " was skipped" +
-                                (detail.empty() ? "" : ": " + detail) +
+  Note(NoteLevel::kWarning, std::string("sketch: the first call half that ") + ReasonText(reason) +
+                                " was skipped" + (detail.empty() ? "" : ": " + detail) +
                                 "; the total is noted at exit");
 }
 

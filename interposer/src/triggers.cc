@@ -7,10 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "call_clock.h"
-#include "ncclrr/trace/fatal_signals.h"
 #include "call_path.h"
 #include "comm_lifecycle.h"
 #include "cuda_graphs.h"
 #include "dump_requests.h"
 #include "env_config.h"
 #include "gpu_timing_hooks.h"
+#include "ncclrr/trace/fatal_signals.h"
 #include "queries.h"
 #include "runtime.h"
 #include "symbols.h"
@@ -73,9 +73,7 @@ std::atomic<uint32_t> g_inflight_req{0};
 std::atomic<uint32_t> g_inflight_done{0};
 std::atomic<int> g_housekeeping_tid{0};
 
-int64_t InFlightAgeNs() {
-  return int64_t{std::max<uint32_t>(GetConfig().flush_ms, 1)} * 1'000'000;
-}
+int64_t InFlightAgeNs() { return int64_t{std::max<uint32_t>(GetConfig().flush_ms, 1)} * 1'000'000; }
 
 // Async-signal-safe: wakes the housekeeping thread to write the calls in flight and waits for it
 // at most `timeout_ms` (not at all on the housekeeping thread itself).

@@ -8,9 +8,9 @@
 #include <mutex>
 
 #include "chain.h"
-#include "ncclrr/trace/in_place.h"
 #include "event_handles.h"
 #include "name_maps.h"
+#include "ncclrr/trace/in_place.h"
 #include "plugin_config.h"
 #include "plugin_state.h"
 #include "task_info.h"
@@ -218,9 +218,9 @@ void RecordTask(CommContext* c, int rank, const TaskInfo& t) {
   r.enter_ns = r.exit_ns = MonotonicNs();
   r.seq = t.is_coll ? c->coll_seq.fetch_add(1) : c->NextP2pSeq(t.root_peer, t.api == Api::kRecv);
   r.type_seq = c->type_seq[static_cast<uint16_t>(t.api) & 127].fetch_add(1);
-  if (t.is_coll && IsInPlace(t.api, reinterpret_cast<uint64_t>(t.send),
-                             reinterpret_cast<uint64_t>(t.recv), t.count, t.dtype, r.rank,
-                             t.root_peer))
+  if (t.is_coll &&
+      IsInPlace(t.api, reinterpret_cast<uint64_t>(t.send), reinterpret_cast<uint64_t>(t.recv),
+                t.count, t.dtype, r.rank, t.root_peer))
     r.flags |= call_flags::kInPlace;
   if ((t.api == Api::kAllGather || t.api == Api::kBroadcast) && !c->noted_byte_counts) {
     c->noted_byte_counts = true;

@@ -7,10 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "ncclrr/trace/process_info.h"
 #include "ncclrr/trace/preload_handshake.h"
+#include "ncclrr/trace/process_info.h"
 #include "plugin_config.h"
-
 
 namespace ncclrr::profiler {
 namespace {

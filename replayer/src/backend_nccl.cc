@@ -10,8 +10,8 @@
 #include <deque>
 #include <map>
 
-#include "ncclrr/base/python_libs.h"
 #include "backend.h"
+#include "ncclrr/base/python_libs.h"
 #include "replay_env.h"
 
 namespace ncclrr::replay {

@@ -62,8 +62,7 @@ std::string ExitText(int status) {
 // Waits up to `seconds` for `pid`; then kills it. Returns how it ended.
 std::string Reap(pid_t pid, double seconds) {
   int status = 0;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   for (;;) {
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) return ExitText(status);
@@ -222,9 +221,9 @@ Status ChildProcesses::GatherToRoot(const std::string&, std::vector<std::string>
       all->push_back(std::move(blob));
       if (!any) {
         any = true;
-        deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<
-                                                          std::chrono::steady_clock::duration>(
-                                                          std::chrono::duration<double>(wait_s_));
+        deadline = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(wait_s_));
       }
     }
   }

@@ -5,8 +5,8 @@
 #include <unordered_map>
 
 #include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
-#include "ncclrr/trace/capture_side_file.h"
 #include "ncclrr/base/parallel_for.h"
+#include "ncclrr/trace/capture_side_file.h"
 
 namespace ncclrr::replay {
 namespace {

@@ -3,7 +3,8 @@
 // actor creates its communicators (nonblocking, so a stuck replay can be aborted; blocking with
 // --no-verify, which times the replay; pairing is the same), issues its units in the order's
 // sequence onto streams that mirror the recorded ones, and retires units in issue order once
-// their completion markers are reached: outputs are copied back and verified, buffers go back to the actor's ring arena.
+// their completion markers are reached: outputs are copied back and verified, buffers go back to
+// the actor's ring arena.
 //
 // Hangs: a watchdog on the calling thread counts issued and retired units; when nothing moves for
 // `timeout_s`, every actor records which units were still in flight (the head of each stream is

@@ -51,8 +51,8 @@ GpuPlacement PlaceOnGpus(int processes, int gpus, int nccl_version) {
   p.processes = processes;
   p.gpus = gpus;
   if (gpus > 0 && processes > gpus)
-    p.sharing = nccl_version >= kMultiRankGpuVersion ? GpuSharing::kMultiRankGpu
-                                                     : GpuSharing::kHostIds;
+    p.sharing =
+        nccl_version >= kMultiRankGpuVersion ? GpuSharing::kMultiRankGpu : GpuSharing::kHostIds;
   return p;
 }
 
@@ -85,8 +85,8 @@ Status CheckMemoryFits(const ReplayPlan& plan, const GpuPlacement& placement, ui
     if (need <= share) continue;
     auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20); };
     return InvalidArgument(
-        "the recorded buffers do not fit: the rank of " + plan.actors[a].label + " needs " + mib(need) +
-        " MiB for its largest call, but " + std::to_string(placement.SharersOf(slot)) +
+        "the recorded buffers do not fit: the rank of " + plan.actors[a].label + " needs " +
+        mib(need) + " MiB for its largest call, but " + std::to_string(placement.SharersOf(slot)) +
         " ranks share GPU " + std::to_string(slot) + " and get " + mib(share) + " MiB each of " +
         mib(per_gpu) + " MiB (about " + mib(need * placement.SharersOf(slot)) +
         " MiB needed on that GPU); raise NCCLRR_REPLAY_MEMORY_MB if the GPU has it, or replay "

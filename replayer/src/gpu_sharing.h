@@ -32,8 +32,7 @@ struct GpuPlacement {
   int MaxPerGpu() const { return SharersOf(0); }
   // NCCL settings process `index` needs before its first communicator. `host` names this
   // machine (the host ids must differ from other machines' under mpirun).
-  std::vector<std::pair<std::string, std::string>> EnvFor(int index,
-                                                          const std::string& host) const;
+  std::vector<std::pair<std::string, std::string>> EnvFor(int index, const std::string& host) const;
   // "4 processes on 1 GPU (4 per GPU); each its own NCCL host id: NCCL's network transport"
   std::string Describe() const;
 };

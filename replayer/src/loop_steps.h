@@ -17,9 +17,9 @@ namespace ncclrr::replay {
 inline constexpr uint32_t kNotInLoop = ~uint32_t{0};
 
 struct LoopSteps {
-  size_t period = 0;      // calls after which the pattern repeats; 0 when no loop was found
-  size_t start = 0;       // index of the first call of the loop
-  uint32_t steps = 0;     // steps from the first to the last call
+  size_t period = 0;   // calls after which the pattern repeats; 0 when no loop was found
+  size_t start = 0;    // index of the first call of the loop
+  uint32_t steps = 0;  // steps from the first to the last call
   // Per call: its step and its place in the step, or kNotInLoop (setup, or no loop).
   std::vector<uint32_t> step_of, call_of;
   bool found() const { return period > 0; }

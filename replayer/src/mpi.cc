@@ -87,7 +87,8 @@ MpiWorld::~MpiWorld() {
 
 GpuPlacement MpiWorld::Place(int gpus, int nccl_version) {
   placement_ = PlaceOnGpus(local_size_, gpus, nccl_version);
-  for (const auto& [k, v] : placement_.EnvFor(local_rank_, HostName())) setenv(k.c_str(), v.c_str(), 1);
+  for (const auto& [k, v] : placement_.EnvFor(local_rank_, HostName()))
+    setenv(k.c_str(), v.c_str(), 1);
   return placement_;
 }
 

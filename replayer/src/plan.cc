@@ -4,11 +4,11 @@
 #include <map>
 #include <tuple>
 
+#include "loop_steps.h"
 #include "ncclrr/analysis/collective_shape.h"
 #include "ncclrr/analysis/coverage.h"
 #include "ncclrr/analysis/logical_identity.h"
 #include "ncclrr/trace/describe.h"
-#include "loop_steps.h"
 #include "tensor_ids.h"
 
 namespace ncclrr::replay {
@@ -150,7 +150,8 @@ class PlanBuilder {
                           " replays only what every rank's file holds" + held + "; " +
                           std::to_string(colls + p2p) +
                           " call(s) outside it are left out, so that no hang or mismatch is made "
-                          "up where a file ends: " + why);
+                          "up where a file ends: " +
+                          why);
     return colls + p2p;
   }
 
@@ -562,7 +563,7 @@ class PlanBuilder {
   std::map<std::pair<uint32_t, int>, uint32_t> actor_index_;
   bool any_calls_ = false;
   std::vector<analysis::CommCoverage> coverage_;  // per communicator
-  uint64_t left_out_ = 0;  // calls outside what every rank's file holds
+  uint64_t left_out_ = 0;                         // calls outside what every rank's file holds
   std::vector<std::string> left_out_why_;  // "communicator 0x... (\"dp\"): rank 1's file ..."
   uint64_t rebuilt_children_ = 0, graph_p2p_skipped_ = 0, first_step_identity_ = 0;
 };

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ncclrr/analysis/model.h"
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::replay {
 

@@ -117,7 +117,8 @@ ExecResult ExecuteInGroup(ProcessGroup& group, const ReplayPlan& plan, Backend& 
           start.ids_made = 0;
         }
   Status sent = group.Broadcast(&start, sizeof start);
-  if (sent.ok()) sent = group.Broadcast(options.ids.data(), options.ids.size() * sizeof(ncclUniqueId));
+  if (sent.ok())
+    sent = group.Broadcast(options.ids.data(), options.ids.size() * sizeof(ncclUniqueId));
   if (!sent.ok()) local.error = sent.message();
   if (local.error.empty() && !start.ids_made) local.error = "the root process could not make ids";
   if (local.error.empty() && (start.calls != plan.calls.size() || start.units != plan.units.size()))

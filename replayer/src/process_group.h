@@ -16,9 +16,9 @@ namespace ncclrr::replay {
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
-  virtual bool root() const = 0;         // makes the ids, merges, prints the report
-  virtual int actor() const = 0;         // the actor this process replays; -1: none
-  virtual int device_slot() const = 0;   // the GPU it replays on (-1: the actor's index)
+  virtual bool root() const = 0;        // makes the ids, merges, prints the report
+  virtual int actor() const = 0;        // the actor this process replays; -1: none
+  virtual int device_slot() const = 0;  // the GPU it replays on (-1: the actor's index)
   virtual uint64_t memory_budget(uint64_t per_gpu) const { return per_gpu; }  // per actor
   // The root's bytes to every process.
   virtual Status Broadcast(void* data, size_t bytes) = 0;

@@ -152,8 +152,8 @@ class Replayer {
     if (group_ != nullptr) return Status::Ok();  // a child: the parent placed it
     spawn_ = opt_.processes || (nccl && actors > gpus);
     if (!spawn_) {
-      report_.mode = std::string("one process, a thread per rank") +
-                     (nccl ? ", one GPU per rank" : "");
+      report_.mode =
+          std::string("one process, a thread per rank") + (nccl ? ", one GPU per rank" : "");
       return Status::Ok();
     }
     if (opt_.command_line.empty())
@@ -168,8 +168,8 @@ class Replayer {
 
   Status StartChildren() {
     NCCLRR_RETURN_IF_ERROR(CheckMemoryFits(plan_, placement_, budget_));
-    auto children = ChildProcesses::Start(opt_.command_line, placement_, budget_,
-                                          2 * opt_.timeout_s + 30);
+    auto children =
+        ChildProcesses::Start(opt_.command_line, placement_, budget_, 2 * opt_.timeout_s + 30);
     if (!children.ok()) return children.status();
     children_ = std::move(*children);
     group_ = children_.get();

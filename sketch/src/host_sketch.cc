@@ -8,8 +8,8 @@
 
 #include "finish.h"
 #include "float_env.h"
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 #include "sketch_core.h"
 
 namespace ncclrr::sketch {

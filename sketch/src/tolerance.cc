@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::sketch {
 

@@ -168,7 +168,8 @@ TEST_F(CaptureE2e, ACorruptedOutputIsFoundAtItsElement) {
       target = &c;
   }
   ASSERT_NE(target, nullptr);
-  std::fstream f(CaptureFilePath(Trace("t"), *target), std::ios::in | std::ios::out | std::ios::binary);
+  std::fstream f(CaptureFilePath(Trace("t"), *target),
+                 std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(static_cast<std::streamoff>(target->offset + 7 * sizeof(float)));
   const float v = 12345.5f;
   f.write(reinterpret_cast<const char*>(&v), sizeof v);
@@ -211,8 +212,8 @@ TEST_F(CaptureE2e, TheBudgetIsNeverExceeded) {
   bool stopped = false, totals = false;
   for (const NoteData& n : t.notes) {
     stopped |= n.text.find("capture: stopped at the byte budget: ") == 0;
-    totals |= n.text.find("calls were not captured: the byte budget was reached") !=
-              std::string::npos;
+    totals |=
+        n.text.find("calls were not captured: the byte budget was reached") != std::string::npos;
   }
   EXPECT_TRUE(stopped && totals);
   EXPECT_THAT(ReadText(Trace("t") + ".err"), HasSubstr("stopped at the byte budget"));
@@ -223,9 +224,9 @@ TEST_F(CaptureE2e, TheBudgetIsNeverExceeded) {
 }
 
 TEST_F(CaptureE2e, TheFilterSelectsCalls) {
-  ASSERT_EQ(RecordExample("t", "--capture 16M --capture-filter seq=1-2,5,op=allreduce", "clean", 2)
-                .code,
-            0);
+  ASSERT_EQ(
+      RecordExample("t", "--capture 16M --capture-filter seq=1-2,5,op=allreduce", "clean", 2).code,
+      0);
   const TraceFile t = Load("t");
   std::set<uint64_t> seqs;
   for (const CaptureRefData& c : t.captures) {
@@ -235,9 +236,8 @@ TEST_F(CaptureE2e, TheFilterSelectsCalls) {
     seqs.insert(call->seq);
   }
   EXPECT_EQ(seqs, (std::set<uint64_t>{1, 2, 5}));  // seq 3 is a broadcast
-  ASSERT_EQ(RecordExample("s", "--capture 16M --capture-filter step=1,op=broadcast", "clean", 3)
-                .code,
-            0);
+  ASSERT_EQ(
+      RecordExample("s", "--capture 16M --capture-filter step=1,op=broadcast", "clean", 3).code, 0);
   const TraceFile s = Load("s");
   ASSERT_FALSE(s.captures.empty());
   for (const CaptureRefData& c : s.captures) EXPECT_EQ(CallOf(s, c.call_uid)->seq, 7u);
@@ -247,7 +247,8 @@ TEST_F(CaptureE2e, TheFilterSelectsCalls) {
 }
 
 TEST_F(CaptureE2e, BadFlagsAreUsageErrors) {
-  ShellResult r = Ncclrr("record --capture 1M --capture-filter seq=3-x -o " + Trace("t") + " -- true");
+  ShellResult r =
+      Ncclrr("record --capture 1M --capture-filter seq=3-x -o " + Trace("t") + " -- true");
   EXPECT_EQ(r.code, 125);
   EXPECT_THAT(r.out, HasSubstr("expected comm=HEXPREFIX,seq=A-B,op=NAME,step=A-B"));
   r = Ncclrr("record --capture lots -o " + Trace("t") + " -- true");
@@ -281,9 +282,9 @@ TEST_F(CaptureE2e, InterposerProgramsCaptureEveryCollective) {
   for (const char* workload : {"basic", "nonblocking"}) {
     SCOPED_TRACE(workload);
     const std::string tag = std::string("t-") + workload;
-    const ShellResult rec = RunShell(Bin("ncclrr") + " record --capture 64M -o " + Trace(tag) +
-                                     " -- " + NCCLRR_APPS_DIR + "/interposer_app_direct " +
-                                     workload + " 2>/dev/null");
+    const ShellResult rec =
+        RunShell(Bin("ncclrr") + " record --capture 64M -o " + Trace(tag) + " -- " +
+                 NCCLRR_APPS_DIR + "/interposer_app_direct " + workload + " 2>/dev/null");
     EXPECT_EQ(rec.code, 0) << rec.out;
     const TraceFile t = Load(tag);
     std::set<uint16_t> apis;

@@ -1,5 +1,5 @@
-// VerifyCaptured (analysis/src/checks/capture_verify.h): every collective's outputs recomputed from the
-// ranks' captured inputs: right outputs pass (floating sums in any order within the tolerance),
+// VerifyCaptured (analysis/src/checks/capture_verify.h): every collective's outputs recomputed from
+// the ranks' captured inputs: right outputs pass (floating sums in any order within the tolerance),
 // one wrong element is found with its index and values, max/min/prod/avg and integer types are
 // exact, data movement is bitwise.
 #include "checks/capture_verify.h"
@@ -28,8 +28,8 @@ std::string Encode(uint8_t dtype, const std::vector<double>& v) {
 
 std::vector<OutputCheck> Verify(Api api, int32_t op, uint64_t count, const Bufs& b, int root = -1,
                                 uint8_t flags = 0, std::vector<double> scalars = {}) {
-  CapturedCall c{api,   int(b.send.size()), root, op, flags, b.dtype, count,
-                 {},    {},                 std::move(scalars)};
+  CapturedCall c{api, int(b.send.size()), root, op, flags, b.dtype, count, {},
+                 {},  std::move(scalars)};
   for (const std::string& s : b.send) c.send.push_back(s);
   for (const std::string& r : b.recv) c.recv.push_back(r);
   return VerifyCaptured(c);
@@ -112,8 +112,8 @@ TEST(VerifyCaptured, FloatSumsInAnyOrderPassAndAFlippedElementFails) {
   for (auto& v : x)
     for (float& e : v) e = g(rng);
   Bufs b{f32, {}, {}};
-  for (int r = 0; r < n; ++r) b.send.push_back(std::string(reinterpret_cast<char*>(x[r].data()),
-                                                           count * sizeof(float)));
+  for (int r = 0; r < n; ++r)
+    b.send.push_back(std::string(reinterpret_cast<char*>(x[r].data()), count * sizeof(float)));
   for (int j = 0; j < n; ++j) {  // each rank sums in its own (rotated) order, in float
     std::vector<float> out(count);
     for (int i = 0; i < count; ++i) {

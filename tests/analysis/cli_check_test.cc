@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "scenarios.h"
 #include "ncclrr/testing/run_program.h"
+#include "scenarios.h"
 
 namespace ncclrr::testing {
 namespace {
@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 
 // stdout only: the JSON and text reports are compared whole.
 using Result = CommandResult;
-CommandResult RunStdout(const std::string& args) { return RunShell(TestProgram("ncclrr") + " " + args); }
+CommandResult RunStdout(const std::string& args) {
+  return RunShell(TestProgram("ncclrr") + " " + args);
+}
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -188,10 +190,9 @@ TEST_F(CliCheckTest, ExportWritesFlightRecorderDumpsPerRank) {
   }
   // The default is the pickle FR writes and fr_trace reads (protocol 2, then a dict).
   const fs::path pickled = dir / "fr-pickle";
-  ASSERT_EQ(RunStdout("export " + dir.string() + " --format flight-recorder -o " +
-                      pickled.string())
-                .code,
-            0);
+  ASSERT_EQ(
+      RunStdout("export " + dir.string() + " --format flight-recorder -o " + pickled.string()).code,
+      0);
   const std::string dump = Slurp(pickled / "nccl_trace_rank_0");
   EXPECT_EQ(dump.substr(0, 3), std::string("\x80\x02}", 3));
   EXPECT_EQ(dump.back(), '.');

@@ -17,12 +17,12 @@
 #include <iterator>
 
 #include "frame_io.h"
-#include "ncclrr/trace/format.h"
+#include "ncclrr/testing/run_program.h"
 #include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/trace/format.h"
 #include "ncclrr/trace/trace_reader.h"
 #include "ncclrr/trace/trace_writer.h"
 #include "scenarios.h"
-#include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::testing {
 namespace {
@@ -43,8 +43,10 @@ std::string Dir(const std::string& name) {
 
 // Every reading command on `dir`: none may die of a signal.
 void EveryCommandAnswers(const std::string& dir) {
-  const std::vector<std::string> verbs = {"info",         "dump",
-                                          "check",        "check --json",
+  const std::vector<std::string> verbs = {"info",
+                                          "dump",
+                                          "check",
+                                          "check --json",
                                           "replay --timeout 2",
                                           "export --format perfetto -o " + dir + "/out.pftrace",
                                           "export --format chrome-json -o " + dir + "/out.json",
@@ -53,7 +55,7 @@ void EveryCommandAnswers(const std::string& dir) {
     const Result r = Ncclrr(verb + " " + dir);
     EXPECT_NE(r.code, -1) << verb << " crashed: " << r.out;
     EXPECT_THAT(r.out, Not(HasSubstr("basic_string"))) << verb;
-    EXPECT_THAT(r.out, Not(HasSubstr("std::")) ) << verb;
+    EXPECT_THAT(r.out, Not(HasSubstr("std::"))) << verb;
   }
 }
 
@@ -70,21 +72,26 @@ std::string TraceWithTail(const std::string& name, const std::vector<uint8_t>& e
   s.dir = Dir(name);
   EXPECT_TRUE(WriteSyntheticScript(s).ok());
   std::ofstream out(s.dir + "/synthetic-rank0.ncclrr", std::ios::binary | std::ios::app);
-  out.write(reinterpret_cast<const char*>(extra.data()), static_cast<std::streamsize>(extra.size()));
+  out.write(reinterpret_cast<const char*>(extra.data()),
+            static_cast<std::streamsize>(extra.size()));
   return s.dir;
 }
 
 TEST(CraftedInput, ATransposedRegionWhoseSizeWrapsIsACorruptFrame) {
   // rows x row_words x 8 = 2^30 x 2^31 x 8 = 2^64: zero in 64 bits.
   const uint32_t region[3] = {0, 1u << 31, 1u << 30};
-  const std::string dir = TraceWithTail("transposed", internal::EncodeStoredFrame(std::vector<uint8_t>(64, 0), region));
+  const std::string dir =
+      TraceWithTail("transposed", internal::EncodeStoredFrame(std::vector<uint8_t>(64, 0), region));
   auto t = ReadTraceFile(dir + "/synthetic-rank0.ncclrr");
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->bad_frames, 1u);
   EveryCommandAnswers(dir);
   // No rows but 2^32-1 words per row (found by the structured fuzzer: a 32 GiB allocation).
   const uint32_t empty[3] = {0, 0xffffffffu, 0};
-  auto e = ReadTraceFile(TraceWithTail("transposed-empty", internal::EncodeStoredFrame(std::vector<uint8_t>(64, 0), empty)) + "/synthetic-rank0.ncclrr");
+  auto e =
+      ReadTraceFile(TraceWithTail("transposed-empty",
+                                  internal::EncodeStoredFrame(std::vector<uint8_t>(64, 0), empty)) +
+                    "/synthetic-rank0.ncclrr");
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->bad_frames, 1u);
 }
@@ -112,7 +119,8 @@ std::string TraceWithCapture(const std::string& name, const CaptureRefData& ref)
 
 TEST(CraftedInput, CaptureReferencesStayInsideTheTraceDirectory) {
   for (const std::string file : {"/etc/hostname", "../outside.capture", "..", "a/b.capture"}) {
-    const std::string dir = TraceWithCapture("capture-path", {0, SketchWhich::kSendBefore, file, 0, 4});
+    const std::string dir =
+        TraceWithCapture("capture-path", {0, SketchWhich::kSendBefore, file, 0, 4});
     EveryCommandAnswers(dir);
     const Result replay = Ncclrr("replay " + dir + " --data captured");
     EXPECT_THAT(replay.out, HasSubstr("not a file of the trace directory")) << file << replay.out;
@@ -145,7 +153,8 @@ TEST(CraftedInput, AFileOfFrameHeadersIsNotReadInQuadraticTime) {
     headers.insert(headers.end(), p, p + sizeof h);
   }
   std::ofstream(file, std::ios::binary | std::ios::app)
-      .write(reinterpret_cast<const char*>(headers.data()), static_cast<std::streamsize>(headers.size()));
+      .write(reinterpret_cast<const char*>(headers.data()),
+             static_cast<std::streamsize>(headers.size()));
   const auto start = std::chrono::steady_clock::now();
   auto t = ReadTraceFile(file);
   const double seconds =
@@ -193,8 +202,8 @@ TEST(CraftedInput, JsonOfStringsThatAreNotUtf8IsValidUtf8) {
 // A recording whose writes failed (here a file size limit; a full disk alike) ends with a footer
 // that says so, and `check` tells that apart from a killed process.
 TEST(CraftedInput, AFailedWriteIsNotTakenForAKill) {
-  const std::string dir = (fs::temp_directory_path() / ("ncclrr-fsize-" + std::to_string(getpid())))
-                              .string();
+  const std::string dir =
+      (fs::temp_directory_path() / ("ncclrr-fsize-" + std::to_string(getpid()))).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   const pid_t child = fork();
@@ -225,7 +234,8 @@ TEST(CraftedInput, AFailedWriteIsNotTakenForAKill) {
   Result r = Ncclrr("check " + dir);
   std::replace(r.out.begin(), r.out.end(), '\n', ' ');  // notes are wrapped where words fit
   EXPECT_THAT(r.out, HasSubstr("writing the trace failed (File too large)")) << r.out;
-  EXPECT_THAT(r.out, HasSubstr(" record(s) could not be written")) << r.out;  // 5,000 calls + clocks
+  EXPECT_THAT(r.out, HasSubstr(" record(s) could not be written"))
+      << r.out;  // 5,000 calls + clocks
   EXPECT_THAT(r.out, Not(HasSubstr("was not closed"))) << r.out;
   fs::remove_all(dir);
 }

@@ -27,8 +27,8 @@ std::vector<char> ReadAll(const fs::path& p) {
 }
 
 void WriteAll(const fs::path& p, const std::vector<char>& bytes) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(),
-                                                             static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 TEST(DamagedTrace, TwoFlippedBytesAnywhereInACleanJobsTraceAccuseNoOne) {
@@ -61,8 +61,8 @@ TEST(DamagedTrace, TwoFlippedBytesAnywhereInACleanJobsTraceAccuseNoOne) {
       const Report r = Check(*model, o);
       FormatOptions fo;
       fo.stable = true;
-      EXPECT_TRUE(r.findings.empty())
-          << file.filename() << " damaged at byte " << off << ":\n" << FormatText(r, &*model, fo);
+      EXPECT_TRUE(r.findings.empty()) << file.filename() << " damaged at byte " << off << ":\n"
+                                      << FormatText(r, &*model, fo);
     }
   }
   EXPECT_GT(runs, 300);

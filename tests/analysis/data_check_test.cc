@@ -76,11 +76,13 @@ TEST(DataChecks, OneCorruptedElementIsADivergenceAtItsRankAndSeq) {
   EXPECT_TRUE(Has(f.message, "off by")) << f.message;
   EXPECT_TRUE(Has(f.message, "rounding explains at most")) << f.message;
   EXPECT_TRUE(Has(f.message, "wrong_sum, not reported separately")) << f.message;
-  EXPECT_TRUE(Has(f.message, "The identity check tells which output is wrong: rank 0's output is "
-                             "what the ranks' inputs combine to, rank 1's output is not"))
+  EXPECT_TRUE(Has(f.message,
+                  "The identity check tells which output is wrong: rank 0's output is "
+                  "what the ranks' inputs combine to, rank 1's output is not"))
       << f.message;
-  EXPECT_TRUE(Has(f.short_text, "rank 1's output of AllReduce(5000 float32, sum) differs from "
-                                "rank 0's"))
+  EXPECT_TRUE(Has(f.short_text,
+                  "rank 1's output of AllReduce(5000 float32, sum) differs from "
+                  "rank 0's"))
       << f.short_text;
 }
 
@@ -151,8 +153,9 @@ TEST(DataChecks, ADivergenceAfterAMispairedCallNamesAMismatchedCall) {
     ASSERT_NE(div, nullptr) << c.text;
     EXPECT_EQ(div->seq, 1u);
     EXPECT_EQ(div->ranks, std::vector<int>{1}) << c.text;
-    EXPECT_EQ(Has(div->message, "a mismatched call: this communicator's calls were mispaired at "
-                                "seq 0"),
+    EXPECT_EQ(Has(div->message,
+                  "a mismatched call: this communicator's calls were mispaired at "
+                  "seq 0"),
               mismatch)
         << div->message;
   }

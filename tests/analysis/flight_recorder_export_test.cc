@@ -21,9 +21,9 @@ using nlohmann::json;
 
 // torch/distributed/flight_recorder/components/types.py COLLECTIVES and P2P (the subset NCCL
 // calls map to).
-const std::set<std::string> kFrOps = {"broadcast", "reduce", "_all_gather_base", "all_reduce",
-                                      "_reduce_scatter_base", "gather", "scatter", "all_to_all",
-                                      "send", "recv"};
+const std::set<std::string> kFrOps = {
+    "broadcast", "reduce",  "_all_gather_base", "all_reduce", "_reduce_scatter_base",
+    "gather",    "scatter", "all_to_all",       "send",       "recv"};
 
 std::map<int, json> ExportAndRead(const std::string& scenario,
                                   analysis::FlightRecorderStats* st = nullptr) {
@@ -56,8 +56,8 @@ void ExpectFrShape(const json& d) {
     EXPECT_EQ(ranks.back(), ']');
   }
   for (const auto& [pg_id, st] : d.at("pg_status").items())
-    for (const char* k : {"last_enqueued_collective", "last_started_collective",
-                          "last_completed_collective"})
+    for (const char* k :
+         {"last_enqueued_collective", "last_started_collective", "last_completed_collective"})
       EXPECT_TRUE(st.at(k).is_string()) << k;
   int64_t record = 0, last_time = 0;
   for (const json& e : d.value("entries", json::array())) {
@@ -68,9 +68,9 @@ void ExpectFrShape(const json& d) {
     const std::string name = e.at("profiling_name");
     ASSERT_EQ(name.rfind("nccl:", 0), 0u) << name;
     EXPECT_TRUE(kFrOps.count(name.substr(5, name.find(' ') - 5))) << name;
-    for (const char* k : {"collective_seq_id", "p2p_seq_id", "op_id", "time_created_ns",
-                          "time_discovered_started_ns", "time_discovered_completed_ns",
-                          "timeout_ms"})
+    for (const char* k :
+         {"collective_seq_id", "p2p_seq_id", "op_id", "time_created_ns",
+          "time_discovered_started_ns", "time_discovered_completed_ns", "timeout_ms"})
       EXPECT_TRUE(e.at(k).is_number_integer()) << k;
     for (const char* k : {"input_sizes", "output_sizes"}) {
       ASSERT_TRUE(e.at(k).is_array()) << k;
@@ -81,8 +81,8 @@ void ExpectFrShape(const json& d) {
     EXPECT_TRUE(std::set<std::string>({"scheduled", "started", "completed"})
                     .count(e.at("state").get<std::string>()));
     EXPECT_TRUE(e.at("retired").is_boolean());
-    EXPECT_EQ(e.at("is_p2p").get<bool>(), name.rfind("nccl:send", 0) == 0 ||
-                                              name.rfind("nccl:recv", 0) == 0);
+    EXPECT_EQ(e.at("is_p2p").get<bool>(),
+              name.rfind("nccl:send", 0) == 0 || name.rfind("nccl:recv", 0) == 0);
     EXPECT_GE(e.at("time_created_ns").get<int64_t>(), last_time);
     last_time = e.at("time_created_ns");
   }
@@ -115,9 +115,11 @@ TEST(FlightRecorderExport, OneDumpPerRankInFlightRecorderShape) {
       const auto key = std::make_pair(e.at("process_group")[0].get<std::string>(),
                                       e.at("collective_seq_id").get<int64_t>());
       auto [it, added] = op_at.emplace(key, e.at("profiling_name"));
-      EXPECT_EQ(it->second, e.at("profiling_name").get<std::string>()) << "pg " << key.first << " seq " << key.second;
+      EXPECT_EQ(it->second, e.at("profiling_name").get<std::string>())
+          << "pg " << key.first << " seq " << key.second;
       EXPECT_GE(key.second, 1);  // FR's sequence ids start at 1
-      EXPECT_EQ(e.at("state").get<std::string>(), "completed");  // the synthetic processes ended cleanly
+      EXPECT_EQ(e.at("state").get<std::string>(),
+                "completed");  // the synthetic processes ended cleanly
     }
   }
 }

@@ -18,8 +18,8 @@
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/flight_recorder_export.h"
-#include "ncclrr/analysis/report_format.h"
 #include "ncclrr/analysis/fr_import.h"
+#include "ncclrr/analysis/report_format.h"
 #include "ncclrr/testing/run_program.h"
 
 namespace ncclrr::analysis {
@@ -33,8 +33,8 @@ fs::path FrData() {
 }
 
 fs::path Scratch(const std::string& tag) {
-  const fs::path p = fs::temp_directory_path() /
-                     ("ncclrr-fr-" + std::to_string(getpid()) + "-" + tag);
+  const fs::path p =
+      fs::temp_directory_path() / ("ncclrr-fr-" + std::to_string(getpid()) + "-" + tag);
   fs::remove_all(p);
   return p;
 }
@@ -128,7 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 using Result = ncclrr::testing::CommandResult;
 // stdout only: the JSON reports are parsed whole.
-Result RunStdout(const std::string& args) { return ncclrr::testing::RunShell(ncclrr::testing::TestProgram("ncclrr") + " " + args); }
+Result RunStdout(const std::string& args) {
+  return ncclrr::testing::RunShell(ncclrr::testing::TestProgram("ncclrr") + " " + args);
+}
 
 TEST(ImportFrVerb, ImportThenCheck) {
   const fs::path out = Scratch("verb");

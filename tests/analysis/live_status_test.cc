@@ -19,9 +19,9 @@
 namespace ncclrr::analysis {
 namespace {
 
+using testing::AllReduce;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::AllReduce;
 using testing::ScriptBuilder;
 
 std::string Dir(const std::string& name) {
@@ -173,7 +173,8 @@ SyntheticScript GpuProgress(bool progress, uint8_t rank1_first) {
   ScriptCall done = AllReduce(256, 1);
   done.gpu = 2;
   for (int i = 0; i < 3; ++i) b.All(c, done);
-  b.All(c, AllReduce(256, 1), [&](int p, ScriptCall& call) { call.gpu = p == 0 ? 1 : rank1_first; });
+  b.All(c, AllReduce(256, 1),
+        [&](int p, ScriptCall& call) { call.gpu = p == 0 ? 1 : rank1_first; });
   for (int i = 0; i < 2; ++i) b.All(c, AllReduce(512, 2));
   for (ScriptProcess& p : b.s.processes) {
     p.close = false;
@@ -207,7 +208,8 @@ TEST(LiveStatus, ACollectiveNotStartedOnOneRanksGpuIsAHangNamingThatRank) {
   EXPECT_GE(c.ranks[0].gpu_front.gpu_s, 14.9);
   EXPECT_EQ(c.ranks[1].gpu_front.seq, 3u);
   EXPECT_EQ(c.ranks[1].gpu_front.gpu, LiveGpu::kNotStarted);
-  EXPECT_THAT(c.why, HasSubstr("every rank issued seq 3; on rank(s) 1 it has not started on the GPU"));
+  EXPECT_THAT(c.why,
+              HasSubstr("every rank issued seq 3; on rank(s) 1 it has not started on the GPU"));
   EXPECT_THAT(c.why, HasSubstr("while rank(s) 0 run it on the GPU"));
   std::string text = FormatLiveText(r);
   std::replace(text.begin(), text.end(), '\n', ' ');
@@ -309,7 +311,8 @@ TEST(LiveStatus, FollowsAGrowingFileReadingOnlyWhatWasAppended) {
   for (size_t end = 0; end <= bytes.size(); end += 37) {
     std::ofstream out(dst, std::ios::binary | std::ios::app);
     const size_t from = std::min(bytes.size(), end == 0 ? 0 : end - 37);
-    out.write(bytes.data() + from, static_cast<std::streamsize>(std::min(bytes.size(), end) - from));
+    out.write(bytes.data() + from,
+              static_cast<std::streamsize>(std::min(bytes.size(), end) - from));
     out.close();
     TraceFile delta;
     ASSERT_TRUE(follower.Poll(&delta).ok());

@@ -1,7 +1,8 @@
-// The cross-rank output comparison behind output_divergence (analysis/src/checks/output_divergence.h),
-// on sketches computed by the host sketch from real buffers laid out as the interposer sketches
-// them (plan.h): equal outputs never diverge, whatever the collective, datatype or size; one
-// changed element on one rank always does; partial sketches and per-rank outputs say nothing.
+// The cross-rank output comparison behind output_divergence
+// (analysis/src/checks/output_divergence.h), on sketches computed by the host sketch from real
+// buffers laid out as the interposer sketches them (plan.h): equal outputs never diverge, whatever
+// the collective, datatype or size; one changed element on one rank always does; partial sketches
+// and per-rank outputs say nothing.
 #include "checks/output_divergence.h"
 
 #include <gtest/gtest.h>

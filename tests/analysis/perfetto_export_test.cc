@@ -26,8 +26,8 @@ using analysis::ExportStats;
 // trace_packet.proto TracePacket: timestamp = 8 (uint64), trusted_packet_sequence_id = 10
 // (uint32), track_event = 11, interned_data = 12, sequence_flags = 13 (uint32),
 // track_descriptor = 60.
-const std::map<uint32_t, uint32_t> kPacketFields = {{8, 0}, {10, 0}, {11, 2}, {12, 2},
-                                                    {13, 0}, {60, 2}};
+const std::map<uint32_t, uint32_t> kPacketFields = {{8, 0},  {10, 0}, {11, 2},
+                                                    {12, 2}, {13, 0}, {60, 2}};
 // track_descriptor.proto: uuid = 1, name = 2, process = 3, parent_uuid = 5.
 const std::map<uint32_t, uint32_t> kTrackDescriptorFields = {{1, 0}, {2, 2}, {3, 2}, {5, 0}};
 // process_descriptor.proto: pid = 1, legacy_sort_index = 3, process_name = 6.

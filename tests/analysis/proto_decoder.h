@@ -12,9 +12,9 @@ namespace ncclrr::testing {
 
 struct ProtoField {
   uint32_t number = 0;
-  uint32_t wire = 0;        // 0 varint, 1 fixed64, 2 length-delimited
-  uint64_t value = 0;       // varint or fixed64
-  std::string_view bytes;   // length-delimited
+  uint32_t wire = 0;       // 0 varint, 1 fixed64, 2 length-delimited
+  uint64_t value = 0;      // varint or fixed64
+  std::string_view bytes;  // length-delimited
 };
 
 inline uint64_t ReadVarint(std::string_view s, size_t& i) {

@@ -15,8 +15,8 @@
 
 #include "golden_file.h"
 #include "ncclrr/analysis/check.h"
-#include "ncclrr/analysis/report_format.h"
 #include "ncclrr/analysis/nccl_log_import.h"
+#include "ncclrr/analysis/report_format.h"
 
 namespace ncclrr::analysis {
 namespace {

@@ -517,8 +517,14 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"extra_call", ExtraCall},
       {"p2p_mismatch", P2pMismatch},
       {"fresh_buffers_clean", [] { return FreshBuffers({}, false, false); }},
-      {"fresh_buffers_swap", [] { return FreshBuffers({2, 5, 8}, false, false); }},
-      {"fresh_buffers_swap_one_site", [] { return FreshBuffers({2, 5, 8}, false, true); }},
+      {"fresh_buffers_swap",
+       [] {
+         return FreshBuffers({2, 5, 8}, false, false);
+       }},
+      {"fresh_buffers_swap_one_site",
+       [] {
+         return FreshBuffers({2, 5, 8}, false, true);
+       }},
       {"fresh_buffers_diff_size_hang", [] { return FreshBuffers({4}, true, false); }},
       {"cross_comm_in_flight", CrossCommInFlight},
       {"cross_comm_order", CrossCommOrder},

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "ncclrr/testing/synthetic_trace.h"
 #include "ncclrr/testing/run_program.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace ncclrr {
 namespace {

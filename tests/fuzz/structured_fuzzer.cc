@@ -74,8 +74,8 @@ void FixChecksums(std::vector<uint8_t>& b) {
 }
 
 uint32_t Extreme(std::mt19937& rng) {
-  static const uint32_t kValues[] = {0, 1, 2, 7, 8, 255, 4096, 1u << 20, 1u << 30, 1u << 31,
-                                     0x7fffffff, 0xfffffff0, 0xffffffff};
+  static const uint32_t kValues[] = {
+      0, 1, 2, 7, 8, 255, 4096, 1u << 20, 1u << 30, 1u << 31, 0x7fffffff, 0xfffffff0, 0xffffffff};
   return rng() % 2 ? kValues[rng() % (sizeof kValues / sizeof kValues[0])] : rng();
 }
 

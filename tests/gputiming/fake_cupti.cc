@@ -301,9 +301,9 @@ uint32_t fakeCuptiLaunch(int device, const char* name, int64_t delay_ns, int64_t
     }
   }
   std::lock_guard<std::mutex> lock(s.mu);
-  const bool api_records = s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) != 0 ||
-                           (!s.narrow_ignored &&
-                            s.driver_cbids.count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) != 0);
+  const bool api_records =
+      s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) != 0 ||
+      (!s.narrow_ignored && s.driver_cbids.count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) != 0);
   if (api_records && !t_custom2.empty() &&
       s.kinds.count(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != 0) {
     CUpti_ActivityExternalCorrelation e{};

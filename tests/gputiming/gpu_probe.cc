@@ -43,10 +43,10 @@ struct Options {
   int iters = 2000, warmup = 200, foreign_at = -1;
   bool progress = false;        // a start event per call beside CUPTI (record --gpu-progress)
   bool job_subscribes = false;  // the job holds CUPTI's subscriber slot before ncclrr starts
-  bool all_api = false;  // CUPTI records every API call, as for a job with a context at start
+  bool all_api = false;        // CUPTI records every API call, as for a job with a context at start
   bool launches_only = false;  // CUPTI keeps to launch records even with a context at start
   bool job_kernel_records = false;  // the job's own CUPTI records kernels from the start
-  bool context_first = false;  // every device's context exists before timing starts (PyTorch)
+  bool context_first = false;       // every device's context exists before timing starts (PyTorch)
   size_t count = 2;
 };
 

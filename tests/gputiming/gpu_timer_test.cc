@@ -86,9 +86,7 @@ struct Fakes {
     Get<void (*)(void*, int64_t)>(cuda, "fakeCudaSetStreamDelay")(reinterpret_cast<void*>(stream),
                                                                   ns);
   }
-  void NewStreamDelay(int64_t ns) {
-    Get<void (*)(int64_t)>(cuda, "fakeCudaSetNewStreamDelay")(ns);
-  }
+  void NewStreamDelay(int64_t ns) { Get<void (*)(int64_t)>(cuda, "fakeCudaSetNewStreamDelay")(ns); }
   int Records() { return Get<int (*)()>(cuda, "fakeCudaRecords")(); }
   void ClearStreamDelays() { Get<void (*)()>(cuda, "fakeCudaClearStreamDelays")(); }
   int CaptureExchanges() { return Get<int (*)()>(cuda, "fakeCudaCaptureModeExchanges")(); }

@@ -140,7 +140,7 @@ TEST_F(BasicTrace, QueriesAreCountedNotRecorded) {
   }
   for (const auto& [key, n] : async_by_rank) async_counts[key.first] += n;
   const auto init = CallsOf(T(), Api::kCommInitAll)[0];
-  EXPECT_EQ(async_by_rank.size(), 4u);  // one counter per rank of the InitAll communicator
+  EXPECT_EQ(async_by_rank.size(), 4u);          // one counter per rank of the InitAll communicator
   EXPECT_EQ(async_counts[init.comm_id], 200u);  // 50 polls x 4 ranks of one communicator
   EXPECT_EQ(count_calls, 1u);
   EXPECT_EQ(version_calls, 1u);

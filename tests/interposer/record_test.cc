@@ -99,7 +99,8 @@ TEST(RecordVerb, AnInstallPathWithASpaceStillRecords) {
 // The closing line of `record` for interposer_app_direct's basic workload into `dir`.
 std::string BasicSummary(const std::string& dir) {
   return "ncclrr: recorded 1 process, 6 communicators (ranks 4 of 4), 126 calls, 0 dropped, "
-         "route preload, in " + dir + "\n";
+         "route preload, in " +
+         dir + "\n";
 }
 
 TEST(RecordVerb, SummaryLineAndEnvironment) {
@@ -126,7 +127,8 @@ TEST(RecordVerb, SummaryLineAndEnvironment) {
 TEST(RecordVerb, SummaryComesFromTheFooters) {
   const std::string dir = FreshDir("footer-summary");
   const std::string damage =
-      "f=$(ls " + dir + "/t/*.ncclrr) && n=$(stat -c %s $f) && "
+      "f=$(ls " + dir +
+      "/t/*.ncclrr) && n=$(stat -c %s $f) && "
       "dd if=/dev/zero of=$f bs=1 seek=$((n / 3)) count=64 conv=notrunc 2>/dev/null";
   const Cli r = Ncclrr("record -o " + dir + "/t -- sh -c '" + App("interposer_app_direct") +
                        " basic && " + damage + "'");
@@ -183,9 +185,9 @@ TEST(RecordVerb, ConcurrentRecordsNeverMix) {
   EXPECT_EQ(dirs.size(), 2u) << both.out;
 
   const std::string one = cwd + "/one";
-  const ShellResult same = RunShell("(" + bin + " record -o '" + one + "' -- sleep 2 & sleep 0.5; " +
-                                    bin + " record -o '" + one + "' -- touch '" + cwd +
-                                    "/ran'; echo second=$?; wait) 2>&1");
+  const ShellResult same =
+      RunShell("(" + bin + " record -o '" + one + "' -- sleep 2 & sleep 0.5; " + bin +
+               " record -o '" + one + "' -- touch '" + cwd + "/ran'; echo second=$?; wait) 2>&1");
   EXPECT_NE(same.out.find("second=125"), std::string::npos) << same.out;
   EXPECT_NE(same.out.find("another ncclrr record on this host is recording into " + one),
             std::string::npos)

@@ -8,6 +8,8 @@
 namespace ncclrr::testing {
 
 struct NcclApi {
+// clang-format does not settle on one layout for this list.
+// clang-format off
 #define NCCLRR_TEST_API(X)                                                                        \
   X(ncclGetVersion)                                                                               \
   X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitRankConfig) X(ncclCommInitAll)             \
@@ -19,6 +21,7 @@ struct NcclApi {
                           X(ncclReduceScatter) X(ncclAlltoAll) X(ncclGather) X(ncclScatter)       \
                               X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)           \
                                   X(ncclGroupSimulateEnd)
+// clang-format on
 #define NCCLRR_TEST_FIELD(name) decltype(&::name) name = nullptr;
   NCCLRR_TEST_API(NCCLRR_TEST_FIELD)
 #undef NCCLRR_TEST_FIELD

@@ -305,8 +305,8 @@ TEST_F(PluginTest, V2AndV3TakeStringsAndHashFromDescriptors) {
 // The preload's side of the handshake, steered by the test (fake_preload.cc).
 struct FakePreload {
   bool loaded = false;
-  void (*in_call)(int) = nullptr;       // this thread is inside a call the preload records
-  void (*comm)(uint64_t) = nullptr;     // the preload records this comm
+  void (*in_call)(int) = nullptr;    // this thread is inside a call the preload records
+  void (*comm)(uint64_t) = nullptr;  // the preload records this comm
   static FakePreload Load() {
     FakePreload f;
     void* h = dlopen(FAKE_PRELOAD_PATH, RTLD_NOW | RTLD_GLOBAL);

@@ -74,10 +74,12 @@ TEST(Processes, ADeadChildIsAnErrorThatNamesIt) {
   const std::string dir = WriteTrace(ExampleScript("clean", 2, 400), "proc-kill");
   // Kill the first child as soon as it exists: before it can report, whatever it was doing.
   const std::string cmd = "bash -c '" + Bin() + "/ncclrr replay " + dir +
-                          " --processes --timeout 2 >" + dir + "/out.txt 2>/dev/null & p=$!; "
+                          " --processes --timeout 2 >" + dir +
+                          "/out.txt 2>/dev/null & p=$!; "
                           "for i in $(seq 400); do c=$(pgrep -P $p | head -1); "
                           "[ -n \"$c\" ] && break; sleep 0.01; done; kill -9 $c; wait $p; "
-                          "echo rc=$? >>" + dir + "/out.txt'";
+                          "echo rc=$? >>" +
+                          dir + "/out.txt'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const CommandResult out = RunNcclrr("--version >/dev/null; cat " + dir + "/out.txt");
   EXPECT_THAT(out.out, HasSubstr("recorded order: error"));
@@ -87,9 +89,9 @@ TEST(Processes, ADeadChildIsAnErrorThatNamesIt) {
 
 TEST(Processes, AForgedChildLinkIsRefused) {
   const std::string dir = WriteTrace(ExampleScript("clean"), "proc-forged");
-  const CommandResult r = RunNcclrr(
-      "--version >/dev/null; NCCLRR_REPLAY_CHILD=7,0,0,0 " + Bin() + "/ncclrr replay " + dir + " 7>&-",
-      true);
+  const CommandResult r = RunNcclrr("--version >/dev/null; NCCLRR_REPLAY_CHILD=7,0,0,0 " + Bin() +
+                                        "/ncclrr replay " + dir + " 7>&-",
+                                    true);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.out, HasSubstr("is not a link from a parent replay"));
 }

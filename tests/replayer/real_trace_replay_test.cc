@@ -59,7 +59,8 @@ TEST(RealTraceReplay, FourProcessJobReplaysAlikeInOneProcessAndAsProcesses) {
   EXPECT_EQ(one.code, 1);
   EXPECT_EQ(many.code, 1);
   const std::string summary =
-      "summary: recorded order: 3 of 6 steps wrong: 1, 3, 5 (seq 2\u20133, 6\u20137, 10\u201311 swapped on "
+      "summary: recorded order: 3 of 6 steps wrong: 1, 3, 5 (seq 2\u20133, 6\u20137, 10\u201311 "
+      "swapped on "
       "rank 1); canonical order: 0 wrong\n";
   EXPECT_NE(one.out.find(summary), std::string::npos) << one.out;
   EXPECT_NE(many.out.find(summary), std::string::npos) << many.out;

@@ -9,8 +9,8 @@
 
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/replay/replayer.h"
-#include "ncclrr/testing/synthetic_trace.h"
 #include "ncclrr/testing/run_program.h"
+#include "ncclrr/testing/synthetic_trace.h"
 
 namespace ncclrr::testing {
 

@@ -74,9 +74,10 @@ TEST(ScenarioDetails, SwapSameSizeExplained) {
   EXPECT_EQ(rec.wrong_steps, 2u);
   EXPECT_EQ(rec.wrong_calls, 8u);  // 2 tensors x 2 ranks x 2 odd steps
   EXPECT_THAT(rec.explanation, Contains("seq 4\u20135, 12\u201313 swapped on rank 1"));
-  EXPECT_EQ(replay::SummaryLine(r),
-            "recorded order: 2 of 4 steps wrong: 1, 3 (seq 4\u20135, 12\u201313 swapped on rank 1); "
-            "canonical order: 0 wrong");
+  EXPECT_EQ(
+      replay::SummaryLine(r),
+      "recorded order: 2 of 4 steps wrong: 1, 3 (seq 4\u20135, 12\u201313 swapped on rank 1); "
+      "canonical order: 0 wrong");
   for (const replay::WrongCall& w : rec.wrong) {
     EXPECT_TRUE(w.seq == 4 || w.seq == 5 || w.seq == 12 || w.seq == 13) << w.seq;
     EXPECT_THAT(w.logical, AnyOf(StartsWith("step 1, call "), StartsWith("step 3, call ")));
@@ -126,8 +127,9 @@ TEST(ScenarioDetails, CrossCommunicatorDeadlockIsExplained) {
 // Rank 1 skips one allreduce in step 1: from there NCCL pairs its broadcast with rank 0's
 // allreduce, which the host NCCL cannot complete. The replay names the skip and the stuck pair.
 TEST(ScenarioDetails, MissingCollectiveNamesTheSkippedCall) {
-  EXPECT_THAT(ExpectHangAt("missing-collective", 6, "cannot complete together"),
-              Contains("rank 1 is 1 call(s) ahead from seq 5 (the call it skipped: step 1, call 1)"));
+  EXPECT_THAT(
+      ExpectHangAt("missing-collective", 6, "cannot complete together"),
+      Contains("rank 1 is 1 call(s) ahead from seq 5 (the call it skipped: step 1, call 1)"));
 }
 
 // Every API and datatype (reduction ops, rooted calls, in-place Bcast, send/recv): a correct

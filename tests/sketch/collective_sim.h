@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/identity.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::sketch::test {
 

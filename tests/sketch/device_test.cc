@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/device.h"
 #include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::sketch {
 namespace {
@@ -283,7 +283,9 @@ TEST_F(FakeDriver, AHeldLaunchHoldsNoOtherCaller) {
   auto first = dev_->Enqueue(nullptr, {{a.data(), r}});
   ASSERT_TRUE(first.ok()) << first.status().message();
   set_gate(1);
-  auto held = std::async(std::launch::async, [&] { return dev_->Enqueue(nullptr, {{a.data(), r}}); });
+  auto held = std::async(std::launch::async, [&] {
+    return dev_->Enqueue(nullptr, {{a.data(), r}});
+  });
   ASSERT_TRUE(GateHolds(1));
   auto poll = std::async(std::launch::async, [&] { return dev_->Poll((*first)[0]); });
   const bool polled = poll.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
@@ -308,9 +310,13 @@ TEST_F(FakeDriver, AContextSetUpHoldsNoOtherContext) {
   r.layout = {uint8_t(Dtype::kFloat32), 100, 1, 0, 0};
   ASSERT_TRUE(dev_->Prepare(nullptr).ok());
   set_gate(2);
-  auto setup = std::async(std::launch::async, [&] { return dev_->Enqueue(other, {{a.data(), r}}); });
+  auto setup = std::async(std::launch::async, [&] {
+    return dev_->Enqueue(other, {{a.data(), r}});
+  });
   ASSERT_TRUE(GateHolds(1));
-  auto mine = std::async(std::launch::async, [&] { return dev_->Enqueue(nullptr, {{a.data(), r}}); });
+  auto mine = std::async(std::launch::async, [&] {
+    return dev_->Enqueue(nullptr, {{a.data(), r}});
+  });
   const bool enqueued = mine.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
   set_gate(0);
   ASSERT_TRUE(enqueued) << "a prepared context's sketch waited for another context's set-up";

@@ -42,11 +42,11 @@ struct State {
   std::vector<ncclrr::sketch::kabi::Launch> pending, graph;
   int capture_mode = 0;
   std::condition_variable gate_cv;
-  int gate = 0;          // under mu
-  int gate_waiters = 0;  // under mu
-  int fail_pushes = 0;   // under mu
-  std::string ops;       // under mu
-  int sms = 0;           // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  int gate = 0;            // under mu
+  int gate_waiters = 0;    // under mu
+  int fail_pushes = 0;     // under mu
+  std::string ops;         // under mu
+  int sms = 0;             // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
   unsigned last_grid = 0;  // under mu
   // Handles of the next stream and event made (under mu).
   uintptr_t next_stream = 0x3000, next_event = 0x4000;
@@ -88,8 +88,8 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int) {
 }
 CUresult cuStreamGetCtx(void* stream, void** ctx) {
   if (uintptr_t(stream) == kBrokenStream) return 400;  // CUDA_ERROR_INVALID_HANDLE
-  *ctx = reinterpret_cast<void*>(uintptr_t(stream) == kOtherContextStream ? kContext + 1
-                                                                          : kContext);
+  *ctx =
+      reinterpret_cast<void*>(uintptr_t(stream) == kOtherContextStream ? kContext + 1 : kContext);
   return 0;
 }
 CUresult cuStreamIsCapturing(void* stream, int* status) {

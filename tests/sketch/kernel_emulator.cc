@@ -4,9 +4,9 @@
 
 #include <cstring>
 
+#include "float_env.h"
 #include "kernel_body.h"
 #include "launch_plan.h"
-#include "float_env.h"
 
 namespace ncclrr::sketch::test {
 namespace {

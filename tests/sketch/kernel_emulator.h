@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "kernel_abi.h"
-#include "ncclrr/sketch/sketch.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/sketch/sketch.h"
 
 namespace ncclrr::sketch::test {
 

@@ -7,11 +7,11 @@
 #include <random>
 #include <vector>
 
-#include "launch_plan.h"
 #include "kernel_emulator.h"
-#include "ncclrr/trace/records.h"
+#include "launch_plan.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::sketch::test {
 namespace {

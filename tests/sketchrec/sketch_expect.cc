@@ -19,8 +19,8 @@ std::string CallName(const CallRecord& c) {
 void ExpectCount(const CallSketches& s, SketchWhich w, size_t want, const CallRecord& c,
                  std::vector<std::string>* problems) {
   if (s.Count(w) != want)
-    problems->push_back(CallName(c) + ": " + std::to_string(s.Count(w)) + " " +
-                        SketchWhichName(w) + " sketches, want " + std::to_string(want));
+    problems->push_back(CallName(c) + ": " + std::to_string(s.Count(w)) + " " + SketchWhichName(w) +
+                        " sketches, want " + std::to_string(want));
 }
 
 void ExpectSame(const SketchData* got, const SketchData& want, const std::string& what,
@@ -32,7 +32,7 @@ void ExpectSame(const SketchData* got, const SketchData& want, const std::string
     problems->push_back(what + ": " + why);
 }
 
-constexpr uint8_t kFloat = 7;  // ncclFloat32
+constexpr uint8_t kFloat = 7;          // ncclFloat32
 constexpr float kRacyValue = 1000.0f;  // what ncclrr-example's racing write stores
 
 sketch::SketchRequest OneBlock(size_t count, sketch::SketchMode mode) {
@@ -59,8 +59,8 @@ std::map<uint64_t, CallSketches> SketchesByCall(const TraceFile& t) {
 bool SameSketch(const SketchData& a, const SketchData& b, std::string* why) {
   auto fail = [&](const std::string& w) { return *why = w, false; };
   if (a.count != b.count || a.first != b.first)
-    return fail("count/first " + std::to_string(a.count) + "/" + std::to_string(a.first) +
-                " vs " + std::to_string(b.count) + "/" + std::to_string(b.first));
+    return fail("count/first " + std::to_string(a.count) + "/" + std::to_string(a.first) + " vs " +
+                std::to_string(b.count) + "/" + std::to_string(b.first));
   if (std::memcmp(a.dots.data(), b.dots.data(), sizeof a.dots) != 0)
     return fail("dots differ (" + std::to_string(a.dots[0]) + " vs " + std::to_string(b.dots[0]) +
                 ")");

@@ -36,7 +36,7 @@ class SketchRecord : public ::testing::Test {
   // Runs CMD under `ncclrr record [--sketch]` into DIR/tag; stdout only (the program's output).
   ShellResult Record(const std::string& tag, bool sketch, const std::string& cmd) {
     return RunShell(Bin("ncclrr") + " record " + (sketch ? "--sketch " : "") + "-o " + dir_ + "/" +
-                 tag + " -- " + cmd + " 2>/dev/null");
+                    tag + " -- " + cmd + " 2>/dev/null");
   }
   TraceFile Trace(const std::string& tag) {
     auto d = LoadTraceDir(dir_ + "/" + tag);

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "ncclrr/testing/trace_fixtures.h"
 #include "ncclrr/trace/trace_reader.h"
 #include "ncclrr/trace/trace_writer.h"
-#include "ncclrr/testing/trace_fixtures.h"
 
 namespace ncclrr {
 namespace {

@@ -7,9 +7,9 @@
 #include <iterator>
 #include <random>
 
+#include "ncclrr/testing/trace_fixtures.h"
 #include "ncclrr/trace/trace_reader.h"
 #include "ncclrr/trace/trace_writer.h"
-#include "ncclrr/testing/trace_fixtures.h"
 
 namespace ncclrr {
 namespace {

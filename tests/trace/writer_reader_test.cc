@@ -9,15 +9,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <string>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "ncclrr/schema/trace_generated.h"
+#include "ncclrr/testing/trace_fixtures.h"
 #include "ncclrr/trace/trace_reader.h"
 #include "ncclrr/trace/trace_writer.h"
-#include "ncclrr/testing/trace_fixtures.h"
 
 namespace ncclrr {
 namespace {

@@ -116,8 +116,9 @@ TEST(CallDetailsModel, ShowsGpuTimesSketchesAndStackFrames) {
         "    frame 1 | ddp.py:310 in allreduce_bucket", "GPU time | ", "  duration | 40.0 us",
         "  source | CUPTI", "  queued before running | 20.0 us", "Sketches (2) | ",
         "  send buffer before the call | 4096 elements from 0",
-        "  send buffer before the call (race sample) | 4096 elements from 0", "    sum of squares | 42",
-        "    NaN / +Inf / -Inf | 0 / 0 / 0", "    samples (2) | [0]=0.25 [7]=-1"})
+        "  send buffer before the call (race sample) | 4096 elements from 0",
+        "    sum of squares | 42", "    NaN / +Inf / -Inf | 0 / 0 / 0",
+        "    samples (2) | [0]=0.25 [7]=-1"})
     EXPECT_NE(dump.find(want), std::string::npos) << want << "\n" << dump;
   uint32_t f1 = 1 - f0;
   m.Show(s, CallRef{f1, 4});

@@ -71,7 +71,8 @@ TEST(MainWindow, ReloadShowsTheLatestStateOfALiveDirectory) {
   SyntheticScript more = script;
   const std::string later = testing::WriteScript("live-more", more);
   for (const auto& e : std::filesystem::directory_iterator(later))
-    std::filesystem::copy_file(e.path(), std::filesystem::path(dir) / ("later-" + e.path().filename().string()));
+    std::filesystem::copy_file(
+        e.path(), std::filesystem::path(dir) / ("later-" + e.path().filename().string()));
   QSignalSpy loaded(w.loader(), &SessionLoader::loaded);
   QAction* reload = w.findChild<QAction*>("reload");
   ASSERT_NE(reload, nullptr);

@@ -1,9 +1,9 @@
 // `ncclrr-viewer DIR --screenshot FILE [--select-finding N]`: the program itself, as the demo and
 // the docs run it.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <QImage>
 #include <QProcess>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -104,7 +104,7 @@ TEST(ScreenshotCli, ANonUtf8PathOpens) {
   EXPECT_FALSE(QImage(QString::fromStdString(png)).isNull());
   // The conversion itself: bytes -> QString -> the same bytes, UTF-8 text unchanged.
   for (const std::string& bytes : {std::string("caf\xe9/x"), std::string("\xff\xfe"),
-                                  std::string("caf\xc3\xa9 \xe2\x82\xac"), std::string("a\xc3")})
+                                   std::string("caf\xc3\xa9 \xe2\x82\xac"), std::string("a\xc3")})
     EXPECT_EQ(PathToBytes(PathFromBytes(bytes)), bytes);
   EXPECT_EQ(PathFromBytes("caf\xc3\xa9"), QString::fromUtf8("caf\xc3\xa9"));
 }

@@ -44,9 +44,9 @@ Status AddRange(std::string_view item, std::string_view value, CaptureFilter::Ra
 }
 
 Status AddName(std::string_view item, std::string_view value, CaptureFilter* f) {
-  static constexpr Api kCalls[] = {Api::kAllReduce, Api::kBroadcast,     Api::kBcast,
-                                   Api::kReduce,    Api::kAllGather,     Api::kReduceScatter,
-                                   Api::kAlltoAll,  Api::kGather,        Api::kScatter,
+  static constexpr Api kCalls[] = {Api::kAllReduce, Api::kBroadcast, Api::kBcast,
+                                   Api::kReduce,    Api::kAllGather, Api::kReduceScatter,
+                                   Api::kAlltoAll,  Api::kGather,    Api::kScatter,
                                    Api::kSend,      Api::kRecv};
   const std::string name = Lower(value);
   for (Api a : kCalls)
@@ -61,9 +61,10 @@ Status AddName(std::string_view item, std::string_view value, CaptureFilter* f) 
       return Status::Ok();
     }
   }
-  return Bad(item, "not an NCCL call (allreduce, broadcast, reduce, allgather, reducescatter, "
-                   "alltoall, gather, scatter, send, recv) or reduction (sum, prod, max, min, "
-                   "avg, premulsum)");
+  return Bad(item,
+             "not an NCCL call (allreduce, broadcast, reduce, allgather, reducescatter, "
+             "alltoall, gather, scatter, send, recv) or reduction (sum, prod, max, min, "
+             "avg, premulsum)");
 }
 
 bool InRanges(const CaptureFilter::Ranges& ranges, uint64_t v) {
@@ -128,8 +129,8 @@ bool CaptureFilter::Matches(uint64_t comm_id, uint64_t seq, Api api, int32_t op,
     if (!any) return false;
   }
   if (!ops.empty()) {
-    const bool reduces = api == Api::kAllReduce || api == Api::kReduce ||
-                         api == Api::kReduceScatter;
+    const bool reduces =
+        api == Api::kAllReduce || api == Api::kReduce || api == Api::kReduceScatter;
     if (!reduces) return false;
     const int32_t mine = (flags & call_flags::kPreMulSum) ? kNumBuiltinOps : op;
     bool any = false;
@@ -150,11 +151,20 @@ StatusOr<uint64_t> ParseByteCount(std::string_view text) {
   int shift = 0;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      case 't': shift = 40; break;
-      default: break;
+      case 'k':
+        shift = 10;
+        break;
+      case 'm':
+        shift = 20;
+        break;
+      case 'g':
+        shift = 30;
+        break;
+      case 't':
+        shift = 40;
+        break;
+      default:
+        break;
     }
   }
   if (shift) s.pop_back();

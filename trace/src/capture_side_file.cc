@@ -31,9 +31,9 @@ StatusOr<std::string> ReadCapturedBuffer(const std::string& dir, const CaptureRe
                    "): copy the .capture files along with the .ncclrr files");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (ref.offset > size || ref.bytes > size - ref.offset)  // never computes offset + bytes
-    return Corrupt("capture side file " + path + " is truncated: it holds " +
-                   std::to_string(size) + " bytes, the trace references " +
-                   std::to_string(ref.bytes) + " bytes at offset " + std::to_string(ref.offset) +
+    return Corrupt("capture side file " + path + " is truncated: it holds " + std::to_string(size) +
+                   " bytes, the trace references " + std::to_string(ref.bytes) +
+                   " bytes at offset " + std::to_string(ref.offset) +
                    " (a full disk or an interrupted copy, or a damaged trace)");
   std::ifstream in(path, std::ios::binary);
   std::string bytes(ref.bytes, '\0');

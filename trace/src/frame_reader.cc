@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "ncclrr/base/crc32c.h"
-#include "ncclrr/trace/format.h"
 #include "ncclrr/schema/trace_generated.h"
+#include "ncclrr/trace/format.h"
 
 namespace ncclrr::internal {
 namespace {
@@ -103,9 +103,8 @@ Status ParseHeader(const std::string& path, const ByteView& f, HeaderData* out, 
   return Status::Ok();
 }
 
-FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h,
-                      std::vector<uint8_t>* scratch, const uint8_t** payload, size_t* psize,
-                      size_t* frame_bytes) {
+FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector<uint8_t>* scratch,
+                      const uint8_t** payload, size_t* psize, size_t* frame_bytes) {
   if (off + format::kFrameHeaderSize > f.size()) return FrameCheck::kTorn;
   std::memcpy(h, f.data() + off, sizeof *h);
   if (h->magic != format::kFrameMagic || h->stored_size > format::kMaxFrameBytes ||
@@ -217,9 +216,9 @@ void CollectBatch(const fb::Batch& b, TraceFile* t) {
     sane(t->gpu_times[i].end_ns);
   }
   // Start marks go apart: whoever reads GPU times reads complete ones.
-  auto marks = std::stable_partition(t->gpu_times.begin() + static_cast<ptrdiff_t>(gpu),
-                                     t->gpu_times.end(),
-                                     [](const GpuTimeRecord& g) { return !IsStartMark(g); });
+  auto marks =
+      std::stable_partition(t->gpu_times.begin() + static_cast<ptrdiff_t>(gpu), t->gpu_times.end(),
+                            [](const GpuTimeRecord& g) { return !IsStartMark(g); });
   t->gpu_started.insert(t->gpu_started.end(), marks, t->gpu_times.end());
   t->gpu_times.erase(marks, t->gpu_times.end());
   for (size_t i = graph; i < t->graph_events.size(); ++i) sane(t->graph_events[i].time_ns);
@@ -255,6 +254,5 @@ void CollectBatch(const fb::Batch& b, TraceFile* t) {
   if (b.footer()) t->footer = ReadFooter(*b.footer());
   if (b.nccl_version() != 0) t->nccl_version = b.nccl_version();
 }
-
 
 }  // namespace ncclrr::internal

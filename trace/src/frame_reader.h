@@ -17,7 +17,7 @@ namespace ncclrr {
 namespace fb {
 struct Batch;
 struct Footer;
-}
+}  // namespace fb
 namespace internal {
 
 struct ByteView {

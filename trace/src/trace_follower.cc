@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "frame_reader.h"
-#include "ncclrr/trace/format.h"
 #include "ncclrr/schema/trace_generated.h"
+#include "ncclrr/trace/format.h"
 
 namespace ncclrr {
 
@@ -71,8 +71,8 @@ Status TraceFollower::Poll(TraceFile* delta) {
   pending_.resize(old + (size - have));
   size_t got = 0;
   while (got < size - have) {
-    const ssize_t n = pread(fd_, pending_.data() + old + got, size - have - got,
-                            static_cast<off_t>(have + got));
+    const ssize_t n =
+        pread(fd_, pending_.data() + old + got, size - have - got, static_cast<off_t>(have + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);

@@ -15,10 +15,10 @@
 #include <unordered_set>
 
 #include "batch_encoder.h"
-#include "ncclrr/base/parallel_for.h"
 #include "frame_reader.h"
-#include "ncclrr/trace/format.h"
+#include "ncclrr/base/parallel_for.h"
 #include "ncclrr/schema/trace_generated.h"
+#include "ncclrr/trace/format.h"
 
 namespace ncclrr {
 namespace {
@@ -141,9 +141,8 @@ void DropSupersededInFlight(TraceFile* t) {
   std::unordered_set<uint64_t> seen;
   for (const CallRecord& c : t->calls)
     if (!in_flight(c)) seen.insert(c.uid);
-  std::erase_if(t->calls, [&](const CallRecord& c) {
-    return in_flight(c) && !seen.insert(c.uid).second;
-  });
+  std::erase_if(t->calls,
+                [&](const CallRecord& c) { return in_flight(c) && !seen.insert(c.uid).second; });
 }
 
 }  // namespace
@@ -234,9 +233,9 @@ StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
       [&](const fb::Batch& b) {
         TraceFile one;
         internal::CollectBatch(b, &one);
-        s.totals.calls += internal::AddToFooterSummary(one.comms, one.calls, one.gpu_times,
-                                                       one.captures, one.notes, &sum, &captured,
-                                                       &in_flight);
+        s.totals.calls +=
+            internal::AddToFooterSummary(one.comms, one.calls, one.gpu_times, one.captures,
+                                         one.notes, &sum, &captured, &in_flight);
         for (const DropCountRecord& d : one.drops) drops[d.tid] = std::max(drops[d.tid], d.dropped);
       },
       &warnings);

@@ -18,9 +18,9 @@
 #include <filesystem>
 
 #include "frame_io.h"
-#include "ncclrr/trace/format.h"
 #include "ncclrr/base/new_file.h"
 #include "ncclrr/trace/fatal_signals.h"
+#include "ncclrr/trace/format.h"
 #include "writer_impl.h"
 
 namespace ncclrr {
@@ -108,8 +108,8 @@ Status TraceWriter::Impl::OpenFile() {
   fd_ = CreateNewFile(options_.dir, name, &created);
   if (fd_ < 0)
     return IoError("cannot create trace file '" +
-                   (std::filesystem::path(options_.dir) / name).string() + "': " +
-                   std::strerror(errno) +
+                   (std::filesystem::path(options_.dir) / name).string() +
+                   "': " + std::strerror(errno) +
                    (errno == ELOOP ? " (it is a symbolic link: trace files are never written "
                                      "through one)"
                                    : "; check that the directory exists, is writable and not "
@@ -133,8 +133,8 @@ Status TraceWriter::Impl::OpenFile() {
     }
   }
   if (io_failed_)
-    return IoError("cannot write trace file header to '" + path_ + "': " +
-                   std::strerror(io_errno_));
+    return IoError("cannot write trace file header to '" + path_ +
+                   "': " + std::strerror(io_errno_));
   // The first clock pair anchors this file's monotonic times to wall-clock time.
   side_.clocks.push_back({h.start_mono_ns, h.start_real_ns});
   return Status::Ok();
@@ -278,9 +278,9 @@ bool TraceWriter::Impl::WriteBytes(const uint8_t* data, size_t size, size_t reco
   // A file size limit on the job (ulimit -f): writing past it would raise SIGXFSZ, which the
   // kernel sends to the whole process and which kills the job by default. Stop short instead.
   if (rlimit lim{}; getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      bytes_ + size > lim.rlim_cur)
-    return fail(EFBIG, "the job's file size limit (ulimit -f, " +
-                           std::to_string(lim.rlim_cur) + " bytes) is reached by trace file");
+                    bytes_ + size > lim.rlim_cur)
+    return fail(EFBIG, "the job's file size limit (ulimit -f, " + std::to_string(lim.rlim_cur) +
+                           " bytes) is reached by trace file");
   size_t done = 0;
   while (done < size) {
     const ssize_t w = write(fd_, data + done, size - done);
@@ -316,9 +316,9 @@ void TraceWriter::Impl::WriteBatch(PendingBatch* batch) {
 }
 
 void TraceWriter::Impl::Tally(const PendingBatch& batch) {
-  footer_calls_ += internal::AddToFooterSummary(batch.comms, batch.calls, batch.gpu_times,
-                                                batch.captures, batch.notes, &summary_,
-                                                &captured_uids_, &in_flight_uids_);
+  footer_calls_ +=
+      internal::AddToFooterSummary(batch.comms, batch.calls, batch.gpu_times, batch.captures,
+                                   batch.notes, &summary_, &captured_uids_, &in_flight_uids_);
 }
 
 void TraceWriter::Impl::Loop() {

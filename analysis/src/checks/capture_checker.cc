@@ -8,12 +8,12 @@
 #include <map>
 #include <set>
 
-#include "model/call_sketches.h"
-#include "findings/capture_findings.h"
 #include "checks/checkers.h"
-#include "ncclrr/trace/capture_side_file.h"
-#include "ncclrr/sketch/numeric.h"
+#include "findings/capture_findings.h"
+#include "model/call_sketches.h"
 #include "model/signature.h"
+#include "ncclrr/sketch/numeric.h"
+#include "ncclrr/trace/capture_side_file.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {
@@ -35,8 +35,8 @@ class CaptureChecker : public Checker {
       for (const CaptureRefData& c : m.file(f).captures) {
         Refs& r = index_[{f, c.call_uid}];
         (c.which == SketchWhich::kRecvAfter ? r.recv
-                                             : c.which == SketchWhich::kScalar ? r.scalar
-                                                                               : r.send) = &c;
+         : c.which == SketchWhich::kScalar  ? r.scalar
+                                            : r.send) = &c;
       }
     if (index_.empty()) return;
     for (size_t ci = 0; ci < m.comms().size(); ++ci) {
@@ -59,15 +59,13 @@ class CaptureChecker : public Checker {
     out->rank = rank;
     out->call = ref;
     if (refs == nullptr) return false;
-    if (!Read(m, refs->send, &out->send) || !Read(m, refs->recv, &out->recv))
-      return false;
+    if (!Read(m, refs->send, &out->send) || !Read(m, refs->recv, &out->recv)) return false;
     if (c.flags & call_flags::kPreMulSum) {
       if (!(c.flags & call_flags::kScalarOnDevice)) {
         out->scalar = c.scalar;
       } else {
         std::string s;
-        if (refs->scalar == nullptr || !Read(m, refs->scalar, &s) ||
-            s.size() < DtypeSize(c.dtype))
+        if (refs->scalar == nullptr || !Read(m, refs->scalar, &s) || s.size() < DtypeSize(c.dtype))
           return false;
         out->scalar = sketch::DecodeElement(c.dtype, s.data());
       }
@@ -125,8 +123,16 @@ class CaptureChecker : public Checker {
       // unreadable side file is noted by itself.
       if (!agree || ctx.Claimed(ci, seq) || read_failed_) continue;
       const CallRecord& first = m.call(any->call);
-      CapturedCall cc{static_cast<Api>(first.api), c.nranks, first.root_peer, first.op,
-                      first.flags, first.dtype, first.count, {}, {}, {}};
+      CapturedCall cc{static_cast<Api>(first.api),
+                      c.nranks,
+                      first.root_peer,
+                      first.op,
+                      first.flags,
+                      first.dtype,
+                      first.count,
+                      {},
+                      {},
+                      {}};
       if (missing.empty() && !Sized(cc, ranks, &missing)) missing.push_back(-1);
       if (!missing.empty()) {
         Partial(m, ci, seq, missing);
@@ -171,8 +177,8 @@ class CaptureChecker : public Checker {
         const CallRecord& a = m.call(s.call);
         if (r && (a.count != m.call(r->call).count || a.dtype != m.call(r->call).dtype))
           continue;  // a p2p_mismatch, reported there
-        const bool ok = Gather(m, s.call, src.rank, &both[0]) && r &&
-                        Gather(m, r->call, s.peer, &both[1]);
+        const bool ok =
+            Gather(m, s.call, src.rank, &both[0]) && r && Gather(m, r->call, s.peer, &both[1]);
         const uint64_t bytes = a.count * DtypeSize(a.dtype);
         if (read_failed_) continue;
         if (!ok || both[0].send.size() < bytes || both[1].recv.size() < bytes) {
@@ -229,9 +235,9 @@ class CaptureChecker : public Checker {
       Note n;
       n.kind = NoteKind::kDataUnchecked;
       n.count = unreadable_;
-      n.message = Plural(unreadable_, "captured buffer", "captured buffers") +
-                  " could not be read, so their calls were not verified; first: " +
-                  unreadable_first_ + ".";
+      n.message =
+          Plural(unreadable_, "captured buffer", "captured buffers") +
+          " could not be read, so their calls were not verified; first: " + unreadable_first_ + ".";
       sink.AddNote(std::move(n));
     }
   }

@@ -67,10 +67,10 @@ std::string FloatText(uint8_t dtype, double v) {
 
 // One output element's expected value.
 struct Expect {
-  uint64_t bits = 0;     // integers
-  double value = 0;      // floats
-  double tol = 0;        // floats: allowed |observed - value|
-  bool nan_ok = false;   // max/min with a NaN input: NaN is accepted too
+  uint64_t bits = 0;      // integers
+  double value = 0;       // floats
+  double tol = 0;         // floats: allowed |observed - value|
+  bool nan_ok = false;    // max/min with a NaN input: NaN is accepted too
   bool want_nan = false;  // sum/prod of a NaN (or inf - inf): only NaN is right
 };
 
@@ -116,10 +116,14 @@ class Reducer {
         acc = x;
         continue;
       }
-      if (premul_ || op == RedOp::kSum || op == RedOp::kAvg) acc = Wrap(d, acc + x);
-      else if (op == RedOp::kProd) acc = Wrap(d, acc * x);
-      else if (op == RedOp::kMax) acc = IntLess(d, acc, x) ? x : acc;
-      else if (op == RedOp::kMin) acc = IntLess(d, x, acc) ? x : acc;
+      if (premul_ || op == RedOp::kSum || op == RedOp::kAvg)
+        acc = Wrap(d, acc + x);
+      else if (op == RedOp::kProd)
+        acc = Wrap(d, acc * x);
+      else if (op == RedOp::kMax)
+        acc = IntLess(d, acc, x) ? x : acc;
+      else if (op == RedOp::kMin)
+        acc = IntLess(d, x, acc) ? x : acc;
     }
     if (!premul_ && op == RedOp::kAvg) {
       const auto n = static_cast<uint64_t>(c_.nranks);
@@ -214,8 +218,8 @@ void CheckReduction(const CapturedCall& c, const Reducer& red, const std::vector
       if (is_float) {
         const double g = sketch::DecodeElement(c.dtype, got);
         if (!FloatMatches(c.dtype, e, g))
-          Mismatch(&out, k, e.want_nan ? "NaN" : FloatText(c.dtype, e.value),
-                   FloatText(c.dtype, g), e.tol);
+          Mismatch(&out, k, e.want_nan ? "NaN" : FloatText(c.dtype, e.value), FloatText(c.dtype, g),
+                   e.tol);
       } else {
         const uint64_t g = LoadInt(c.dtype, got);
         if (g != e.bits) Mismatch(&out, k, IntText(c.dtype, e.bits), IntText(c.dtype, g), 0);

@@ -41,9 +41,9 @@ struct CapturedCall {
 // One output rank's verdict.
 struct OutputCheck {
   int rank = -1;
-  uint64_t checked = 0;  // elements compared
-  uint64_t wrong = 0;    // elements that differ
-  uint64_t first = 0;    // index of the first that differs, in the rank's recv buffer
+  uint64_t checked = 0;            // elements compared
+  uint64_t wrong = 0;              // elements that differ
+  uint64_t first = 0;              // index of the first that differs, in the rank's recv buffer
   std::string expected, observed;  // its values, as the datatype prints them
   double tolerance = 0;            // 0: exact
   bool copy = false;               // data movement (bitwise)

@@ -16,7 +16,7 @@ std::shared_ptr<Checker> MakeGraphChecker();        // graph_capture_mismatch
 std::shared_ptr<Checker> MakeLifecycleChecker();    // lifecycle_error
 std::shared_ptr<Checker> MakeNcclErrorChecker();    // nccl_error
 std::shared_ptr<Checker> MakeStragglerChecker();    // stragglers (notes, from GPU times)
-std::shared_ptr<Checker> MakeCaptureChecker();  // wrong_sum, data_unchecked (captured buffers)
+std::shared_ptr<Checker> MakeCaptureChecker();      // wrong_sum, data_unchecked (captured buffers)
 std::shared_ptr<Checker> MakeDataChecker();  // wrong_sum, buffer_race, data_unchecked (sketches)
 
 }  // namespace ncclrr::analysis

@@ -8,10 +8,10 @@
 #include <set>
 #include <tuple>
 
-#include "model/call_sketches.h"
 #include "checks/checkers.h"
-#include "findings/data_findings.h"
 #include "checks/data_tally.h"
+#include "findings/data_findings.h"
+#include "model/call_sketches.h"
 #include "model/flat_map.h"
 #include "model/signature.h"
 
@@ -100,15 +100,14 @@ class DataChecker : public Checker {
       // Outputs NCCL makes identical on every rank are compared across ranks, bit for bit
       // (after the identity check, whose verdicts can tell which of two outputs is right).
       if (comparable) CompareAcrossRanks(ctx, ci, sk, captured ? &*captured : nullptr, &o);
-      for (Finding& f : DataFindings(m, o, captured ? &*captured : nullptr))
-        sink.Add(std::move(f));
+      for (Finding& f : DataFindings(m, o, captured ? &*captured : nullptr)) sink.Add(std::move(f));
     }
   }
 
   // `captured_wrong`: the wrong_sum the captured buffers prove for this call, if any.
   static void CompareAcrossRanks(const CheckContext& ctx, size_t ci,
-                                 const std::vector<CallSketches>& sk,
-                                 const Finding* captured_wrong, CallDataOutcome* o) {
+                                 const std::vector<CallSketches>& sk, const Finding* captured_wrong,
+                                 CallDataOutcome* o) {
     const TraceModel& m = ctx.model();
     const Api api = static_cast<Api>(m.call(o->ranks[0].call).api);
     if (!OutputsIdentical(api)) return;
@@ -212,8 +211,8 @@ class DataChecker : public Checker {
 
   // Byte ranges the rank's receives write, by the group they were issued in (receives outside a
   // group are left out: a send cannot share a call with them).
-  static std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> GroupReceives(
-      const TraceModel& m, const RankView& r) {
+  static std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> GroupReceives(const TraceModel& m,
+                                                                              const RankView& r) {
     std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> out;
     for (const P2pCall& p : r.p2p) {
       if (p.send) continue;

@@ -64,11 +64,11 @@ void DataTally::EmitNotes(FindingSink& sink) const {
     const bool compared = verdict == sketch::Verdict::kUncheckedOp ||
                           verdict == sketch::Verdict::kUncheckedNonFinite ||
                           verdict == sketch::Verdict::kUncheckedOverflow;
-    if (compared && std::any_of(r.what.begin(), r.what.end(), [](const auto& w) {
-          return w.first.rfind("AllReduce", 0) == 0;
-        }))
-      n.message += "Their AllReduce outputs were still compared across ranks (they must be "
-                   "bit-identical on every rank). ";
+    if (compared && std::any_of(r.what.begin(), r.what.end(),
+                                [](const auto& w) { return w.first.rfind("AllReduce", 0) == 0; }))
+      n.message +=
+          "Their AllReduce outputs were still compared across ranks (they must be "
+          "bit-identical on every rank). ";
     n.message += Plural(checked_, "call was", "calls were") + " checked from sketches.";
     sink.AddNote(std::move(n));
   }

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "ncclrr/trace/describe.h"
 #include "ncclrr/analysis/nccl_log_import.h"
+#include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {

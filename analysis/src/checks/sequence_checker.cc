@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "checks/checkers.h"
-#include "model/sequence_align.h"
 #include "findings/sequence_findings.h"
+#include "model/sequence_align.h"
 #include "model/signature.h"
 
 namespace ncclrr::analysis {

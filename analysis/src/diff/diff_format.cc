@@ -3,8 +3,8 @@
 #include <map>
 
 #include "model/comm_matching.h"
-#include "ncclrr/base/json_writer.h"
 #include "ncclrr/analysis/trace_diff.h"
+#include "ncclrr/base/json_writer.h"
 #include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
 

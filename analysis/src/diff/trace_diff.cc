@@ -8,14 +8,14 @@
 #include <optional>
 #include <set>
 
+#include "diff/diff_events.h"
 #include "model/call_sketches.h"
 #include "model/comm_matching.h"
-#include "diff/diff_events.h"
 #include "model/gpu_time_index.h"
-#include "ncclrr/analysis/check.h"
-#include "ncclrr/trace/describe.h"
 #include "model/rank_alignment.h"
 #include "model/signature.h"
+#include "ncclrr/analysis/check.h"
+#include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {
@@ -120,7 +120,8 @@ class Differ {
     OneSidedNote(sketches_a, sketches_b, "data sketches (`record --sketch`)", "data", &r);
     OneSidedNote(!gpu_a_.empty(), !gpu_b_.empty(), "GPU times (`record --gpu-timing`)", "timing",
                  &r);
-    OneSidedNote(sites_a, sites_b, "call sites (Python frames, or `record --stacks`)", "call sites", &r);
+    OneSidedNote(sites_a, sites_b, "call sites (Python frames, or `record --stacks`)", "call sites",
+                 &r);
     suspected_a_ = SuspectedSwaps(a_);
     suspected_b_ = SuspectedSwaps(b_);
     r.comms = MatchComms(a_, b_);

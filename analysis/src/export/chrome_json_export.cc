@@ -9,8 +9,8 @@
 #include <map>
 
 #include "export/export_layout.h"
-#include "ncclrr/base/json_writer.h"
 #include "ncclrr/analysis/perfetto_export.h"
+#include "ncclrr/base/json_writer.h"
 #include "ncclrr/trace/describe.h"
 
 namespace ncclrr::analysis {
@@ -81,8 +81,8 @@ class Exporter {
     for (const auto& [key, b] : ProcessRanks(m_)) {
       const int pid = Pid(key.first, key.second);
       Event("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
-            ",\"args\":{\"name\":" +
-            Q(ProcessLabel(m_.files()[key.first], key.second, b.rank)) + "}}");
+            ",\"args\":{\"name\":" + Q(ProcessLabel(m_.files()[key.first], key.second, b.rank)) +
+            "}}");
       Event("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
             ",\"args\":{\"sort_index\":" + std::to_string(b.rank) + "}}");
       Event("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +

@@ -34,8 +34,7 @@ void ForEachCallSpan(const TraceModel& m, uint32_t f,
                                               int64_t duration)>& fn);
 
 // Every collective a graph launch issued (the slot names the captured template).
-void ForEachGraphLaunch(const TraceModel& m,
-                        const std::function<void(const CollectiveSlot&)>& fn);
+void ForEachGraphLaunch(const TraceModel& m, const std::function<void(const CollectiveSlot&)>& fn);
 
 // Time at which a collective slot is drawn: its launch for graph launches, else its call.
 int64_t SlotTime(const TraceModel& m, const CollectiveSlot& s);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "export/export_layout.h"
-#include "ncclrr/trace/describe.h"
 #include "export/pickle_writer.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::analysis {
 namespace {

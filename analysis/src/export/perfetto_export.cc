@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "export/export_layout.h"
-#include "ncclrr/analysis/perfetto_export.h"
-#include "ncclrr/trace/describe.h"
 #include "export/perfetto_fields.h"
 #include "export/proto_writer.h"
+#include "ncclrr/analysis/perfetto_export.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -42,8 +42,8 @@ enum Arg : uint64_t {
   kArgEnd
 };
 constexpr std::array<const char*, kArgEnd> kArgNames = {
-    "",    "count",  "dtype", "root",  "peer",    "seq",
-    "graph_launch", "result", "comm", "rank", "short", "message", "repeats"};
+    "",       "count", "dtype", "root",  "peer",    "seq",    "graph_launch",
+    "result", "comm",  "rank",  "short", "message", "repeats"};
 enum Category : uint64_t { kCatNccl = 1, kCatFinding = 2 };
 
 class ProtoExporter {
@@ -113,9 +113,9 @@ class ProtoExporter {
     Process& p = procs_.emplace_back();
     p.uuid = ++last_uuid_;
     const FileView& v = m_.files()[file];
-    const std::string label = rank >= 0 ? ProcessLabel(v, device, rank)
-                                        : v.host + " pid " + std::to_string(v.pid) + " dev " +
-                                              std::to_string(device);
+    const std::string label =
+        rank >= 0 ? ProcessLabel(v, device, rank)
+                  : v.host + " pid " + std::to_string(v.pid) + " dev " + std::to_string(device);
     BeginPacket();
     ProtoWriter w(&pkt_);
     const size_t td = w.Begin(pf::kTrackDescriptor);
@@ -152,8 +152,9 @@ class ProtoExporter {
     uint64_t uuid = p.host_uuid;
     if (stream != 0) {
       auto it = p.streams.find(stream);
-      uuid = it != p.streams.end() ? it->second
-                                   : p.streams[stream] = ChildTrack(p.uuid, "stream " + Hex64(stream));
+      uuid = it != p.streams.end()
+                 ? it->second
+                 : p.streams[stream] = ChildTrack(p.uuid, "stream " + Hex64(stream));
     }
     last_track_key_ = {file, device, stream};
     return last_track_ = uuid;
@@ -192,8 +193,8 @@ class ProtoExporter {
     uint32_t flags = needs_state ? pf::kSeqNeedsIncrementalState : 0;
     if (st_.events == 0) flags |= pf::kSeqIncrementalStateCleared;
     if (flags) w.Uint(pf::kSequenceFlags, flags);
-    ProtoWriter::AppendVarint(buf_, (uint64_t{pf::kTracePacket} << 3) |
-                                        ProtoWriter::kLengthDelimited);
+    ProtoWriter::AppendVarint(buf_,
+                              (uint64_t{pf::kTracePacket} << 3) | ProtoWriter::kLengthDelimited);
     ProtoWriter::AppendVarint(buf_, pkt_.size());
     buf_ += pkt_;
     ++st_.events;
@@ -212,7 +213,9 @@ class ProtoExporter {
     w.Uint(value_field, v);
     w.End(d);
   }
-  static void ArgUint(ProtoWriter& w, Arg a, uint64_t v) { ArgVarint(w, a, pf::kAnnotationUint, v); }
+  static void ArgUint(ProtoWriter& w, Arg a, uint64_t v) {
+    ArgVarint(w, a, pf::kAnnotationUint, v);
+  }
   static void ArgInt(ProtoWriter& w, Arg a, int64_t v) {
     ArgVarint(w, a, pf::kAnnotationInt, static_cast<uint64_t>(v));
   }
@@ -244,8 +247,8 @@ class ProtoExporter {
     if (launch) ArgUint(w, kArgGraphLaunch, launch);
     if (c.result)
       ArgVarint(w, kArgResult, pf::kAnnotationStringIid,
-                Cached(result_iids_, static_cast<uint8_t>(c.result),
-                       pf::kInternedAnnotationStrings, NcclResultName(c.result)));
+                Cached(result_iids_, static_cast<uint8_t>(c.result), pf::kInternedAnnotationStrings,
+                       NcclResultName(c.result)));
     ArgVarint(w, kArgComm, pf::kAnnotationPointer, c.comm_id);
     ArgInt(w, kArgRank, c.rank);
     if (flow) w.Fixed64(pf::kEventFlowIds, flow);
@@ -272,9 +275,8 @@ class ProtoExporter {
       }
       // No call named: the first rank's track (or the trace-global track 0 when none exists).
       if (at.empty()) at[procs_.empty() ? 0 : procs_[0].host_uuid] = f.first_time;
-      const uint64_t name =
-          Cached(kind_iids_, static_cast<size_t>(f.kind), pf::kInternedEventNames,
-                 FindingKindName(f.kind));
+      const uint64_t name = Cached(kind_iids_, static_cast<size_t>(f.kind), pf::kInternedEventNames,
+                                   FindingKindName(f.kind));
       for (const auto& [track, t] : at) {
         BeginPacket();
         ProtoWriter w(&pkt_);

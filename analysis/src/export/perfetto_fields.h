@@ -44,17 +44,17 @@ inline constexpr uint32_t kTypeSliceEnd = 2;
 inline constexpr uint32_t kTypeInstant = 3;
 
 // trace/track_event/debug_annotation.proto, message DebugAnnotation
-inline constexpr uint32_t kAnnotationNameIid = 1;        // uint64 name_iid = 1
-inline constexpr uint32_t kAnnotationUint = 3;           // uint64 uint_value = 3
-inline constexpr uint32_t kAnnotationInt = 4;            // int64 int_value = 4
-inline constexpr uint32_t kAnnotationString = 6;         // string string_value = 6
-inline constexpr uint32_t kAnnotationPointer = 7;        // uint64 pointer_value = 7
-inline constexpr uint32_t kAnnotationStringIid = 17;     // uint64 string_value_iid = 17
+inline constexpr uint32_t kAnnotationNameIid = 1;     // uint64 name_iid = 1
+inline constexpr uint32_t kAnnotationUint = 3;        // uint64 uint_value = 3
+inline constexpr uint32_t kAnnotationInt = 4;         // int64 int_value = 4
+inline constexpr uint32_t kAnnotationString = 6;      // string string_value = 6
+inline constexpr uint32_t kAnnotationPointer = 7;     // uint64 pointer_value = 7
+inline constexpr uint32_t kAnnotationStringIid = 17;  // uint64 string_value_iid = 17
 
 // trace/interned_data/interned_data.proto, message InternedData
-inline constexpr uint32_t kInternedCategories = 1;         // repeated EventCategory ... = 1
-inline constexpr uint32_t kInternedEventNames = 2;         // repeated EventName event_names = 2
-inline constexpr uint32_t kInternedAnnotationNames = 3;    // repeated DebugAnnotationName ... = 3
+inline constexpr uint32_t kInternedCategories = 1;          // repeated EventCategory ... = 1
+inline constexpr uint32_t kInternedEventNames = 2;          // repeated EventName event_names = 2
+inline constexpr uint32_t kInternedAnnotationNames = 3;     // repeated DebugAnnotationName ... = 3
 inline constexpr uint32_t kInternedAnnotationStrings = 29;  // repeated InternedString
                                                             // debug_annotation_string_values = 29
 // EventCategory, EventName, DebugAnnotationName: iid = 1, name = 2;

@@ -9,9 +9,8 @@ namespace {
 
 // Opcodes of pickle protocol 2 (CPython's Lib/pickle.py).
 constexpr char kProto = '\x80', kStop = '.', kMark = '(', kNone = 'N', kTrue = '\x88',
-               kFalse = '\x89', kBinInt = 'J', kLong1 = '\x8a', kBinFloat = 'G',
-               kBinUnicode = 'X', kEmptyDict = '}', kSetItems = 'u', kEmptyList = ']',
-               kAppends = 'e';
+               kFalse = '\x89', kBinInt = 'J', kLong1 = '\x8a', kBinFloat = 'G', kBinUnicode = 'X',
+               kEmptyDict = '}', kSetItems = 'u', kEmptyList = ']', kAppends = 'e';
 
 void Le(std::ostream& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.put(static_cast<char>((v >> (8 * i)) & 0xff));

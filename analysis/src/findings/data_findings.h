@@ -9,11 +9,11 @@
 #include <optional>
 #include <vector>
 
+#include "checks/output_divergence.h"
 #include "ncclrr/analysis/finding.h"
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/sketch/identity.h"
 #include "ncclrr/sketch/race.h"
-#include "checks/output_divergence.h"
 
 namespace ncclrr::analysis {
 

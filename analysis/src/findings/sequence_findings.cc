@@ -5,9 +5,9 @@
 #include <tuple>
 
 #include "checks/checkers.h"
-#include "ncclrr/analysis/collective_shape.h"
-#include "model/signature.h"
 #include "checks/swap_evidence.h"
+#include "model/signature.h"
+#include "ncclrr/analysis/collective_shape.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {
@@ -412,9 +412,10 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       f.table[1].what = my_side + " (" + ref_side + " never issued)";
       f.message =
           "At seq " + std::to_string(e.seq) + " " + who + " issued " + my_side + " while " +
-          others + " issued " + ref_side + ". Each is the call the other side issues next: in the " +
-          "earlier steps " + others + " issued " + my_side + " right after " + ref_side +
-          ", and " + who + " issued " + ref_side + " where it now issued " + my_side +
+          others + " issued " + ref_side +
+          ". Each is the call the other side issues next: in the " + "earlier steps " + others +
+          " issued " + my_side + " right after " + ref_side + ", and " + who + " issued " +
+          ref_side + " where it now issued " + my_side +
           ". So the two calls were issued in the opposite order, and NCCL paired " +
           v.Describe(sc.ref, e.ref_slots[0], false) + " with " + v.Describe(r0, mine[0], false) +
           ": " + PairingConsequence(v.Mine(0), v.Ref(0)) +

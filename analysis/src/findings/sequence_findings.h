@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "model/flat_map.h"
-#include "ncclrr/analysis/check.h"
 #include "model/sequence_align.h"
+#include "ncclrr/analysis/check.h"
 
 namespace ncclrr::analysis {
 

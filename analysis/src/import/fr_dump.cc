@@ -158,7 +158,8 @@ Status ReadFrames(const Document& d, const Value& frames, const std::string& whe
 
 Status ReadEntry(const Document& d, const Value& ev, size_t index, Dump* out) {
   const std::string where = "entry " + std::to_string(index);
-  if (ev.kind != Kind::kDict) return Corrupt(where + " should be a dict, found " + py::KindName(ev.kind));
+  if (ev.kind != Kind::kDict)
+    return Corrupt(where + " should be a dict, found " + py::KindName(ev.kind));
   FieldReader f(d, ev, where);
   Entry e;
   e.profiling_name = f.Str("profiling_name");
@@ -169,8 +170,10 @@ Status ReadEntry(const Document& d, const Value& ev, size_t index, Dump* out) {
   e.record_id = f.Int("record_id", -1);
   e.pg_id = f.Int("pg_id", -1);
   if (const Value* pg = f.Get("process_group"); pg && FieldReader::IsSeq(*pg)) {
-    if (!pg->items.empty() && d.at(pg->items[0]).kind == Kind::kStr) e.pg_name = d.at(pg->items[0]).s;
-    if (pg->items.size() > 1 && d.at(pg->items[1]).kind == Kind::kStr) e.pg_desc = d.at(pg->items[1]).s;
+    if (!pg->items.empty() && d.at(pg->items[0]).kind == Kind::kStr)
+      e.pg_name = d.at(pg->items[0]).s;
+    if (pg->items.size() > 1 && d.at(pg->items[1]).kind == Kind::kStr)
+      e.pg_desc = d.at(pg->items[1]).s;
   } else if (pg && pg->kind == Kind::kStr) {
     e.pg_name = pg->s;
   } else if (pg && pg->kind != Kind::kNone) {
@@ -178,7 +181,8 @@ Status ReadEntry(const Document& d, const Value& ev, size_t index, Dump* out) {
                    py::KindName(pg->kind));
   }
   if (e.pg_name.empty() && e.pg_id >= 0) e.pg_name = std::to_string(e.pg_id);  // before 2.1
-  e.collective_seq_id = f.Get("collective_seq_id") ? f.Int("collective_seq_id", -1) : f.Int("seq_id", -1);
+  e.collective_seq_id =
+      f.Get("collective_seq_id") ? f.Int("collective_seq_id", -1) : f.Int("seq_id", -1);
   e.p2p_seq_id = f.Int("p2p_seq_id", -1);
   e.op_id = f.Int("op_id", -1);
   e.input_sizes = f.Sizes("input_sizes");
@@ -219,7 +223,8 @@ StatusOr<Dump> FromDocument(const Document& d) {
     NCCLRR_RETURN_IF_ERROR(ReadGroups(d, *config, &out));
   if (entries && entries->kind != Kind::kNone) {  // JSON dumps leave it out when empty
     if (!FieldReader::IsSeq(*entries))
-      return Corrupt(std::string("'entries' should be a list, found ") + py::KindName(entries->kind));
+      return Corrupt(std::string("'entries' should be a list, found ") +
+                     py::KindName(entries->kind));
     for (size_t k = 0; k < entries->items.size(); ++k)
       NCCLRR_RETURN_IF_ERROR(ReadEntry(d, d.at(entries->items[k]), k, &out));
   }
@@ -238,9 +243,12 @@ bool UnreprBytes(std::string_view in, std::string* out) {
       continue;
     }
     const char c = in[++k];
-    if (c == 'n') out->push_back('\n');
-    else if (c == 't') out->push_back('\t');
-    else if (c == 'r') out->push_back('\r');
+    if (c == 'n')
+      out->push_back('\n');
+    else if (c == 't')
+      out->push_back('\t');
+    else if (c == 'r')
+      out->push_back('\r');
     else if (c == 'x' && k + 2 < end && std::isxdigit(static_cast<unsigned char>(in[k + 1])) &&
              std::isxdigit(static_cast<unsigned char>(in[k + 2]))) {
       out->push_back(static_cast<char>(std::stoi(std::string(in.substr(k + 1, 2)), nullptr, 16)));
@@ -256,8 +264,9 @@ bool UnreprBytes(std::string_view in, std::string* out) {
 
 StatusOr<Dump> ParseDump(std::string_view bytes) {
   if (bytes.empty())
-    return Corrupt("the file is empty (a dump that was never written: did the process die or "
-                   "time out before it dumped?)");
+    return Corrupt(
+        "the file is empty (a dump that was never written: did the process die or "
+        "time out before it dumped?)");
   if (static_cast<uint8_t>(bytes[0]) == 0x80) {
     auto doc = py::ParsePickle(bytes);
     if (!doc.ok()) return doc.status();
@@ -269,8 +278,9 @@ StatusOr<Dump> ParseDump(std::string_view bytes) {
   std::string_view text = bytes.substr(k);
   if (UnreprBytes(text, &unrepr)) text = unrepr;
   if (text.empty() || text[0] != '{')
-    return Corrupt("not a Flight Recorder dump: expected a pickle (first byte 0x80) or a JSON "
-                   "object ('{')");
+    return Corrupt(
+        "not a Flight Recorder dump: expected a pickle (first byte 0x80) or a JSON "
+        "object ('{')");
   auto doc = py::ParseJson(text);
   if (!doc.ok()) return doc.status();
   return FromDocument(*doc);

@@ -22,17 +22,17 @@ struct Frame {
 struct Entry {
   int64_t record_id = -1;
   int64_t pg_id = -1;
-  std::string pg_name;  // process_group[0]: the group's name, the same on every rank
-  std::string pg_desc;  // process_group[1]: "default_pg", "undefined", ...
+  std::string pg_name;             // process_group[0]: the group's name, the same on every rank
+  std::string pg_desc;             // process_group[1]: "default_pg", "undefined", ...
   int64_t collective_seq_id = -1;  // 1-based; "seq_id" before 2.2
   int64_t p2p_seq_id = -1;
   int64_t op_id = -1;
   std::string profiling_name;  // "nccl:all_reduce", "nccl:send 0->1"
   std::vector<std::vector<int64_t>> input_sizes, output_sizes;
   std::vector<std::string> input_dtypes, output_dtypes;  // c10 names: "Float", "BFloat16"
-  std::string state;  // "scheduled", "started", "completed"
+  std::string state;                                     // "scheduled", "started", "completed"
   int64_t time_created_ns = 0;
-  int64_t time_started_ns = 0;    // 0: not discovered (None in pickles, 0 in JSON)
+  int64_t time_started_ns = 0;  // 0: not discovered (None in pickles, 0 in JSON)
   int64_t time_completed_ns = 0;
   bool is_p2p = false;
   int64_t timeout_ms = 0;

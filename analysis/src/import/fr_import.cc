@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -282,8 +282,9 @@ StatusOr<FrImportResult> ImportFlightRecorder(const std::vector<std::string>& in
   for (const RankDump& d : dumps)
     NCCLRR_RETURN_IF_ERROR(RankWriter(d, groups, base, t0).Write(out_dir, &result));
   if (result.calls == 0)
-    result.warnings.push_back("the dumps hold no NCCL calls (empty buffers, or only operations "
-                              "without an NCCL call)");
+    result.warnings.push_back(
+        "the dumps hold no NCCL calls (empty buffers, or only operations "
+        "without an NCCL call)");
   return result;
 }
 

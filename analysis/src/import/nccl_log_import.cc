@@ -73,9 +73,8 @@ CallRecord CallRecordOf(const Job& job, const nccl_log::LoggedCall& logged, Trac
   call.enter_ns = call.exit_ns = logged.time_ns;
   call.seq = logged.seq;
   // A log line without buffers (0) says nothing about in-place.
-  if (call.sendbuff != 0 &&
-      IsInPlace(api, call.sendbuff, call.recvbuff, call.count, call.dtype, call.rank,
-                call.root_peer))
+  if (call.sendbuff != 0 && IsInPlace(api, call.sendbuff, call.recvbuff, call.count, call.dtype,
+                                      call.rank, call.root_peer))
     call.flags |= call_flags::kInPlace;
   return call;
 }

@@ -118,7 +118,8 @@ class PickleMachine {
 
   // The container (list or dict) below the values being added.
   Status AddTo(Kind want, const std::vector<uint32_t>& items) {
-    if (stack_.size() <= MarkFloor()) return Corrupt("no " + std::string(KindName(want)) + " to add to");
+    if (stack_.size() <= MarkFloor())
+      return Corrupt("no " + std::string(KindName(want)) + " to add to");
     Value& target = doc_.mutable_at(stack_.back());
     if (target.kind != want)
       return Corrupt("adds to a " + std::string(KindName(target.kind)) + ", expected a " +
@@ -136,7 +137,8 @@ class PickleMachine {
   }
   Status Recall(uint64_t index) {
     const auto it = memo_.find(index);
-    if (it == memo_.end()) return Corrupt("memo entry " + std::to_string(index) + " was never stored");
+    if (it == memo_.end())
+      return Corrupt("memo entry " + std::to_string(index) + " was never stored");
     stack_.push_back(it->second);
     return Status::Ok();
   }
@@ -148,12 +150,16 @@ class PickleMachine {
     switch (op) {
       case 0x80:  // PROTO
         if (!TakeLe(1, &u)) return Truncated(1);
-        if (u < 2 || u > 5) return Unsupported("pickle protocol " + std::to_string(u) + "; read are 2 to 5");
+        if (u < 2 || u > 5)
+          return Unsupported("pickle protocol " + std::to_string(u) + "; read are 2 to 5");
         return Status::Ok();
       case 0x95:  // FRAME: a length hint only
         return TakeLe(8, &u) ? Status::Ok() : Truncated(8);
-      case '(': marks_.push_back(stack_.size()); return Status::Ok();
-      case 'N': return Push(Value{});
+      case '(':
+        marks_.push_back(stack_.size());
+        return Status::Ok();
+      case 'N':
+        return Push(Value{});
       case 0x88:
       case 0x89: {
         Value v;
@@ -170,8 +176,10 @@ class PickleMachine {
       case 'M':
         if (!TakeLe(2, &u)) return Truncated(2);
         return PushInt(static_cast<int64_t>(u));
-      case 0x8a: return PushLong(1);
-      case 0x8b: return PushLong(4);
+      case 0x8a:
+        return PushLong(1);
+      case 0x8b:
+        return PushLong(4);
       case 'G': {  // BINFLOAT: big-endian IEEE double
         if (!Take(8, &raw)) return Truncated(8);
         uint64_t bits = 0;
@@ -181,17 +189,28 @@ class PickleMachine {
         std::memcpy(&v.f, &bits, sizeof v.f);
         return Push(std::move(v));
       }
-      case 'X': return PushText(Kind::kStr, 4);
-      case 0x8c: return PushText(Kind::kStr, 1);
-      case 0x8d: return PushText(Kind::kStr, 8);
-      case 'T': return PushText(Kind::kBytes, 4);  // BINSTRING (py2 str)
-      case 'U': return PushText(Kind::kBytes, 1);
-      case 'B': return PushText(Kind::kBytes, 4);
-      case 'C': return PushText(Kind::kBytes, 1);
-      case 0x8e: return PushText(Kind::kBytes, 8);
-      case ']': return PushContainer(Kind::kList, {});
-      case '}': return PushContainer(Kind::kDict, {});
-      case ')': return PushContainer(Kind::kTuple, {});
+      case 'X':
+        return PushText(Kind::kStr, 4);
+      case 0x8c:
+        return PushText(Kind::kStr, 1);
+      case 0x8d:
+        return PushText(Kind::kStr, 8);
+      case 'T':
+        return PushText(Kind::kBytes, 4);  // BINSTRING (py2 str)
+      case 'U':
+        return PushText(Kind::kBytes, 1);
+      case 'B':
+        return PushText(Kind::kBytes, 4);
+      case 'C':
+        return PushText(Kind::kBytes, 1);
+      case 0x8e:
+        return PushText(Kind::kBytes, 8);
+      case ']':
+        return PushContainer(Kind::kList, {});
+      case '}':
+        return PushContainer(Kind::kDict, {});
+      case ')':
+        return PushContainer(Kind::kTuple, {});
       case 'l':
         NCCLRR_RETURN_IF_ERROR(PopMark(&items));
         return PushContainer(Kind::kList, std::move(items));
@@ -219,8 +238,10 @@ class PickleMachine {
       case 'u':
         NCCLRR_RETURN_IF_ERROR(PopMark(&items));
         return AddTo(Kind::kDict, items);
-      case '0': return PopN(1, &items);
-      case '1': return PopMark(&items);
+      case '0':
+        return PopN(1, &items);
+      case '1':
+        return PopMark(&items);
       case '2':
         if (stack_.size() <= MarkFloor()) return Corrupt("nothing on the stack to duplicate");
         stack_.push_back(stack_.back());
@@ -231,7 +252,8 @@ class PickleMachine {
       case 'r':
         if (!TakeLe(4, &u)) return Truncated(4);
         return Memoize(u);
-      case 0x94: return Memoize(memo_.size());
+      case 0x94:
+        return Memoize(memo_.size());
       case 'h':
         if (!TakeLe(1, &u)) return Truncated(1);
         return Recall(u);

@@ -2,8 +2,8 @@
 // JSON for scripts and schedulers.
 #include <cstdio>
 
-#include "ncclrr/base/json_writer.h"
 #include "ncclrr/analysis/live_status.h"
+#include "ncclrr/base/json_writer.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {
@@ -74,8 +74,8 @@ std::string GpuText(const LiveRank& r) {
 }
 
 void CommText(const LiveComm& c, std::string* out) {
-  *out += CommLabel(c.id, c.name) + " (" + std::to_string(c.nranks) + " ranks): " +
-          LiveStateName(c.state) + " — " + c.why + "\n";
+  *out += CommLabel(c.id, c.name) + " (" + std::to_string(c.nranks) +
+          " ranks): " + LiveStateName(c.state) + " — " + c.why + "\n";
   for (const LiveRank& r : c.ranks) {
     *out += "  rank " + std::to_string(r.rank) + " (" + r.process + "): ";
     if (!r.has_call)
@@ -91,8 +91,7 @@ void CommText(const LiveComm& c, std::string* out) {
     *out += "\n";
   }
   if (c.state == LiveState::kHung || c.state == LiveState::kStraggler)
-    for (const LiveMissing& m : c.missing)
-      *out += "  " + Elsewhere(m, c.id) + "\n";
+    for (const LiveMissing& m : c.missing) *out += "  " + Elsewhere(m, c.id) + "\n";
 }
 
 void CallJson(JsonWriter& j, const LiveCall& c) {

@@ -20,7 +20,7 @@ struct LiveCommRank {
   uint64_t comm_id = 0;
   int rank = 0;
   int nranks = 0;
-  std::deque<CallRecord> recent;              // last collectives issued, by seq (bounded)
+  std::deque<CallRecord> recent;             // last collectives issued, by seq (bounded)
   std::map<uint64_t, CallRecord> in_flight;  // uid -> collective still in flight
 };
 
@@ -51,7 +51,8 @@ struct LiveFile {
     uint64_t uid;
     int64_t enter_ns;
   };
-  std::unordered_map<uint64_t, std::deque<StreamCall>> stream_calls;  // per stream, by uid (bounded)
+  std::unordered_map<uint64_t, std::deque<StreamCall>>
+      stream_calls;  // per stream, by uid (bounded)
 
   std::string Process() const;  // "host pid 1234"
   std::string CommName(uint64_t comm_id) const;

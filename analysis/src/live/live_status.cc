@@ -15,9 +15,9 @@
 namespace ncclrr::analysis {
 namespace {
 
-constexpr size_t kRecentCalls = 64;         // per communicator rank
-constexpr size_t kReturnedRemembered = 4096;  // per process
-constexpr size_t kGpuRemembered = 4096;       // per process
+constexpr size_t kRecentCalls = 64;             // per communicator rank
+constexpr size_t kReturnedRemembered = 4096;    // per process
+constexpr size_t kGpuRemembered = 4096;         // per process
 constexpr size_t kStreamCallsRemembered = 256;  // per stream
 // A call's GPU state is known this long after it was issued: the timer collects every 200 ms
 // and marks a call running on its second look; the file is flushed every 20 ms.
@@ -140,7 +140,8 @@ LiveGpu GpuStateOf(const LiveFile& f, const CallRecord& c, int64_t now, double* 
   // meanwhile; so when neither it nor any later call on its stream has a mark, and the latest
   // was issued long enough ago for the timer to have looked, the GPU has not reached it.
   auto stream = f.stream_calls.find(c.stream);
-  if (stream == f.stream_calls.end() || stream->second.empty() || stream->second.front().uid > c.uid)
+  if (stream == f.stream_calls.end() || stream->second.empty() ||
+      stream->second.front().uid > c.uid)
     return LiveGpu::kUnknown;
   for (const LiveFile::StreamCall& later : stream->second)
     if (later.uid > c.uid && f.gpu.count(later.uid)) return LiveGpu::kDone;
@@ -216,7 +217,8 @@ StatusOr<std::string> RequestDump(const std::string& dir, const std::string& who
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return NotFound("'" + dir + "' is not a directory; expected the trace directory of a running "
+    return NotFound("'" + dir +
+                    "' is not a directory; expected the trace directory of a running "
                     "`ncclrr record --ring N -o DIR`");
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   const std::string id =

@@ -19,7 +19,9 @@ namespace {
 struct CommRankView {
   const LiveFile* file;
   const LiveCommRank* cr;
-  int64_t issued() const { return cr->recent.empty() ? -1 : static_cast<int64_t>(cr->recent.back().seq); }
+  int64_t issued() const {
+    return cr->recent.empty() ? -1 : static_cast<int64_t>(cr->recent.back().seq);
+  }
 };
 
 LiveCall CallOf(const LiveFile& f, const CallRecord& c, int64_t now, bool in_flight) {
@@ -62,7 +64,8 @@ std::string Seconds(double s) {
 
 std::string Ranks(const std::vector<int>& r) {
   std::string s;
-  for (size_t i = 0; i < r.size(); ++i) s += (i ? (i + 1 == r.size() ? " and " : ", ") : "") + std::to_string(r[i]);
+  for (size_t i = 0; i < r.size(); ++i)
+    s += (i ? (i + 1 == r.size() ? " and " : ", ") : "") + std::to_string(r[i]);
   return s;
 }
 
@@ -99,7 +102,9 @@ void JudgeLag(const std::vector<CommRankView>& views, const LiveStatusOptions& o
     m.process = views[v].file->Process();
     m.lag_s = median;
     const int64_t ahead = views[v].issued();
-    for (const CommRankView& w : views) m.calls_behind = std::max<uint64_t>(m.calls_behind, static_cast<uint64_t>(std::max<int64_t>(0, w.issued() - ahead)));
+    for (const CommRankView& w : views)
+      m.calls_behind = std::max<uint64_t>(
+          m.calls_behind, static_cast<uint64_t>(std::max<int64_t>(0, w.issued() - ahead)));
     if (views[v].file->has_last) {
       m.has_elsewhere = true;
       m.last_anywhere = CallOf(*views[v].file, views[v].file->last, now,
@@ -117,8 +122,8 @@ void JudgeLag(const std::vector<CommRankView>& views, const LiveStatusOptions& o
   out->state = LiveState::kStraggler;
   out->why = "rank(s) " + Ranks(slow) + " issue the recent collectives late (rank " +
              std::to_string(out->missing.front().rank) + ": " + lag +
-             " after the first rank, median of the last " +
-             std::to_string(lags.front().size()) + "): the others wait for them";
+             " after the first rank, median of the last " + std::to_string(lags.front().size()) +
+             "): the others wait for them";
 }
 
 // The oldest of the rank's recent collectives on this communicator that its GPU has not
@@ -168,9 +173,9 @@ bool JudgeGpu(const LiveStatusOptions& o, LiveComm* out) {
                " it has not started on the GPU " + Seconds(longest) +
                " after it was issued: their stream is still busy with earlier work (a kernel "
                "that does not end, or a wait for an event that is never recorded)" +
-               (running.empty() ? std::string()
-                                : ", while rank(s) " + Ranks(running) +
-                                      " run it on the GPU and wait for them");
+               (running.empty()
+                    ? std::string()
+                    : ", while rank(s) " + Ranks(running) + " run it on the GPU and wait for them");
   } else if (running.size() == out->ranks.size()) {
     out->why = "every rank issued " + seq + " and it has run on every rank's GPU for " +
                Seconds(longest) +
@@ -221,7 +226,8 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
     r.file = v.file->follower.path();
     if (!v.cr->recent.empty()) {
       r.has_call = true;
-      r.last = CallOf(*v.file, v.cr->recent.back(), now, v.cr->in_flight.count(v.cr->recent.back().uid) > 0);
+      r.last = CallOf(*v.file, v.cr->recent.back(), now,
+                      v.cr->in_flight.count(v.cr->recent.back().uid) > 0);
     }
     if (!v.cr->in_flight.empty()) {
       const CallRecord* oldest = nullptr;
@@ -269,7 +275,8 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       m.calls_behind = static_cast<uint64_t>(ahead - issued);
       if (v.file->has_last) {
         m.has_elsewhere = true;
-        m.last_anywhere = CallOf(*v.file, v.file->last, now, v.file->open_calls.count(v.file->last.uid) > 0);
+        m.last_anywhere =
+            CallOf(*v.file, v.file->last, now, v.file->open_calls.count(v.file->last.uid) > 0);
       }
       out->missing.push_back(m);
       for (LiveRank& r : out->ranks)
@@ -390,7 +397,8 @@ void JudgeComms(const std::map<std::string, LiveFile>& files, const LiveStatusOp
     const pid_t pid = f.follower.header().pid;
     if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
       report->notes.push_back(f.Process() + " has not closed its trace and no process " +
-                              std::to_string(pid) + " runs on this machine: it was killed (or "
+                              std::to_string(pid) +
+                              " runs on this machine: it was killed (or "
                               "it ran on another machine of the same name)");
   }
   auto any = [&](LiveState s) {

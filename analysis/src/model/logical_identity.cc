@@ -7,9 +7,9 @@
 #include <unordered_map>
 
 #include "model/flat_map.h"
-#include "ncclrr/base/parallel_for.h"
 #include "model/sequence_align.h"
 #include "model/signature.h"
+#include "ncclrr/base/parallel_for.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -130,8 +130,9 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
 // addresses, so "the same buffer" is the same address up to one of the few offsets that relate
 // most of the two ranks' aligned calls (one per allocator segment). Believed only where the rank
 // otherwise agrees with the reference buffer for buffer.
-void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs, const std::vector<uint64_t>& ref_addrs,
-                           const RankView& r, const RankView& ref, CommIdentity* out) {
+void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
+                           const std::vector<uint64_t>& ref_addrs, const RankView& r,
+                           const RankView& ref, CommIdentity* out) {
   std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (slot of r, slot of ref), in order
   ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
     pairs.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
@@ -371,7 +372,7 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
     for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
     const int t = calls_in_comm >= 200'000 ? threads : 1;
     out.shapes.resize(c.ranks.size());
-    std::vector<std::vector<uint64_t>> keys(c.ranks.size());  // buffer keys, one pass with shapes
+    std::vector<std::vector<uint64_t>> keys(c.ranks.size());   // buffer keys, one pass with shapes
     std::vector<std::vector<uint64_t>> addrs(c.ranks.size());  // and the buffer addresses
     ParallelFor(c.ranks.size(), t, [&](size_t i) {
       const RankView& r = c.ranks[i];

@@ -295,8 +295,7 @@ class ModelBuilder {
 
   bool CreationMayBeLost(const CommModel& c) const {
     for (const RankView& rv : c.ranks)
-      if (rv.file >= 0 &&
-          (m_.files_[rv.file].bad_frames > 0 || m_.files_[rv.file].dropped > 0))
+      if (rv.file >= 0 && (m_.files_[rv.file].bad_frames > 0 || m_.files_[rv.file].dropped > 0))
         return true;
     return false;
   }

@@ -12,7 +12,7 @@ inline constexpr int kMaxJobs = 16;     // sketches fused into one launch (1.8 K
 inline constexpr int kWarpsPerCta = 8;  // chunks processed per round
 inline constexpr int kThreadsPerCta = kWarpsPerCta * core::kLanes;
 inline constexpr uint32_t kCtasPerSm = 2;  // resident at once: the kernel's __launch_bounds__
-inline constexpr uint32_t kModeFull = 1;  // SketchMode bits
+inline constexpr uint32_t kModeFull = 1;   // SketchMode bits
 inline constexpr uint32_t kModeRace = 2;
 inline constexpr uint32_t kModeReplayed = 4;  // captured into a graph: relaunched while polled
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "kernel_abi.h"
-#include "ncclrr/sketch/sketch.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/sketch/sketch.h"
 
 namespace ncclrr::sketch {
 

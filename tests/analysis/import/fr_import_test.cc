@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "import/fr_dump.h"
-#include "ncclrr/trace/describe.h"
-#include "ncclrr/analysis/fr_import.h"
-#include "ncclrr/trace/trace_reader.h"
 #include "import/py_data.h"
+#include "ncclrr/analysis/fr_import.h"
 #include "ncclrr/testing/trace_fixtures.h"
+#include "ncclrr/trace/describe.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr {
 namespace {
@@ -44,8 +44,14 @@ TEST(SiteFrame, FileLineAndFunctionWithPythonsAngleBracketsKeptApart) {
 TEST(PickleReader, PlainDataOfProtocol2) {
   // pickle.dumps({'a': [5, -2, 2**40, None, True, 1.5, ('x',)], 'b': 'a'}, protocol=2) with
   // the 'a' key recalled from the memo for 'b'.
-  const std::string p("\x80\x02}q\x00(X\x01\x00\x00\x00" "aq\x01]q\x02(K\x05J\xfe\xff\xff\xff\x8a\x06\x00\x00\x00\x00\x00\x01N\x88G\x3f\xf8\x00\x00\x00\x00\x00\x00X\x01\x00\x00\x00xq\x03\x85q\x04" "eX\x01\x00\x00\x00" "bq\x05h\x01u.",
-                      68);
+  const std::string p(
+      "\x80\x02}q\x00(X\x01\x00\x00\x00"
+      "aq\x01]q\x02("
+      "K\x05J\xfe\xff\xff\xff\x8a\x06\x00\x00\x00\x00\x00\x01N\x88G\x3f\xf8\x00\x00\x00\x00\x00\x00"
+      "X\x01\x00\x00\x00xq\x03\x85q\x04"
+      "eX\x01\x00\x00\x00"
+      "bq\x05h\x01u.",
+      68);
   auto d = py::ParsePickle(p);
   ASSERT_TRUE(d.ok()) << d.status().message();
   const py::Value* a = d->Find(d->root(), "a");
@@ -65,7 +71,10 @@ TEST(PickleReader, PlainDataOfProtocol2) {
 }
 
 TEST(PickleReader, ObjectsAndTruncationAreClearErrors) {
-  auto global = py::ParsePickle(std::string("\x80\x02" "cos\nsystem\n.", 14));
+  auto global =
+      py::ParsePickle(std::string("\x80\x02"
+                                  "cos\nsystem\n.",
+                                  14));
   ASSERT_FALSE(global.ok());
   EXPECT_NE(global.status().message().find("not an opcode of plain data"), std::string::npos);
   EXPECT_NE(global.status().message().find("offset 2"), std::string::npos);
@@ -76,7 +85,10 @@ TEST(PickleReader, ObjectsAndTruncationAreClearErrors) {
   auto cut = py::ParsePickle(dump.substr(0, dump.size() / 2));
   EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status().message();
   // A list that contains itself (memo) is read without looping or leaking.
-  auto self = py::ParsePickle(std::string("\x80\x02]q\x00h\x00" "a.", 9));
+  auto self =
+      py::ParsePickle(std::string("\x80\x02]q\x00h\x00"
+                                  "a.",
+                                  9));
   ASSERT_TRUE(self.ok()) << self.status().message();
   EXPECT_EQ(self->root().items.size(), 1u);
 }
@@ -89,11 +101,16 @@ TEST(FrDump, EncodingsAndForeignFiles) {
             std::string::npos);
   EXPECT_NE(fr::ParseDump("{\"a\": 1}").status().message().find("not a Flight Recorder dump"),
             std::string::npos);
-  EXPECT_NE(fr::ParseDump("{\"version\": \"2.10\", \"entries\": 3}").status().message().find(
-                "'entries' should be a list, found int"),
+  EXPECT_NE(fr::ParseDump("{\"version\": \"2.10\", \"entries\": 3}")
+                .status()
+                .message()
+                .find("'entries' should be a list, found int"),
             std::string::npos);
   EXPECT_NE(fr::ParseDump(R"({"version": "2.10", "entries": [{"profiling_name": "nccl:x",
-            "input_sizes": [["a"]]}]})").status().message().find("entry 0: 'input_sizes'"),
+            "input_sizes": [["a"]]}]})")
+                .status()
+                .message()
+                .find("entry 0: 'input_sizes'"),
             std::string::npos);
   EXPECT_NE(fr::ParseDump("{\"version\": ").status().message().find("JSON error"),
             std::string::npos);

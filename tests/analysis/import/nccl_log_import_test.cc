@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "ncclrr/analysis/nccl_log_import.h"
-#include "ncclrr/trace/trace_reader.h"
 #include "ncclrr/testing/trace_fixtures.h"
+#include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr {
 namespace {

@@ -26,11 +26,11 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -38,21 +38,21 @@
 #include <thread>
 #include <vector>
 
-#define CUDA_OK(x)                                                                        \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
+#define CUDA_OK(x)                                                                            \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
+      std::exit(2);                                                                           \
+    }                                                                                         \
   } while (0)
-#define NCCL_OK(x)                                                                        \
-  do {                                                                                    \
-    ncclResult_t r_ = (x);                                                                \
-    if (r_ != ncclSuccess) {                                                              \
+#define NCCL_OK(x)                                                                            \
+  do {                                                                                        \
+    ncclResult_t r_ = (x);                                                                    \
+    if (r_ != ncclSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
+      std::exit(2);                                                                           \
+    }                                                                                         \
   } while (0)
 
 namespace {
@@ -61,9 +61,8 @@ struct Param {
   const char* name;
   size_t numel;
 };
-const std::vector<Param> kParams = {{"w1", 64 * 128}, {"b1", 128}, {"w2", 128 * 128},
-                                    {"b2", 128},      {"w3", 128 * 128}, {"b3", 128},
-                                    {"w4", 128 * 10}, {"b4", 10}};
+const std::vector<Param> kParams = {{"w1", 64 * 128},  {"b1", 128}, {"w2", 128 * 128}, {"b2", 128},
+                                    {"w3", 128 * 128}, {"b3", 128}, {"w4", 128 * 10},  {"b4", 10}};
 
 // The gradient element a rank contributes: small integers / 64 (so sums of a few ranks are
 // exact), smaller for earlier layers, as gradients of deeper layers tend to be.
@@ -105,15 +104,22 @@ int main(int argc, char** argv) {
   std::string id_file, bug = "none", swap_list = "5,12,20";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--rank") rank = std::atoi(v.c_str());
-    else if (a == "--world") world = std::atoi(v.c_str());
-    else if (a == "--id-file") id_file = v;
-    else if (a == "--steps") steps = std::atoi(v.c_str());
-    else if (a == "--bug") bug = v;
-    else if (a == "--swap-steps") swap_list = v;
+    if (a == "--rank")
+      rank = std::atoi(v.c_str());
+    else if (a == "--world")
+      world = std::atoi(v.c_str());
+    else if (a == "--id-file")
+      id_file = v;
+    else if (a == "--steps")
+      steps = std::atoi(v.c_str());
+    else if (a == "--bug")
+      bug = v;
+    else if (a == "--swap-steps")
+      swap_list = v;
   }
   if (rank < 0 || world < 1 || id_file.empty()) {
-    std::fprintf(stderr, "usage: %s --rank R --world W --id-file F [--steps N] [--bug B]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --rank R --world W --id-file F [--steps N] [--bug B]\n",
+                 argv[0]);
     return 2;
   }
   std::set<int> swap_steps;
@@ -165,8 +171,8 @@ int main(int argc, char** argv) {
     }
     // Then the gradients are all-reduced in parameter order (the order rank 1 may get wrong).
     for (size_t p : order)
-      NCCL_OK(ncclAllReduce(grads[p], grads[p], kParams[p].numel, ncclFloat, ncclSum, comm,
-                            stream));
+      NCCL_OK(
+          ncclAllReduce(grads[p], grads[p], kParams[p].numel, ncclFloat, ncclSum, comm, stream));
     float* loss;
     CUDA_OK(cudaMallocAsync(&loss, sizeof(float), stream));
     const float my_loss = 1.0f + rank + step / 64.0f;
@@ -211,7 +217,8 @@ int main(int argc, char** argv) {
       for (int r = 0; r < world; ++r) wrong += got[r] != 0.5f + r / 8.0f;
       CUDA_OK(cudaFreeAsync(accs, stream));
     }
-    if (rank == 0 && step % 10 == 0) std::printf("[rank 0] step %d loss %.3f\n", step, got_loss / world);
+    if (rank == 0 && step % 10 == 0)
+      std::printf("[rank 0] step %d loss %.3f\n", step, got_loss / world);
   }
   CUDA_OK(cudaStreamSynchronize(stream));
   NCCL_OK(ncclCommDestroy(comm));

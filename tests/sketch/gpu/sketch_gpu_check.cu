@@ -29,10 +29,10 @@
 #include <thread>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/device.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 #include "sketch_gpu_check.h"
 
 using namespace ncclrr;

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/device.h"
+#include "ncclrr/trace/records.h"
 
 #define CUDA_OK(call)                                                                            \
   do {                                                                                           \

@@ -70,8 +70,7 @@ class CheckContext {
   // A wrong_sum the captured buffers prove, held back (when the trace also has sketches) until
   // the data checks know whether a buffer race explains it: then it becomes part of that
   // buffer_race finding; otherwise the data checks emit it as it is. Keys as above.
-  void DeferCaptureWrongSum(size_t comm_index, uint64_t seq, int sender, int receiver,
-                            Finding f) {
+  void DeferCaptureWrongSum(size_t comm_index, uint64_t seq, int sender, int receiver, Finding f) {
     capture_wrong_.emplace(std::make_tuple(comm_index, seq, sender, receiver), std::move(f));
   }
   std::optional<Finding> TakeCaptureWrongSum(size_t comm_index, uint64_t seq, int sender = -1,

@@ -23,7 +23,7 @@
 namespace ncclrr::analysis {
 
 struct LiveStatusOptions {
-  double hang_after_s = 10;       // waiting at least this long: hung
+  double hang_after_s = 10;        // waiting at least this long: hung
   double straggler_after_s = 0.2;  // waiting at least this long (less than hang_after_s): straggler
   // A rank that issues the recent collectives (median of up to 64) at least this long after
   // the first rank to issue them is a straggler, whatever the moment shows.
@@ -44,8 +44,8 @@ struct LiveCall {
   uint64_t comm_id = 0;
   std::string comm_name;
   uint64_t seq = 0;
-  std::string call;      // "AllReduce(1024 float32, sum)"
-  double ago_s = 0;      // since it was issued
+  std::string call;        // "AllReduce(1024 float32, sum)"
+  double ago_s = 0;        // since it was issued
   bool in_flight = false;  // the host call has not returned
   LiveGpu gpu = LiveGpu::kUnknown;
   double gpu_s = 0;  // kRunning: since its kernels started
@@ -70,12 +70,12 @@ struct LiveRank {
 // A rank the others wait for.
 struct LiveMissing {
   int rank = 0;
-  std::string process;            // "" when no trace file of this rank was seen
+  std::string process;  // "" when no trace file of this rank was seen
   std::string file;
-  uint64_t calls_behind = 0;      // collectives on this communicator it has not issued
+  uint64_t calls_behind = 0;  // collectives on this communicator it has not issued
   bool has_elsewhere = false;
-  LiveCall last_anywhere;         // its last NCCL call on any communicator
-  double lag_s = 0;               // straggler: median delay behind the first rank to issue
+  LiveCall last_anywhere;  // its last NCCL call on any communicator
+  double lag_s = 0;        // straggler: median delay behind the first rank to issue
   // Hung: the rank waits itself in another communicator for a rank that waits here (a
   // deadlock of communicators used in opposite orders).
   bool deadlock = false;

@@ -1,6 +1,6 @@
 #pragma once
-// Logical identity (docs/design.md): what "the same tensor" means across ranks and steps, weighed from
-// every piece of evidence the trace has:
+// Logical identity (docs/design.md): what "the same tensor" means across ranks and steps, weighed
+// from every piece of evidence the trace has:
 // - the (buffer address, count, dtype) key of each call, mapped across ranks by the position it
 //   holds in the majority of steps: rank r's key K is the logical tensor of the reference rank
 //   that occupies K's positions most often (ties go to the reference key with the same address,
@@ -24,10 +24,10 @@ enum class IdentitySource : uint8_t { kNone, kBuffers, kCallSites };
 
 // What decided a slot's logical id.
 enum class IdentityEvidence : uint8_t {
-  kVotes = 0,      // the buffer key's usual position across the trace (or the reference's own)
-  kCrossed = 1,    // buffers crossed: where the ranks otherwise use the same buffer at the same
-                   // position, this rank used buffers the reference used at each other's positions
-  kCallSite = 2,   // the call site (--stacks) differs from the reference's at this position
+  kVotes = 0,     // the buffer key's usual position across the trace (or the reference's own)
+  kCrossed = 1,   // buffers crossed: where the ranks otherwise use the same buffer at the same
+                  // position, this rank used buffers the reference used at each other's positions
+  kCallSite = 2,  // the call site (--stacks) differs from the reference's at this position
 };
 
 inline constexpr uint32_t kNoLogicalId = ~uint32_t{0};

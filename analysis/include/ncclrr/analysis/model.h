@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
 #include "ncclrr/trace/trace_reader.h"
 

@@ -29,8 +29,8 @@
 #include <memory>
 #include <string>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::gputiming {
@@ -73,13 +73,13 @@ struct GpuTimerOptions {
 };
 
 struct GpuTimerStats {
-  uint64_t nccl_kernels = 0;       // NCCL kernel records seen (CUPTI) or event pairs completed
-  uint64_t matched_kernels = 0;    // of those, attributed to a call
-  uint64_t unmatched_kernels = 0;  // NCCL kernels no recorded call explains
-  uint64_t records = 0;            // GpuTimeRecords emitted
-  uint64_t skipped_calls = 0;      // calls that could not be timed (captured or nonblocking in
-                                   // event-pair mode, no event available)
-  uint64_t cupti_dropped = 0;      // activity records CUPTI reported dropped
+  uint64_t nccl_kernels = 0;         // NCCL kernel records seen (CUPTI) or event pairs completed
+  uint64_t matched_kernels = 0;      // of those, attributed to a call
+  uint64_t unmatched_kernels = 0;    // NCCL kernels no recorded call explains
+  uint64_t records = 0;              // GpuTimeRecords emitted
+  uint64_t skipped_calls = 0;        // calls that could not be timed (captured or nonblocking in
+                                     // event-pair mode, no event available)
+  uint64_t cupti_dropped = 0;        // activity records CUPTI reported dropped
   uint64_t launch_correlations = 0;  // CUPTI: launches that carried an ncclrr correlation id
   uint64_t start_marks = 0;  // GpuTimeRecords with end_ns 0: calls seen running (GPU progress)
 };

@@ -1,7 +1,7 @@
 #pragma once
-// What `ncclrr replay` is asked to do (docs/design.md "Replay"): which backend re-executes the calls,
-// in which orders, with which data, and how long a replay may stand still before it counts as a
-// hang. Parsing lives here so the CLI and tests share one definition of the order syntax.
+// What `ncclrr replay` is asked to do (docs/design.md "Replay"): which backend re-executes the
+// calls, in which orders, with which data, and how long a replay may stand still before it counts
+// as a hang. Parsing lives here so the CLI and tests share one definition of the order syntax.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -10,9 +10,9 @@
 // NCCL is never linked: the host NCCL and the real one (with the CUDA runtime) are loaded with
 // dlopen when a replay needs them, so this library builds and runs anywhere.
 #include "ncclrr/analysis/model.h"
+#include "ncclrr/base/status.h"
 #include "ncclrr/replay/options.h"
 #include "ncclrr/replay/report.h"
-#include "ncclrr/base/status.h"
 
 namespace ncclrr::replay {
 

@@ -54,13 +54,13 @@ struct OrderResult {
   // Steps of the job's loop, where one was found (the calls repeat with a period); 0: none, and
   // the verdict counts calls.
   uint64_t steps = 0;
-  uint64_t wrong_steps = 0;                   // steps with at least one wrong or stuck call
-  std::vector<uint64_t> wrong_step_list;      // those steps, ascending
-  std::vector<std::string> explanation;  // how the ranks' orders disagree, if they do
-  std::vector<WrongCall> wrong;          // the first kMaxListedCalls wrong calls
-  std::vector<StuckCall> stuck;          // every stuck call (first incomplete one per stream)
-  uint64_t moved_calls = 0;              // permute/file: calls not at their recorded place
-  std::string order_json;                // permute trials that failed: the order as a file:F
+  uint64_t wrong_steps = 0;               // steps with at least one wrong or stuck call
+  std::vector<uint64_t> wrong_step_list;  // those steps, ascending
+  std::vector<std::string> explanation;   // how the ranks' orders disagree, if they do
+  std::vector<WrongCall> wrong;           // the first kMaxListedCalls wrong calls
+  std::vector<StuckCall> stuck;           // every stuck call (first incomplete one per stream)
+  uint64_t moved_calls = 0;               // permute/file: calls not at their recorded place
+  std::string order_json;                 // permute trials that failed: the order as a file:F
 
   // Captured data only: whether each replayed output matched the recorded one.
   std::optional<bool> reproduced;

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/sketch/tolerance.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr::sketch {

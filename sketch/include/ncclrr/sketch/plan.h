@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "ncclrr/trace/records.h"
-#include "ncclrr/sketch/sketch.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/sketch/sketch.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr::sketch {
 

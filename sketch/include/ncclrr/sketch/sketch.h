@@ -1,5 +1,6 @@
 #pragma once
-// Linear sketches of NCCL buffers (docs/design.md "Data checks"; the algorithm in docs/sketches.md).
+// Linear sketches of NCCL buffers (docs/design.md "Data checks"; the algorithm in
+// docs/sketches.md).
 //
 // A sketch of a block of elements that sits at global index range [first, first + count) of a
 // collective's logical result holds 16 signed projections (dots), Σx², the NaN/±Inf counts

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr {
@@ -29,7 +29,7 @@ struct SyntheticTraceOptions {
   int count_delta_step = 0;  // ... in this step
   uint64_t base_comm_id = 0x5a17c0de00000000ull;
   bool compress = true;
-  bool close_files = true;  // false: leave files without footer (as a killed job would)
+  bool close_files = true;   // false: leave files without footer (as a killed job would)
   uint32_t flush_every = 0;  // > 0: a frame after every N calls (a running job's periodic flushes)
 };
 
@@ -95,7 +95,7 @@ struct ScriptProcess {
   uint64_t max_file_bytes = 0;    // > 0: the writer drops (and counts) records past this size
   uint32_t flush_every = 0;       // > 0: flush a frame after every N records (torn-tail tests)
   std::string host = "synthetic";
-  bool gpu_progress = false;      // the note of GPU timing with progress marks
+  bool gpu_progress = false;  // the note of GPU timing with progress marks
 };
 
 struct SyntheticScript {

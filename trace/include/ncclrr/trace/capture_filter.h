@@ -20,17 +20,17 @@
 #include <utility>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/trace/records.h"
 
 namespace ncclrr {
 
 struct CaptureFilter {
   using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // inclusive
-  std::string comm_prefix;  // lower-case hex digits, no 0x; empty: any communicator
-  Ranges seqs;              // empty: any
-  Ranges steps;             // empty: any
-  std::vector<Api> apis;    // empty: any
+  std::string comm_prefix;   // lower-case hex digits, no 0x; empty: any communicator
+  Ranges seqs;               // empty: any
+  Ranges steps;              // empty: any
+  std::vector<Api> apis;     // empty: any
   std::vector<int32_t> ops;  // built-in RedOp values, kNumBuiltinOps for PreMulSum; empty: any
 
   bool empty() const {

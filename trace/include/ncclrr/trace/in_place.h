@@ -13,8 +13,8 @@
 
 namespace ncclrr {
 
-inline bool IsInPlace(Api api, uint64_t sendbuff, uint64_t recvbuff, uint64_t count,
-                      uint8_t dtype, int64_t rank, int64_t root) {
+inline bool IsInPlace(Api api, uint64_t sendbuff, uint64_t recvbuff, uint64_t count, uint8_t dtype,
+                      int64_t rank, int64_t root) {
   const auto offset = [&](int64_t index) {
     return static_cast<uint64_t>(index) * count * DtypeSize(dtype);
   };

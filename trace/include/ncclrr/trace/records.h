@@ -190,9 +190,10 @@ struct DropCountRecord {
 static_assert(sizeof(DropCountRecord) == 24);
 
 enum class GpuTimeSource : uint8_t { kCupti = 0, kEventPair = 1, kPlugin = 2 };
-// When a call's kernels ran on the GPU. A record with end_ns 0 from event pairs is a start mark: the call was
-// seen running (started, not ended) at collection time, for `ncclrr status`; the reader keeps
-// those apart (TraceFile::gpu_started), and a complete record for the same call may follow.
+// When a call's kernels ran on the GPU. A record with end_ns 0 from event pairs is a start mark:
+// the call was seen running (started, not ended) at collection time, for `ncclrr status`; the
+// reader keeps those apart (TraceFile::gpu_started), and a complete record for the same call may
+// follow.
 struct GpuTimeRecord {
   uint64_t call_uid;
   int64_t start_ns;

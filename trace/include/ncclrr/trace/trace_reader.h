@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
 #include "ncclrr/trace/record_set.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr {

@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
-#include "ncclrr/trace/records.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
 
 namespace ncclrr {

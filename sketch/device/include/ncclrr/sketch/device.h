@@ -26,17 +26,17 @@
 #include <string>
 #include <vector>
 
-#include "ncclrr/sketch/sketch.h"
 #include "ncclrr/base/status.h"
+#include "ncclrr/sketch/sketch.h"
 
 namespace ncclrr::sketch {
 
 struct SketchDeviceOptions {
   std::string driver_path = "libcuda.so.1";
-  uint32_t slots = 128;                  // sketches in flight per CUDA context
-  uint32_t max_tiles = 1024;             // CTAs per sketch: larger buffers get larger tiles
-  bool one_wave = true;  // and at most one wave of them (two per SM; false: max_tiles alone)
-  uint32_t max_blocks = 64;              // blocks per sketch (AlltoAll / ReduceScatter peers)
+  uint32_t slots = 128;       // sketches in flight per CUDA context
+  uint32_t max_tiles = 1024;  // CTAs per sketch: larger buffers get larger tiles
+  bool one_wave = true;       // and at most one wave of them (two per SM; false: max_tiles alone)
+  uint32_t max_blocks = 64;   // blocks per sketch (AlltoAll / ReduceScatter peers)
   uint32_t max_samples = 64 * 64 + 256;  // raw values per slot (blocks x samples + race)
 };
 
