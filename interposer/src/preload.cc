@@ -1,26 +1,11 @@
 // libncclrr-interpose.so: records every NCCL call of an unmodified process (LD_PRELOAD).
 //
-// RULES FOR CODE IN THIS LIBRARY. It runs inside someone else's process, on their hot path.
-//  1. Never crash the job and never change what it computes: every wrapper forwards its exact
-//     arguments to the real NCCL and returns the real result, whatever ncclrr's own state. When
-//     ncclrr cannot do something (no trace directory, a full disk, a table full, an unknown
-//     communicator) it records less, says so in the trace (a Note, DropCount records) and once on
-//     stderr, and carries on.
-//  2. Do nothing until the first NCCL call: no constructor with side effects, no thread, no file.
-//     The preload reaches every child process (compilers, data-loader workers); only processes
-//     that call NCCL get a trace file. Queries alone (ncclGetVersion) do not create one.
-//  3. The per-call path fits on one screen (call_path.h): re-entrancy guard, timestamp, a
-//     fixed-size CallRecord into the writer's thread-local ring, forward. No lock, no allocation,
-//     no system call, no I/O on it; ncclGroupStart/ncclGroupEnd touch thread-local state only.
-//     Everything else (first use of a thread or communicator, comm creation, notes, CUDA graph
-//     bookkeeping) is a slow path and may lock and allocate.
-//  4. Record only what the application called: calls whose return address lies inside libnccl
-//     (ncclBcast -> ncclBroadcast, ncclCommInitAll -> ncclGetUniqueId, NCCL's own threads) and
-//     calls nested inside a wrapper on the same thread are forwarded unrecorded.
-//  5. Signal handlers (triggers.cc) call only async-signal-safe functions.
-//  6. CUDA and CUPTI only through dlopen of what the process already loaded; never link them.
-//  7. Call glibc's dlsym through RealDlsym(): this library exports its own dlsym.
-//  8. Every environment knob is read once, in env_config.cc.
+// It runs inside someone else's process, on their hot path: the rules for its code (and for all
+// code that runs inside the user's job) are in docs/design.md, "Rules for code that runs inside
+// the user's job". In short: never crash or change the job, nothing before the first NCCL call,
+// a per-call path without locks, allocation or I/O (call_path.h), record only what the
+// application called, async-signal-safe handlers, CUDA only through dlopen, glibc's dlsym
+// through RealDlsym(), knobs read once (env_config.cc).
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>

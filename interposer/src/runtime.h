@@ -1,5 +1,5 @@
 // Process-wide state of the interposer and the thread-local state of the per-call path. The
-// rules for code in this library are at the top of preload.cc.
+// rules for code in this library are in docs/design.md.
 #pragma once
 #include <atomic>
 #include <cstdint>

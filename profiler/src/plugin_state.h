@@ -2,11 +2,12 @@
 // handshake), one CommContext per communicator (what NCCL hands back as `context`), and the
 // handles NCCL holds for events.
 //
-// RULES (the plugin runs inside NCCL, on the application's threads, NCCL's threads and CUDA's
-// host-callback threads): never fail NCCL (every entry point returns success, whatever happens
-// here); no I/O on an event path (records go to the TraceWriter's thread-local rings); locks only
-// on slow paths (first event of a comm, the trace file's creation, slot pool growth); every
-// knob read once (plugin_config.h).
+// The plugin runs inside NCCL, on the application's threads, NCCL's threads and CUDA's
+// host-callback threads, under the rules of docs/design.md ("Rules for code that runs inside the
+// user's job"). For the plugin they mean: never fail NCCL (every entry point returns success,
+// whatever happens here); no I/O on an event path (records go to the TraceWriter's thread-local
+// rings); locks only on slow paths (first event of a comm, the trace file's creation, slot pool
+// growth); every knob read once (plugin_config.h).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ncclrr/testing/run_program.h"
 #include "ncclrr/trace/trace_reader.h"
 
 namespace ncclrr::testing {
