@@ -3,10 +3,10 @@
 #include <unistd.h>
 #include <cstdio>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/report_format.h"
+#include "ncclrr/base/args.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -24,7 +24,7 @@ class CheckCommand : public Command {
            "Exit 0 no findings, 1 findings, 2 no usable trace. docs/check.md explains each kind.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("check", raw);
+    Args args("ncclrr check", raw);
     args.Flag("--json").Flag("--strict").Flag("--stable");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "args.h"
 #include "command.h"
 #include "demo_steps.h"
+#include "ncclrr/base/args.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -32,7 +32,7 @@ class DemoCommand : public Command {
            "goes under DIR (default ./ncclrr-demo), which is replaced.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("demo", raw);
+    Args args("ncclrr demo", raw);
     args.Option("--backend").Option("-o");
     args.Parse();
     const std::string backend = args.GetOr("--backend", "host");

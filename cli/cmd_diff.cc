@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <optional>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/trace_diff.h"
+#include "ncclrr/base/args.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -27,7 +27,7 @@ class DiffCommand : public Command {
            "input. docs/diff.md explains each kind.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("diff", raw);
+    Args args("ncclrr diff", raw);
     args.Flag("--json").Flag("--stable");
     args.Parse();
     if (args.positional().size() != 2)

@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "args.h"
 #include "command.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/trace/describe.h"
 #include "ncclrr/trace/trace_reader.h"
 #include "read_notes.h"
@@ -26,7 +26,7 @@ class DumpCommand : public Command {
            "orders calls by (communicator, rank, sequence) so output can be compared across runs.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("dump", raw);
+    Args args("ncclrr dump", raw);
     args.Option("--comm").Option("--rank").Flag("--stable");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");

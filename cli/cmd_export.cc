@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <functional>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/perfetto_export.h"
+#include "ncclrr/base/args.h"
 #include "read_notes.h"
 
 namespace ncclrr::cli {
@@ -41,7 +41,7 @@ class ExportCommand : public Command {
            "--no-flows leaves the flow arrows out of perfetto and chrome-json (smaller files).";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("export", raw);
+    Args args("ncclrr export", raw);
     args.Option("--format").Option("-o").Flag("--no-flows");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");

@@ -1,9 +1,9 @@
 // `ncclrr import-fr DIR|FILE... -o DIR`: PyTorch Flight Recorder dumps into an ncclrr trace.
 #include <cstdio>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/fr_import.h"
+#include "ncclrr/base/args.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -25,7 +25,7 @@ class ImportFrCommand : public Command {
            "that need them are skipped, never guessed. See docs/import-fr.md.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("import-fr", raw);
+    Args args("ncclrr import-fr", raw);
     args.Option("-o");
     args.Parse();
     if (args.positional().empty()) throw UsageError("missing dump DIR or FILE(s)");

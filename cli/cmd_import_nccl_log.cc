@@ -1,9 +1,9 @@
 // `ncclrr import-nccl-log LOG... -o DIR`: NCCL's and RCCL's own INFO logs into an ncclrr trace.
 #include <cstdio>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/nccl_log_import.h"
+#include "ncclrr/base/args.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -32,7 +32,7 @@ class ImportNcclLogCommand : public Command {
            "Exit status: 0 imported, 2 nothing to import or an error.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("import-nccl-log", raw);
+    Args args("ncclrr import-nccl-log", raw);
     args.Option("-o");
     args.Parse();
     if (args.positional().empty()) throw UsageError("missing LOG file(s)");

@@ -3,8 +3,8 @@
 #include <map>
 #include <set>
 
-#include "args.h"
 #include "command.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/trace/describe.h"
 #include "ncclrr/trace/trace_reader.h"
 
@@ -21,7 +21,7 @@ class InfoCommand : public Command {
            "whether the file was closed cleanly. Exit 0, or 2 when no trace can be read.";
   }
   int Run(const std::vector<std::string>& raw) override {
-    Args args("info", raw);
+    Args args("ncclrr info", raw);
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
     auto loaded = LoadTraceDir(dir);

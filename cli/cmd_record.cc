@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
 #include "command.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/trace/capture_filter.h"
 #include "ncclrr/trace/format.h"
 #include "ncclrr/trace/trace_reader.h"
@@ -403,7 +403,7 @@ class RecordCommand : public Command {
  private:
   int Record(const std::vector<std::string>& raw) {
     const Plan plan = Split(raw);
-    Args args("record", plan.ours);
+    Args args("ncclrr record", plan.ours);
     args.Option("-o").Option("--ring").Flag("--sketch").Option("--capture");
     args.Option("--capture-filter").Flag("--gpu-timing").Flag("--gpu-progress").Flag("--stacks");
     args.Parse();

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/model.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/replay/replayer.h"
 
 namespace ncclrr::cli {
@@ -54,7 +54,7 @@ class ReplayCommand : public Command {
 
  private:
   int Replay(const std::vector<std::string>& raw) {
-    Args args("replay", raw);
+    Args args("ncclrr replay", raw);
     args.Option("--backend")
         .Option("--order")
         .Option("--data")

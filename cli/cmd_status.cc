@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <thread>
 
-#include "args.h"
 #include "command.h"
 #include "ncclrr/analysis/live_status.h"
+#include "ncclrr/base/args.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -60,7 +60,7 @@ class StatusCommand : public Command {
       }
       in.push_back(raw[i]);
     }
-    Args args("status", in);
+    Args args("ncclrr status", in);
     args.Option("--watch").Option("--hang-after");
     args.Flag("--json").Flag("--dump");
     args.Parse();

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "ncclrr/base/args.h"
+
 namespace ncclrr::cli {
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using ncclrr::UsageError;
 
 class Command {
  public:

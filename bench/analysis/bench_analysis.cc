@@ -20,6 +20,7 @@
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/perfetto_export.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
@@ -76,22 +77,18 @@ int main(int argc, char** argv) {
   int ranks = 64, export_ranks = 8;
   long long calls = 125'000, export_calls = 25'000;
   std::string dir = "/tmp/ncclrr-bench-analysis";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--ranks")
-      ranks = std::atoi(argv[i + 1]);
-    else if (a == "--calls")
-      calls = std::atoll(argv[i + 1]);
-    else if (a == "--export-ranks")
-      export_ranks = std::atoi(argv[i + 1]);
-    else if (a == "--export-calls")
-      export_calls = std::atoll(argv[i + 1]);
-    else if (a == "--dir")
-      dir = argv[i + 1];
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
-    }
+  try {
+    ncclrr::Args args("bench-analysis", argc, argv);
+    args.Option("--ranks").Option("--calls").Option("--export-ranks").Option("--export-calls");
+    args.Option("--dir").Parse();
+    ranks = static_cast<int>(args.GetInt("--ranks", ranks));
+    calls = args.GetInt("--calls", calls);
+    export_ranks = static_cast<int>(args.GetInt("--export-ranks", export_ranks));
+    export_calls = args.GetInt("--export-calls", export_calls);
+    dir = args.GetOr("--dir", dir);
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr, "bench-analysis: %s\n", e.what());
+    return 2;
   }
   const auto big = Options(dir + "/check", ranks, calls);
   if (!Generate(big)) return 2;

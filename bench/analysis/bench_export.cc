@@ -25,6 +25,7 @@
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/flight_recorder_export.h"
 #include "ncclrr/analysis/perfetto_export.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/testing/synthetic_trace.h"
 #include "proto_decoder.h"
 
@@ -106,20 +107,16 @@ int main(int argc, char** argv) {
   int ranks = 8, rounds = 3;
   long long calls = 1'000'000;
   std::string dir = "/tmp/ncclrr-bench-export";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--ranks") {
-      ranks = std::atoi(argv[i + 1]);
-    } else if (a == "--calls") {
-      calls = std::atoll(argv[i + 1]);
-    } else if (a == "--rounds") {
-      rounds = std::atoi(argv[i + 1]);
-    } else if (a == "--dir") {
-      dir = argv[i + 1];
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
-    }
+  try {
+    ncclrr::Args args("bench-export", argc, argv);
+    args.Option("--ranks").Option("--calls").Option("--rounds").Option("--dir").Parse();
+    ranks = static_cast<int>(args.GetInt("--ranks", ranks));
+    calls = args.GetInt("--calls", calls);
+    rounds = static_cast<int>(args.GetInt("--rounds", rounds));
+    dir = args.GetOr("--dir", dir);
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr, "bench-export: %s\n", e.what());
+    return 2;
   }
   fs::remove_all(dir);
   ncclrr::SyntheticTraceOptions o;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ncclrr/analysis/live_status.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
@@ -43,15 +44,16 @@ int main(int argc, char** argv) {
   int files = 1000, rounds = 10;
   long long calls = 2000;
   std::string dir = "/tmp/ncclrr-bench-status";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--files"))
-      files = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--calls"))
-      calls = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds"))
-      rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dir"))
-      dir = argv[i + 1];
+  try {
+    ncclrr::Args args("bench-status", argc, argv);
+    args.Option("--files").Option("--calls").Option("--rounds").Option("--dir").Parse();
+    files = static_cast<int>(args.GetInt("--files", files));
+    calls = args.GetInt("--calls", calls);
+    rounds = static_cast<int>(args.GetInt("--rounds", rounds));
+    dir = args.GetOr("--dir", dir);
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr, "bench-status: %s\n", e.what());
+    return 2;
   }
   namespace fs = std::filesystem;
   fs::remove_all(dir);

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "ncclrr/base/args.h"
 #include "ncclrr/trace/trace_reader.h"
 
 namespace {
@@ -170,20 +171,18 @@ int Median(std::vector<int> v) {
 
 int main(int argc, char** argv) {
   int rounds = 5, calls = 200'000;
-  for (int i = 1; i < argc; ++i) {
-    const char* value = i + 1 < argc ? argv[i + 1] : "0";
-    if (!std::strcmp(argv[i], "--sketch")) {
-      g_with_sketch = true;
-      continue;
-    }
-    if (!std::strcmp(argv[i], "--python")) {
-      g_python = true;
-      continue;
-    }
-    if (!std::strcmp(argv[i], "--worker")) return Worker(std::atoi(value));
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(value));
-    if (!std::strcmp(argv[i], "--calls")) calls = std::max(1000, std::atoi(value));
-    ++i;
+  try {
+    ncclrr::Args args("bench-interposer", argc, argv);
+    args.Flag("--sketch").Flag("--python");
+    args.Option("--worker").Option("--rounds").Option("--calls").Parse();
+    g_with_sketch = args.Has("--sketch");
+    g_python = args.Has("--python");
+    if (args.Has("--worker")) return Worker(static_cast<int>(args.GetInt("--worker", 0)));
+    rounds = std::max(1, static_cast<int>(args.GetInt("--rounds", rounds)));
+    calls = std::max(1000, static_cast<int>(args.GetInt("--calls", calls)));
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr, "bench-interposer: %s\n", e.what());
+    return 2;
   }
   const auto dir =
       std::filesystem::temp_directory_path() / ("bench-interposer-" + std::to_string(getpid()));

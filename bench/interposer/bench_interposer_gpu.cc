@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpu_check.h"
+#include "ncclrr/base/args.h"
 
 namespace {
 
@@ -39,12 +40,13 @@ constexpr size_t kMaxBytes = 64 << 10;
 std::vector<Local> Setup(int argc, char** argv, int* nranks) {
   int group = 0, rank = -1;
   std::string idfile;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--group")) group = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--rank")) rank = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--nranks")) *nranks = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--id")) idfile = argv[i + 1];
-  }
+  ncclrr::Args args("bench-interposer-gpu", argc, argv);
+  args.Option("--group").Option("--rank").Option("--nranks").Option("--id");
+  args.Option("--iters").Option("--graph").Parse();  // main's
+  group = static_cast<int>(args.GetInt("--group", group));
+  rank = static_cast<int>(args.GetInt("--rank", rank));
+  *nranks = static_cast<int>(args.GetInt("--nranks", *nranks));
+  idfile = args.GetOr("--id", idfile);
   std::vector<Local> locals;
   if (group > 0) {
     *nranks = group;
@@ -140,9 +142,12 @@ bool GraphRun(std::vector<Local>& locals, int nranks, int k) {
 
 int main(int argc, char** argv) {
   int nranks = 1, iters = 2000, graph = 0;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--iters")) iters = std::max(10, std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "--graph")) graph = std::atoi(argv[i + 1]);
+  {
+    ncclrr::Args args("bench-interposer-gpu", argc, argv);
+    args.Option("--group").Option("--rank").Option("--nranks").Option("--id");  // Setup's
+    args.Option("--iters").Option("--graph").Parse();
+    iters = std::max(10, static_cast<int>(args.GetInt("--iters", iters)));
+    graph = static_cast<int>(args.GetInt("--graph", graph));
   }
   std::vector<Local> locals = Setup(argc, argv, &nranks);
   bool ok = true;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ncclrr/base/args.h"
 #include "ncclrr/sketch/numeric.h"
 #include "ncclrr/sketch/sketch.h"
 #include "ncclrr/trace/records.h"
@@ -35,21 +36,27 @@ int main(int argc, char** argv) {
   double mb = 256;
   int reps = 3;
   std::vector<int> dtypes;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--mb" && i + 1 < argc) {
-      mb = std::atof(argv[++i]);
-    } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
-    } else if (DtypeFromName(a) >= 0) {
-      dtypes.push_back(DtypeFromName(a));
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench-sketch-host [--mb N] [--reps R] [dtype...]\n"
-                   "unknown argument '%s'; dtypes are NCCL names such as float32, bfloat16\n",
-                   a.c_str());
-      return 2;
+  try {
+    ncclrr::Args args("bench-sketch-host", argc, argv);
+    args.Option("--mb").Option("--reps").Parse();
+    if (auto v = args.Get("--mb")) {
+      char* end = nullptr;
+      mb = std::strtod(v->c_str(), &end);
+      if (v->empty() || *end != '\0' || !(mb > 0))
+        throw ncclrr::UsageError("--mb takes a size in MB");
     }
+    reps = static_cast<int>(args.GetInt("--reps", reps));
+    for (const std::string& a : args.positional()) {
+      if (DtypeFromName(a) < 0)
+        throw ncclrr::UsageError("unknown dtype '" + a +
+                                 "'; dtypes are NCCL names such as float32, bfloat16");
+      dtypes.push_back(DtypeFromName(a));
+    }
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr,
+                 "bench-sketch-host: %s\nusage: bench-sketch-host [--mb N] [--reps R] [dtype...]\n",
+                 e.what());
+    return 2;
   }
   if (dtypes.empty()) dtypes = {int(ncclrr::Dtype::kFloat32), int(ncclrr::Dtype::kBfloat16)};
   std::printf("%-10s %10s %10s %10s\n", "dtype", "MB", "cpu_s", "GB/s/core");

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ncclrr/base/args.h"
 #include "ncclrr/trace/trace_reader.h"
 #include "ncclrr/trace/trace_writer.h"
 
@@ -151,9 +152,14 @@ void WriterAndReader(const std::string& dir, uint64_t n, bool compress) {
 int main(int argc, char** argv) {
   uint64_t n = 4'000'000;
   std::string dir = (std::filesystem::temp_directory_path() / "ncclrr-bench-recorder").string();
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--records")) n = std::strtoull(argv[i + 1], nullptr, 10);
-    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+  try {
+    ncclrr::Args args("bench-recorder", argc, argv);
+    args.Option("--records").Option("--dir").Parse();
+    n = static_cast<uint64_t>(args.GetInt("--records", static_cast<long long>(n)));
+    dir = args.GetOr("--dir", dir);
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr, "bench-recorder: %s\n", e.what());
+    return 2;
   }
   std::filesystem::remove_all(dir);
   ProducerCost(dir, 1, 1'000'000);

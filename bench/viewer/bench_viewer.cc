@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "models/timeline_painter.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
@@ -166,33 +167,30 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> sizes = {1'000'000, 10'000'000};
   int ranks = 8, frames = 120, w = 1920, h = 1080;
   std::string base = (std::filesystem::temp_directory_path() / "ncclrr-bench-viewer").string();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "--calls" && v) {
+  try {
+    ncclrr::Args args("bench-viewer", argc, argv);
+    args.Option("--calls").Option("--ranks").Option("--frames").Option("--size").Option("--dir");
+    args.Parse();
+    if (auto v = args.Get("--calls")) {
       sizes.clear();
-      for (const char* p = v; *p;) {
+      for (const char* p = v->c_str(); *p;) {
         char* end = nullptr;
         sizes.push_back(std::strtoull(p, &end, 10));
+        if (end == p) throw ncclrr::UsageError("--calls takes N[,N...], got '" + *v + "'");
         p = *end == ',' ? end + 1 : end;
-        if (end == p && *p) break;
       }
-      ++i;
-    } else if (a == "--ranks" && v) {
-      ranks = std::atoi(v), ++i;
-    } else if (a == "--frames" && v) {
-      frames = std::atoi(v), ++i;
-    } else if (a == "--size" && v) {
-      if (std::sscanf(v, "%dx%d", &w, &h) != 2) w = 1920, h = 1080;
-      ++i;
-    } else if (a == "--dir" && v) {
-      base = v, ++i;
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench-viewer [--calls N[,N...]] [--ranks R] [--frames F] [--size WxH] "
-                   "[--dir BASE]\n");
-      return 2;
     }
+    ranks = static_cast<int>(args.GetInt("--ranks", ranks));
+    frames = static_cast<int>(args.GetInt("--frames", frames));
+    if (auto v = args.Get("--size"); v && std::sscanf(v->c_str(), "%dx%d", &w, &h) != 2)
+      throw ncclrr::UsageError("--size takes WxH, got '" + *v + "'");
+    base = args.GetOr("--dir", base);
+  } catch (const ncclrr::UsageError& e) {
+    std::fprintf(stderr,
+                 "bench-viewer: %s\nusage: bench-viewer [--calls N[,N...]] [--ranks R] "
+                 "[--frames F] [--size WxH] [--dir BASE]\n",
+                 e.what());
+    return 2;
   }
   if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   QGuiApplication app(argc, argv);

@@ -1,5 +1,4 @@
-// CUDA through dlopen: a handful of runtime calls, typed by hand (cudaError_t is an int; 0 is
-// success, 600 is cudaErrorNotReady).
+// The example's GPU backend: the CUDA runtime through base's table (ncclrr/base/cuda_runtime.h).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -7,30 +6,18 @@
 #include <random>
 
 #include "backend.h"
+#include "ncclrr/base/cuda_runtime.h"
 
 namespace ncclrr::example {
 namespace {
 
-struct CudaRt {
-  int (*SetDevice)(int);
-  int (*GetDeviceCount)(int*);
-  int (*Malloc)(void**, size_t);
-  int (*Free)(void*);
-  int (*Memcpy)(void*, const void*, size_t, int);
-  int (*MemcpyAsync)(void*, const void*, size_t, int, cudaStream_t);
-  int (*StreamCreate)(cudaStream_t*);
-  int (*StreamDestroy)(cudaStream_t);
-  int (*StreamQuery)(cudaStream_t);
-  int (*EventCreateWithFlags)(void**, unsigned);
-  int (*EventRecord)(void*, cudaStream_t);
-  int (*EventDestroy)(void*);
-  int (*StreamWaitEvent)(cudaStream_t, void*, unsigned);
-  int (*LaunchHostFunc)(cudaStream_t, void (*)(void*), void*);
-  const char* (*GetErrorString)(int);
-};
+using CudaRt = cudart::Runtime;
 
-constexpr int kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3, kNotReady = 600;
-constexpr unsigned kEventDisableTiming = 2;
+using cudart::kDeviceToDevice;
+using cudart::kDeviceToHost;
+using cudart::kEventDisableTiming;
+using cudart::kHostToDevice;
+using cudart::kNotReady;
 
 // send-race's delay before the racing copy, in microseconds, drawn per write: long enough that
 // the copy usually starts after `record --sketch` has read the send buffer (16 MB: ~10 us on the
@@ -40,12 +27,6 @@ constexpr int kRaceDelayMinUs = 60, kRaceDelayMaxUs = 240;
 
 // Runs on CUDA's host-callback thread: holds the side stream for the delay it was given.
 void SleepOnStream(void* us) { usleep(useconds_t(reinterpret_cast<uintptr_t>(us))); }
-
-template <typename F>
-bool Load(void* h, const char* name, F* f) {
-  *f = reinterpret_cast<F>(dlsym(h, name));
-  return *f != nullptr;
-}
 
 class CudaBackend : public Backend {
  public:
@@ -93,7 +74,7 @@ class CudaBackend : public Backend {
   // random delay, the copy runs on `side` while the collective is in flight.
   void RacyWrite(void* dst, const void* src, size_t bytes, cudaStream_t stream,
                  cudaStream_t side) override {
-    void* filled = nullptr;
+    cudart::Event filled = nullptr;
     if (rt_.EventCreateWithFlags(&filled, kEventDisableTiming) == 0) {
       rt_.EventRecord(filled, stream);
       rt_.StreamWaitEvent(side, filled, 0);
@@ -118,32 +99,12 @@ std::unique_ptr<Backend> MakeCudaBackend(std::string* error) {
     *error = "the host NCCL is loaded; the real libnccl.so.2 was not found";
     return nullptr;
   }
-  void* h = nullptr;
-  for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
-                           "/usr/local/cuda/lib64/libcudart.so.13"}) {
-    if ((h = dlopen(name, RTLD_NOW | RTLD_GLOBAL)) != nullptr) break;
-  }
-  if (h == nullptr) {
-    *error = "libcudart.so.13 not found";
+  auto opened = cudart::OpenRuntime();
+  if (!opened.ok()) {
+    *error = opened.status().message();
     return nullptr;
   }
-  CudaRt rt{};
-  if (!Load(h, "cudaSetDevice", &rt.SetDevice) ||
-      !Load(h, "cudaGetDeviceCount", &rt.GetDeviceCount) || !Load(h, "cudaMalloc", &rt.Malloc) ||
-      !Load(h, "cudaFree", &rt.Free) || !Load(h, "cudaMemcpy", &rt.Memcpy) ||
-      !Load(h, "cudaMemcpyAsync", &rt.MemcpyAsync) ||
-      !Load(h, "cudaStreamCreate", &rt.StreamCreate) ||
-      !Load(h, "cudaStreamDestroy", &rt.StreamDestroy) ||
-      !Load(h, "cudaStreamQuery", &rt.StreamQuery) ||
-      !Load(h, "cudaEventCreateWithFlags", &rt.EventCreateWithFlags) ||
-      !Load(h, "cudaEventRecord", &rt.EventRecord) ||
-      !Load(h, "cudaEventDestroy", &rt.EventDestroy) ||
-      !Load(h, "cudaStreamWaitEvent", &rt.StreamWaitEvent) ||
-      !Load(h, "cudaLaunchHostFunc", &rt.LaunchHostFunc) ||
-      !Load(h, "cudaGetErrorString", &rt.GetErrorString)) {
-    *error = "libcudart lacks a needed symbol";
-    return nullptr;
-  }
+  const CudaRt& rt = opened.value();
   int devices = 0;
   if (rt.GetDeviceCount(&devices) != 0 || devices < 1) {
     *error = "no CUDA device";

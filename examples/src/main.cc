@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "ncclrr/base/args.h"
 #include "ncclrr/base/python_libs.h"
 #include "processes.h"
 #include "runner.h"
@@ -98,29 +99,22 @@ int main(int argc, char** argv) {
   bool processes = false;
   opt.scenario = std::strcmp(argv[1], "sweep") == 0 ? &SweepScenario() : FindScenario(argv[1]);
   if (opt.scenario == nullptr) return Usage((std::string("unknown scenario ") + argv[1]).c_str());
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--group") {
-      opt.group = true;
-    } else if (a == "--processes") {
-      processes = true;
-    } else if (a == "--ranks" || a == "--steps" || a == "--backend" || a == "--race-elems") {
-      const char* v = value();
-      if (v == nullptr) return Usage(("missing value for " + a).c_str());
-      if (a == "--backend") {
-        backend = v;
-      } else if (a == "--race-elems") {
-        if (!ParseCount(v, &opt.race_elems)) {
-          const std::string why = "--race-elems expects a positive number of elements, got ";
-          return Usage((why + v).c_str());
-        }
-      } else {
-        (a == "--ranks" ? opt.ranks : opt.steps) = std::atoi(v);
-      }
-    } else {
-      return Usage(("unknown option " + a).c_str());
-    }
+  try {
+    ncclrr::Args args("ncclrr-example", argc, argv, 2);
+    args.Flag("--group").Flag("--processes");
+    args.Option("--ranks").Option("--steps").Option("--backend").Option("--race-elems");
+    args.Parse();
+    if (!args.positional().empty())
+      return Usage(("unexpected argument " + args.positional()[0]).c_str());
+    opt.group = args.Has("--group");
+    processes = args.Has("--processes");
+    backend = args.GetOr("--backend", backend);
+    opt.ranks = static_cast<int>(args.GetInt("--ranks", opt.ranks));
+    opt.steps = static_cast<int>(args.GetInt("--steps", opt.steps));
+    if (auto v = args.Get("--race-elems"); v && !ParseCount(v->c_str(), &opt.race_elems))
+      return Usage(("--race-elems expects a positive number of elements, got " + *v).c_str());
+  } catch (const ncclrr::UsageError& e) {
+    return Usage(e.what());
   }
   if (opt.ranks < 1 || opt.steps < 1) return Usage("--ranks must be >= 1 and --steps >= 1");
   if (opt.race_elems > 0 && opt.scenario->race_rank < 0)

@@ -3,9 +3,13 @@
 #include <cstring>
 #include <vector>
 
-#include "dl_util.h"
+#include "ncclrr/base/dl.h"
 
 namespace ncclrr::gputiming::cupti {
+
+using dl::LoadSymbol;
+using dl::OpenedLibrary;
+using dl::OpenFirst;
 
 std::string Api::ErrorText(Result r) const {
   const char* text = nullptr;

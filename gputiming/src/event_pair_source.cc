@@ -18,29 +18,11 @@ constexpr size_t kMaxPending = 1 << 16;  // pairs not yet complete; past it call
 // GpuTimer::Stop (at exit) for as long.
 constexpr int64_t kRefWaitNs = 5'000'000;
 
-// The collector runs in relaxed capture mode: in global mode a query by this thread while
-// another thread captures would invalidate that capture.
-class RelaxedCaptureMode {
- public:
-  explicit RelaxedCaptureMode(const cuda::Api& api) : api_(api) {
-    if (api_.ThreadExchangeStreamCaptureMode != nullptr)
-      ok_ = api_.ThreadExchangeStreamCaptureMode(&mode_) == cuda::kSuccess;
-  }
-  ~RelaxedCaptureMode() {
-    if (ok_) api_.ThreadExchangeStreamCaptureMode(&mode_);
-  }
-
- private:
-  const cuda::Api& api_;
-  int mode_ = cuda::kCaptureModeRelaxed;
-  bool ok_ = false;
-};
-
 }  // namespace
 
 StatusOr<std::unique_ptr<EventPairSource>> EventPairSource::Start(const std::string& driver_library,
                                                                   Mode mode) {
-  auto api = cuda::LoadApi(driver_library);
+  auto api = LoadEventDriver(driver_library);
   if (!api.ok()) return api.status();
   return std::unique_ptr<EventPairSource>(new EventPairSource(std::move(api).value(), mode));
 }
@@ -227,7 +209,7 @@ struct EventPairSource::Round {
 };
 
 void EventPairSource::Collect(bool final, const EmitFn& emit, const NoteFn& note) {
-  RelaxedCaptureMode relaxed(api_);
+  cuda::RelaxedCaptureScope relaxed(api_);
   std::lock_guard<std::mutex> collect(collect_mu_);
   Round r;
   r.final = final;

@@ -76,7 +76,7 @@ class EventPairSource : public TimingSource {
     cuda::Stream private_stream = nullptr;
   };
 
-  EventPairSource(cuda::Api api, Mode mode) : api_(std::move(api)), mode_(mode) {}
+  EventPairSource(cuda::Driver api, Mode mode) : api_(std::move(api)), mode_(mode) {}
   cuda::Event TakeEvent(cuda::Context ctx);  // mu_ held
   // collect_mu_ held, mu_ not held: it can wait for the GPU (bounded).
   // kReady: the context has a reference; kLater: its reference did not come within kRefWaitNs
@@ -94,7 +94,7 @@ class EventPairSource : public TimingSource {
   // A start mark for `p` once it has been seen started in two collections (collect_mu_ held).
   void MaybeMarkStart(Pair& p, const ContextState& cs, bool have_ref, Round& r);
 
-  cuda::Api api_;
+  cuda::Driver api_;
   const Mode mode_;
   std::mutex collect_mu_;  // Collect and Stop; guards each ContextState's refs and private_stream
   mutable std::mutex mu_;  // the rest; taken after collect_mu_

@@ -5,121 +5,10 @@
 #include <type_traits>
 
 #include "api_visibility.h"
+#include "ncclrr/base/float_formats.h"
 
 namespace ncclrr::host {
 namespace {
-
-// IEEE-style minifloat encode with round-to-nearest-even. kSatFinite: overflow saturates to the
-// largest finite value (CUDA's fp8 default); otherwise it becomes infinity (half). kFnNan: e4m3
-// "FN" layout, where the all-ones exponent still holds finite values and only S.1111.111 is NaN.
-template <int kExp, int kMan, bool kSatFinite, bool kFnNan>
-uint8_t EncodeFp8(float f) {
-  constexpr int kBias = (1 << (kExp - 1)) - 1;
-  constexpr int kEmin = 1 - kBias;
-  constexpr int kEmax = kFnNan ? (1 << kExp) - 1 - kBias : (1 << kExp) - 2 - kBias;
-  static const double kMaxFinite =
-      kFnNan ? std::ldexp(1.0 + ((1 << kMan) - 2) / double(1 << kMan), kEmax)
-             : std::ldexp(1.0 + ((1 << kMan) - 1) / double(1 << kMan), kEmax);
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  if (std::isnan(f)) return kFnNan ? 0x7f : 0x7f;
-  double a = std::fabs(double(f));
-  if (std::isinf(a) && !kSatFinite) return sign | uint8_t(((1 << kExp) - 1) << kMan);
-  int e = 0;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  int exp = e - 1;
-  if (exp < kEmin) exp = kEmin;
-  double quantum = std::ldexp(1.0, exp - kMan);
-  double r = std::nearbyint(a / quantum) * quantum;
-  if (r > kMaxFinite) {
-    if (kSatFinite)
-      r = kMaxFinite;
-    else
-      return sign | uint8_t(((1 << kExp) - 1) << kMan);
-  }
-  if (r == 0) return sign;
-  std::frexp(r, &e);
-  exp = e - 1;
-  if (exp < kEmin) return sign | uint8_t(r / std::ldexp(1.0, kEmin - kMan));
-  uint32_t man = uint32_t((r / std::ldexp(1.0, exp) - 1.0) * (1 << kMan));
-  return sign | uint8_t(((exp + kBias) << kMan) | man);
-}
-
-template <int kExp, int kMan, bool kFnNan>
-float DecodeFp8(uint8_t b) {
-  constexpr int kBias = (1 << (kExp - 1)) - 1;
-  const int ef = (b >> kMan) & ((1 << kExp) - 1);
-  const int mf = b & ((1 << kMan) - 1);
-  const float sign = (b & 0x80) ? -1.0f : 1.0f;
-  if (kFnNan && ef == (1 << kExp) - 1 && mf == (1 << kMan) - 1) return NAN;
-  if (!kFnNan && ef == (1 << kExp) - 1) return mf ? NAN : sign * INFINITY;
-  if (ef == 0) return sign * std::ldexp(float(mf), 1 - kBias - kMan);
-  return sign * std::ldexp(1.0f + float(mf) / (1 << kMan), ef - kBias);
-}
-
-struct Fp8Tables {
-  float e4m3[256], e5m2[256];
-  Fp8Tables() {
-    for (int i = 0; i < 256; ++i) {
-      e4m3[i] = DecodeFp8<4, 3, true>(uint8_t(i));
-      e5m2[i] = DecodeFp8<5, 2, false>(uint8_t(i));
-    }
-  }
-};
-const Fp8Tables& Tables() {
-  static const Fp8Tables t;
-  return t;
-}
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const int ef = (h >> 10) & 0x1f;
-  const uint32_t mf = h & 0x3ff;
-  float v;
-  if (ef == 0)
-    v = std::ldexp(float(mf), -24);
-  else if (ef == 31)
-    v = mf ? NAN : INFINITY;
-  else
-    v = std::ldexp(1.0f + float(mf) / 1024.0f, ef - 15);
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits |= sign;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
-uint16_t FloatToHalf(float f) {
-  // Same construction as fp8, 5 exponent and 10 mantissa bits, overflow to infinity.
-  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  if (std::isnan(f)) return 0x7e00;
-  double a = std::fabs(double(f));
-  if (a >= 65520.0) return sign | 0x7c00;
-  int e = 0;
-  std::frexp(a, &e);
-  int exp = e - 1 < -14 ? -14 : e - 1;
-  double quantum = std::ldexp(1.0, exp - 10);
-  double r = std::nearbyint(a / quantum) * quantum;
-  if (r == 0) return sign;
-  std::frexp(r, &e);
-  exp = e - 1;
-  if (exp < -14) return sign | uint16_t(r / std::ldexp(1.0, -24));
-  return sign | uint16_t(((exp + 15) << 10) | uint32_t((r / std::ldexp(1.0, exp) - 1.0) * 1024));
-}
-
-float Bf16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t FloatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if (std::isnan(f)) return uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
-  return uint16_t(bits >> 16);
-}
 
 // Traits: the stored type and how a value is loaded into / rounded back from the compute type.
 template <int kDtype>
@@ -153,10 +42,8 @@ NCCLRR_FLOAT_TRAITS(ncclFloat32, float, float, s, c)
 NCCLRR_FLOAT_TRAITS(ncclFloat64, double, double, s, c)
 NCCLRR_FLOAT_TRAITS(ncclFloat16, uint16_t, float, HalfToFloat(s), FloatToHalf(c))
 NCCLRR_FLOAT_TRAITS(ncclBfloat16, uint16_t, float, Bf16ToFloat(s), FloatToBf16(c))
-NCCLRR_FLOAT_TRAITS(ncclFloat8e4m3, uint8_t, float, Tables().e4m3[s],
-                    (EncodeFp8<4, 3, true, true>(c)))
-NCCLRR_FLOAT_TRAITS(ncclFloat8e5m2, uint8_t, float, Tables().e5m2[s],
-                    (EncodeFp8<5, 2, true, false>(c)))
+NCCLRR_FLOAT_TRAITS(ncclFloat8e4m3, uint8_t, float, E4m3ToFloat(s), FloatToE4m3(c))
+NCCLRR_FLOAT_TRAITS(ncclFloat8e5m2, uint8_t, float, E5m2ToFloat(s), FloatToE5m2(c))
 #undef NCCLRR_FLOAT_TRAITS
 
 // Integer arithmetic wraps (as on the GPU) instead of overflowing into undefined behaviour.

@@ -19,25 +19,18 @@
 #include "capture_jobs.h"
 #include "cuda_graphs.h"
 #include "env_config.h"
+#include "ncclrr/base/cuda_driver.h"
 #include "runtime.h"
 
 namespace ncclrr::interpose {
 namespace {
 
-using CuResult = int;  // CUresult; 0 is CUDA_SUCCESS
-using DevPtr = unsigned long long;
-constexpr unsigned kHostAllocPortable = 1, kHostAllocDeviceMap = 2;
+using cuda::kHostAllocDeviceMap;
+using cuda::kHostAllocPortable;
+using CuResult = cuda::Result;
+using DevPtr = cuda::DevicePtr;
+using Driver = cuda::Driver;
 constexpr int kFlags = 4096;  // copies in flight at most
-
-struct Driver {
-  CuResult (*MemHostAlloc)(void**, size_t, unsigned) = nullptr;
-  CuResult (*MemHostGetDevicePointer)(DevPtr*, void*, unsigned) = nullptr;
-  CuResult (*MemcpyAsync)(DevPtr, DevPtr, size_t, void*) = nullptr;
-  CuResult (*StreamWriteValue32)(void*, DevPtr, uint32_t, unsigned) = nullptr;
-  CuResult (*StreamGetCtx)(void*, void**) = nullptr;
-  CuResult (*CtxPushCurrent)(void*) = nullptr;
-  CuResult (*CtxPopCurrent)(void**) = nullptr;
-};
 
 struct InFlight {
   uint64_t call_uid;
@@ -66,28 +59,22 @@ Staging* g_staging = nullptr;  // never freed: the driver reclaims it at exit
 std::mutex& g_mu = *new std::mutex();  // guards g_staging's containers
 std::condition_variable& g_cv = *new std::condition_variable();
 
-template <typename F>
-bool Find(void* lib, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(lib, name));
-  return *out != nullptr;
-}
-
 void Create() {
-  void* lib = LoadedLibcuda();
-  if (lib == nullptr) {
+  auto driver = cuda::OpenDriver("", /*may_load=*/false);  // the process's own libcuda.so.1
+  if (!driver.ok()) {
     Note(NoteLevel::kWarning, "capture: no CUDA driver is loaded: GPU buffers are not captured");
     return;
   }
   auto* s = new Staging();
   Driver& cu = s->cu;
-  const bool found = Find(lib, "cuMemHostAlloc", &cu.MemHostAlloc) &&
-                     Find(lib, "cuMemHostGetDevicePointer_v2", &cu.MemHostGetDevicePointer) &&
-                     Find(lib, "cuMemcpyAsync", &cu.MemcpyAsync) &&
-                     (Find(lib, "cuStreamWriteValue32_v2", &cu.StreamWriteValue32) ||
-                      Find(lib, "cuStreamWriteValue32", &cu.StreamWriteValue32)) &&
-                     Find(lib, "cuStreamGetCtx", &cu.StreamGetCtx) &&
-                     Find(lib, "cuCtxPushCurrent_v2", &cu.CtxPushCurrent) &&
-                     Find(lib, "cuCtxPopCurrent_v2", &cu.CtxPopCurrent);
+  cu = std::move(driver.value());
+  const bool found =
+      cuda::MissingOf({NCCLRR_CUDA_WANT(cu, MemHostAlloc),
+                       NCCLRR_CUDA_WANT(cu, MemHostGetDevicePointer),
+                       NCCLRR_CUDA_WANT(cu, MemcpyAsync), NCCLRR_CUDA_WANT(cu, StreamWriteValue32),
+                       NCCLRR_CUDA_WANT(cu, StreamGetCtx), NCCLRR_CUDA_WANT(cu, CtxPushCurrent),
+                       NCCLRR_CUDA_WANT(cu, CtxPopCurrent)})
+          .empty();
   const uint64_t size =
       std::min(GetConfig().capture_staging_bytes, std::max<uint64_t>(GetConfig().capture_bytes, 1));
   void* host = nullptr;
@@ -189,13 +176,14 @@ void CopyPart(const CapturePart& p, void* stream, uint64_t call_uid) {
   }
   const Driver& cu = g_staging->cu;
   __atomic_store_n(&g_staging->flags[flag], 0u, __ATOMIC_RELEASE);
-  void* ctx = nullptr;
-  const bool pushed = cu.StreamGetCtx(stream, &ctx) == 0 && cu.CtxPushCurrent(ctx) == 0;
+  const auto cu_stream = static_cast<cuda::Stream>(stream);
+  cuda::Context ctx = nullptr;
+  const bool pushed = cu.StreamGetCtx(cu_stream, &ctx) == 0 && cu.CtxPushCurrent(ctx) == 0;
   CuResult r = cu.MemcpyAsync(reinterpret_cast<DevPtr>(g_staging->host + offset),
-                              reinterpret_cast<DevPtr>(p.data), p.bytes, stream);
+                              reinterpret_cast<DevPtr>(p.data), p.bytes, cu_stream);
   const bool copied = r == 0;
   if (copied)
-    r = cu.StreamWriteValue32(stream, g_staging->flags_dev + flag * sizeof(uint32_t), 1, 0);
+    r = cu.StreamWriteValue32(cu_stream, g_staging->flags_dev + flag * sizeof(uint32_t), 1, 0);
   if (pushed) cu.CtxPopCurrent(&ctx);
   std::lock_guard<std::mutex> lock(g_mu);
   if (r != 0) {

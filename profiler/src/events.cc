@@ -10,6 +10,7 @@
 #include "chain.h"
 #include "event_handles.h"
 #include "name_maps.h"
+#include "ncclrr/base/cuda_driver.h"
 #include "ncclrr/trace/in_place.h"
 #include "plugin_config.h"
 #include "plugin_state.h"
@@ -31,16 +32,12 @@ uint32_t Tid() {
 // The CUDA device current on the thread that creates the communicator (NCCL sets it), through
 // the driver the process already loaded; -1 without one.
 int32_t CurrentCudaDevice() {
-  static void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (lib == nullptr) return -1;
-  using GetCurrent = int (*)(void**);
-  using GetDevice = int (*)(int*);
-  static auto get_current = reinterpret_cast<GetCurrent>(dlsym(lib, "cuCtxGetCurrent"));
-  static auto get_device = reinterpret_cast<GetDevice>(dlsym(lib, "cuCtxGetDevice"));
-  void* ctx = nullptr;
+  static const StatusOr<cuda::Driver> driver = cuda::OpenDriver("", /*may_load=*/false);
+  if (!driver.ok() || driver->CtxGetCurrent == nullptr || driver->CtxGetDevice == nullptr)
+    return -1;
+  cuda::Context ctx = nullptr;
   int device = -1;
-  if (get_current == nullptr || get_device == nullptr || get_current(&ctx) != 0 || ctx == nullptr ||
-      get_device(&device) != 0)
+  if (driver->CtxGetCurrent(&ctx) != 0 || ctx == nullptr || driver->CtxGetDevice(&device) != 0)
     return -1;
   return device;
 }

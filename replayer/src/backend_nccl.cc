@@ -11,63 +11,25 @@
 #include <map>
 
 #include "backend.h"
+#include "ncclrr/base/cuda_runtime.h"
 #include "ncclrr/base/python_libs.h"
 #include "replay_env.h"
 
 namespace ncclrr::replay {
 namespace {
 
-using cudaEvent = void*;
-constexpr int kH2D = 1, kD2H = 2, kNotReady = 600, kStreamNonBlocking = 1, kEventDisableTiming = 2;
-
-struct CudaRt {
-  int (*SetDevice)(int);
-  int (*GetDeviceCount)(int*);
-  int (*Malloc)(void**, size_t);
-  int (*Free)(void*);
-  int (*MemcpyAsync)(void*, const void*, size_t, int, cudaStream_t);
-  int (*StreamCreateWithFlags)(cudaStream_t*, unsigned);
-  int (*StreamDestroy)(cudaStream_t);
-  int (*StreamSynchronize)(cudaStream_t);
-  int (*StreamWaitEvent)(cudaStream_t, cudaEvent, unsigned);
-  int (*EventCreateWithFlags)(cudaEvent*, unsigned);
-  int (*EventRecord)(cudaEvent, cudaStream_t);
-  int (*EventQuery)(cudaEvent);
-  int (*EventDestroy)(cudaEvent);
-  const char* (*GetErrorString)(int);
-};
-
-template <typename F>
-bool Sym(void* h, const char* name, F* f) {
-  *f = reinterpret_cast<F>(dlsym(h, name));
-  return *f != nullptr;
-}
+using cudaEvent = cudart::Event;
+using CudaRt = cudart::Runtime;
+using cudart::kEventDisableTiming;
+using cudart::kNotReady;
+using cudart::kStreamNonBlocking;
+constexpr int kH2D = cudart::kHostToDevice, kD2H = cudart::kDeviceToHost;
 
 StatusOr<CudaRt> LoadCudaRt() {
-  std::vector<std::string> names = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
-                                    "/usr/local/cuda/lib64/libcudart.so.13"};
-  for (const std::string& dir : PythonNvidiaLibDirs("cuda_runtime"))
-    for (const char* so : {"/libcudart.so.13", "/libcudart.so.12"}) names.push_back(dir + so);
-  void* h = nullptr;
-  for (const std::string& name : names)
-    if ((h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-  if (h == nullptr)
-    return NotFound(
-        "--backend nccl: the CUDA runtime (libcudart.so.13 or .12) was not found; "
-        "add its folder to LD_LIBRARY_PATH, or replay with --backend host");
-  CudaRt rt{};
-  if (!Sym(h, "cudaSetDevice", &rt.SetDevice) ||
-      !Sym(h, "cudaGetDeviceCount", &rt.GetDeviceCount) || !Sym(h, "cudaMalloc", &rt.Malloc) ||
-      !Sym(h, "cudaFree", &rt.Free) || !Sym(h, "cudaMemcpyAsync", &rt.MemcpyAsync) ||
-      !Sym(h, "cudaStreamCreateWithFlags", &rt.StreamCreateWithFlags) ||
-      !Sym(h, "cudaStreamDestroy", &rt.StreamDestroy) ||
-      !Sym(h, "cudaStreamSynchronize", &rt.StreamSynchronize) ||
-      !Sym(h, "cudaStreamWaitEvent", &rt.StreamWaitEvent) ||
-      !Sym(h, "cudaEventCreateWithFlags", &rt.EventCreateWithFlags) ||
-      !Sym(h, "cudaEventRecord", &rt.EventRecord) || !Sym(h, "cudaEventQuery", &rt.EventQuery) ||
-      !Sym(h, "cudaEventDestroy", &rt.EventDestroy) ||
-      !Sym(h, "cudaGetErrorString", &rt.GetErrorString))
-    return Unsupported("--backend nccl: the CUDA runtime lacks a needed function");
+  auto rt = cudart::OpenRuntime();
+  if (!rt.ok())
+    return Status(rt.status().code(),
+                  "--backend nccl: " + rt.status().message() + "; or replay with --backend host");
   return rt;
 }
 

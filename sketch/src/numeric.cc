@@ -5,58 +5,12 @@
 #include <limits>
 
 #include "float_env.h"
+#include "ncclrr/base/float_formats.h"
 #include "ncclrr/trace/records.h"
 #include "sketch_core.h"
 
 namespace ncclrr::sketch {
 namespace {
-
-struct MiniFormat {
-  int exp_bits, man_bits;
-  bool fn;        // e4m3 "FN": the top exponent holds finite values; only all-ones is NaN
-  bool saturate;  // overflow (and infinite input) gives the largest finite value
-  uint32_t nan;   // NaN encoding without sign
-};
-constexpr MiniFormat kHalf{5, 10, false, false, 0x7e00};
-constexpr MiniFormat kE4M3{4, 3, true, true, 0x7f};
-constexpr MiniFormat kE5M2{5, 2, false, true, 0x7f};
-
-double MaxOf(const MiniFormat& f) {
-  const int bias = (1 << (f.exp_bits - 1)) - 1;
-  const int emax = f.fn ? (1 << f.exp_bits) - 1 - bias : (1 << f.exp_bits) - 2 - bias;
-  const int top_man = f.fn ? (1 << f.man_bits) - 2 : (1 << f.man_bits) - 1;
-  return std::ldexp(1.0 + double(top_man) / double(1 << f.man_bits), emax);
-}
-
-// Round-to-nearest-even encoding of a float into a minifloat (sign in the top bit).
-uint32_t EncodeMini(float value, const MiniFormat& f) {
-  const int bias = (1 << (f.exp_bits - 1)) - 1;
-  const int emin = 1 - bias;
-  const uint32_t sign = std::signbit(value) ? 1u << (f.exp_bits + f.man_bits) : 0u;
-  if (std::isnan(value)) return f.nan;
-  const uint32_t inf_bits = uint32_t((1 << f.exp_bits) - 1) << f.man_bits;
-  const double max = MaxOf(f);
-  double a = std::fabs(double(value));
-  if (std::isinf(a)) a = max * 4;  // handled as an overflow below
-  if (a == 0) return sign;
-  const int e = std::max(std::ilogb(a), emin);
-  const double quantum = std::ldexp(1.0, e - f.man_bits);
-  const double r = std::nearbyint(a / quantum) * quantum;  // exact division, RNE
-  if (r > max) return sign | (f.saturate ? EncodeMini(float(max), f) : inf_bits);
-  if (r == 0) return sign;
-  const int er = std::ilogb(r);
-  if (er < emin) return sign | uint32_t(r / std::ldexp(1.0, emin - f.man_bits));
-  const uint32_t man = uint32_t((r / std::ldexp(1.0, er) - 1.0) * double(1 << f.man_bits));
-  return sign | (uint32_t(er + bias) << f.man_bits) | man;
-}
-
-uint16_t EncodeBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if (std::isnan(value)) return uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return uint16_t(bits >> 16);
-}
 
 template <typename T>
 void StoreInt(double v, void* p) {
@@ -110,20 +64,20 @@ void EncodeElement(uint8_t dtype, double v, void* p) {
       return;
     }
     case Dtype::kFloat16: {
-      const uint16_t h = uint16_t(EncodeMini(float(v), kHalf));
+      const uint16_t h = FloatToHalf(float(v));
       std::memcpy(p, &h, 2);
       return;
     }
     case Dtype::kBfloat16: {
-      const uint16_t h = EncodeBf16(float(v));
+      const uint16_t h = FloatToBf16(float(v));
       std::memcpy(p, &h, 2);
       return;
     }
     case Dtype::kFloat8e4m3:
-      *static_cast<uint8_t*>(p) = uint8_t(EncodeMini(float(v), kE4M3));
+      *static_cast<uint8_t*>(p) = FloatToE4m3(float(v));
       return;
     case Dtype::kFloat8e5m2:
-      *static_cast<uint8_t*>(p) = uint8_t(EncodeMini(float(v), kE5M2));
+      *static_cast<uint8_t*>(p) = FloatToE5m2(float(v));
       return;
   }
 }

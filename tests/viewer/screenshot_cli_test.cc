@@ -82,7 +82,7 @@ TEST(ScreenshotCli, BadInputExitsTwoWithTheDialogText) {
   EXPECT_TRUE(r.err.contains("--select-finding needs a finding number")) << r.err.toStdString();
   r = RunViewer({"--bogus"});
   EXPECT_EQ(r.rc, 2);
-  EXPECT_TRUE(r.err.contains("unknown option '--bogus'")) << r.err.toStdString();
+  EXPECT_TRUE(r.err.contains("unknown flag '--bogus'")) << r.err.toStdString();
 }
 
 // A trace directory whose name is not UTF-8 (Latin-1 "caf\xe9") opens: the path keeps its bytes

@@ -14,6 +14,7 @@
 
 #include "main_window.h"
 #include "models/path_text.h"
+#include "ncclrr/base/args.h"
 
 namespace {
 
@@ -41,44 +42,39 @@ int Usage(const std::string& problem) {
 
 // Parses argv before QApplication exists (it decides the platform plugin). Returns -1 to go on.
 int Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)flag;
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
+  try {
+    ncclrr::Args args("ncclrr-viewer", argc, argv);
+    args.Flag("-h").Flag("--help");
+    args.Option("--screenshot").Option("--select-finding").Option("--view").Option("--size");
+    args.Parse();
+    if (args.Has("-h") || args.Has("--help")) {
       std::printf("%s", kUsage);
       return 0;
-    } else if (a == "--screenshot") {
-      const char* v = value("--screenshot");
-      if (!v) return Usage("--screenshot needs a file name");
-      o->screenshot = v;
-    } else if (a == "--select-finding") {
-      const char* v = value("--select-finding");
+    }
+    if (args.positional().size() > 1)
+      return Usage("one trace at a time; got '" + args.positional()[0] + "' and '" +
+                   args.positional()[1] + "'");
+    if (!args.positional().empty())
+      o->dir = ncclrr::viewer::PathFromBytes(args.positional()[0].c_str());
+    if (auto v = args.Get("--screenshot")) o->screenshot = QString::fromStdString(*v);
+    if (auto v = args.Get("--select-finding")) {
       char* end = nullptr;
-      const long n = v ? std::strtol(v, &end, 10) : -1;
-      if (!v || *end || n < 0) return Usage("--select-finding needs a finding number (0, 1, ...)");
+      const long n = std::strtol(v->c_str(), &end, 10);
+      if (v->empty() || *end || n < 0)
+        return Usage("--select-finding needs a finding number (0, 1, ...)");
       o->finding = static_cast<int>(n);
-    } else if (a == "--view") {
-      const char* v = value("--view");
-      if (!v || (std::strcmp(v, "timeline") && std::strcmp(v, "alignment")))
-        return Usage("--view takes timeline or alignment");
-      o->alignment = std::strcmp(v, "alignment") == 0;
-    } else if (a == "--size") {
-      const char* v = value("--size");
-      if (!v || std::sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 400 ||
+    }
+    if (auto v = args.Get("--view")) {
+      if (*v != "timeline" && *v != "alignment") return Usage("--view takes timeline or alignment");
+      o->alignment = *v == "alignment";
+    }
+    if (auto v = args.Get("--size")) {
+      if (std::sscanf(v->c_str(), "%dx%d", &o->width, &o->height) != 2 || o->width < 400 ||
           o->height < 300)
         return Usage("--size takes WxH, at least 400x300, e.g. 1800x1100");
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("unknown option '" + a + "'");
-    } else if (o->dir.isEmpty()) {
-      o->dir = ncclrr::viewer::PathFromBytes(argv[i]);
-    } else {
-      return Usage("one trace at a time; got '" + ncclrr::viewer::PathToBytes(o->dir) + "' and '" +
-                   a + "'");
     }
+  } catch (const ncclrr::UsageError& e) {
+    return Usage(e.what());
   }
   if (!o->screenshot.isEmpty() && o->dir.isEmpty()) return Usage("--screenshot needs a DIR");
   if (o->finding >= 0 && o->dir.isEmpty()) return Usage("--select-finding needs a DIR");

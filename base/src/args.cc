@@ -1,13 +1,15 @@
-#include "args.h"
+#include "ncclrr/base/args.h"
 
 #include <cstdlib>
 
-#include "command.h"
+namespace ncclrr {
 
-namespace ncclrr::cli {
+Args::Args(std::string program, const std::vector<std::string>& args)
+    : program_(std::move(program)), raw_(args) {}
 
-Args::Args(std::string verb, const std::vector<std::string>& args)
-    : verb_(std::move(verb)), raw_(args) {}
+Args::Args(std::string program, int argc, char** argv, int first) : program_(std::move(program)) {
+  for (int i = first; i < argc; ++i) raw_.emplace_back(argv[i]);
+}
 
 Args& Args::Flag(const std::string& name) {
   declared_[name] = false;
@@ -38,7 +40,7 @@ void Args::Parse() {
     }
     auto it = declared_.find(name);
     if (it == declared_.end())
-      throw UsageError("unknown flag '" + name + "' for `ncclrr " + verb_ + "`");
+      throw UsageError("unknown flag '" + name + "' for `" + program_ + "`");
     if (!it->second) {
       if (inline_value) throw UsageError("flag '" + name + "' takes no value");
       values_[name] = "";
@@ -81,4 +83,4 @@ const std::string& Args::Positional(size_t i, const std::string& what) const {
   return positional_[i];
 }
 
-}  // namespace ncclrr::cli
+}  // namespace ncclrr

@@ -1,9 +1,10 @@
 #pragma once
-// dlopen helpers shared by the CUPTI and CUDA driver loaders.
+// The one way ncclrr opens the CUDA driver, CUPTI and other libraries it never links: a library
+// the process already uses wins over loading a second copy.
 #include <string>
 #include <vector>
 
-namespace ncclrr::gputiming {
+namespace ncclrr::dl {
 
 struct OpenedLibrary {
   void* handle = nullptr;
@@ -20,14 +21,14 @@ OpenedLibrary OpenFirst(const std::vector<std::string>& names, bool may_load, st
 template <typename F>
 bool LoadSymbol(void* handle, const char* name, F* fn);
 
-}  // namespace ncclrr::gputiming
+}  // namespace ncclrr::dl
 
 #include <dlfcn.h>
 
-namespace ncclrr::gputiming {
+namespace ncclrr::dl {
 template <typename F>
 bool LoadSymbol(void* handle, const char* name, F* fn) {
   *fn = reinterpret_cast<F>(dlsym(handle, name));
   return *fn != nullptr;
 }
-}  // namespace ncclrr::gputiming
+}  // namespace ncclrr::dl

@@ -1,16 +1,25 @@
 #pragma once
-// A small, strict flag parser for the verbs: every flag is declared; unknown flags, missing
-// values and bad numbers are UsageErrors naming the verb.
+// The one command-line parser of ncclrr's programs (the `ncclrr` verbs, ncclrr-viewer,
+// ncclrr-example, the benchmarks): small and strict. Every flag is declared; unknown flags,
+// missing values and bad numbers are UsageErrors naming the program.
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace ncclrr::cli {
+namespace ncclrr {
+
+// A mistake in the command line: the program prints it with a pointer to --help, exit 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Args {
  public:
-  Args(std::string verb, const std::vector<std::string>& args);
+  // `program` as the user typed it ("ncclrr check", "ncclrr-viewer"): errors name it.
+  Args(std::string program, const std::vector<std::string>& args);
+  Args(std::string program, int argc, char** argv, int first = 1);
 
   // Declarations. `Flag` has no value; `Option` takes one ("--x V" or "--x=V").
   Args& Flag(const std::string& name);
@@ -28,11 +37,11 @@ class Args {
   const std::string& Positional(size_t i, const std::string& what) const;
 
  private:
-  std::string verb_;
+  std::string program_;
   std::vector<std::string> raw_;
   std::map<std::string, bool> declared_;  // name -> takes a value
   std::map<std::string, std::string> values_;
   std::vector<std::string> positional_, rest_;
 };
 
-}  // namespace ncclrr::cli
+}  // namespace ncclrr

@@ -1,8 +1,8 @@
-#include "dl_util.h"
+#include "ncclrr/base/dl.h"
 
 #include <link.h>
 
-namespace ncclrr::gputiming {
+namespace ncclrr::dl {
 namespace {
 
 std::string PathOf(void* handle, const std::string& fallback) {
@@ -41,4 +41,4 @@ OpenedLibrary OpenFirst(const std::vector<std::string>& names, bool may_load, st
   return lib;
 }
 
-}  // namespace ncclrr::gputiming
+}  // namespace ncclrr::dl
