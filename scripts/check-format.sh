@@ -9,7 +9,7 @@ if [ -z "$fmt" ]; then
   echo "check-format: clang-format not found; install it with: sudo apt-get install clang-format" >&2
   exit 2
 fi
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' ':!tests/data')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.cu' ':!tests/data')
 if [ "${1:-}" = "--fix" ]; then
   "$fmt" -i --style=file "${files[@]}"
   exit 0

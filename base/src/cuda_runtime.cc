@@ -22,8 +22,9 @@ StatusOr<Runtime> OpenRuntime() {
       break;
     }
   if (h == nullptr)
-    return NotFound("the CUDA runtime (libcudart.so.13 or .12) was not found; add its folder to "
-                    "LD_LIBRARY_PATH");
+    return NotFound(
+        "the CUDA runtime (libcudart.so.13 or .12) was not found; add its folder to "
+        "LD_LIBRARY_PATH");
   Runtime rt;
   rt.path = opened;
   std::string missing;

@@ -29,7 +29,7 @@ inline constexpr Result kNotReady = 600;
 inline constexpr unsigned kHostAllocPortable = 0x01;
 inline constexpr unsigned kHostAllocDeviceMap = 0x02;
 inline constexpr unsigned kStreamNonBlocking = 0x1;
-inline constexpr unsigned kEventDefault = 0;         // timing enabled
+inline constexpr unsigned kEventDefault = 0;          // timing enabled
 inline constexpr unsigned kEventDisableTiming = 0x2;  // cheaper to record
 inline constexpr int kCaptureModeRelaxed = 2;         // CU_STREAM_CAPTURE_MODE_RELAXED
 inline constexpr int kCaptureStatusNone = 0;          // CU_STREAM_CAPTURE_STATUS_*
@@ -97,7 +97,8 @@ struct Wanted {
   const char* name;
 };
 std::string MissingOf(std::initializer_list<Wanted> wanted);
-#define NCCLRR_CUDA_WANT(d, field) ::ncclrr::cuda::Wanted{reinterpret_cast<const void*>((d).field), "cu" #field}
+#define NCCLRR_CUDA_WANT(d, field) \
+  ::ncclrr::cuda::Wanted { reinterpret_cast<const void*>((d).field), "cu" #field }
 
 // Swaps the calling thread to relaxed stream-capture mode for its lifetime, so that work ncclrr
 // does while the user's stream is being captured (allocations, events, launches on its own
