@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "command.h"
 #include "ncclrr/base/args.h"
 #include "ncclrr/trace/capture_filter.h"
@@ -303,10 +305,10 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
     if (largest == 0 || n > sizes[largest]) largest = id;
   std::string route;
   for (const auto& r : routes) route += (route.empty() ? "" : "+") + r;
-  char comm_text[96] = "no communicator";
+  std::string comm_text = "no communicator";
   if (!sizes.empty())
-    std::snprintf(comm_text, sizeof comm_text, "%zu communicator%s (ranks %zu of %d)", sizes.size(),
-                  sizes.size() == 1 ? "" : "s", ranks[largest].size(), sizes[largest]);
+    comm_text = fmt::format("{} communicator{} (ranks {} of {})", sizes.size(),
+                            sizes.size() == 1 ? "" : "s", ranks[largest].size(), sizes[largest]);
   std::string open_text;
   if (open_files)
     open_text =
@@ -318,7 +320,7 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
         ")";
   std::fprintf(stderr,
                "ncclrr: recorded %zu process%s, %s, %llu calls, %llu dropped, route %s, in %s%s\n",
-               files.size(), files.size() == 1 ? "" : "es", comm_text,
+               files.size(), files.size() == 1 ? "" : "es", comm_text.c_str(),
                static_cast<unsigned long long>(calls), static_cast<unsigned long long>(dropped),
                route.c_str(), dir.c_str(), open_text.c_str());
   if (failed_files > 0)

@@ -16,6 +16,9 @@ if(NOT TARGET PkgConfig::ZSTD)  # no pkg-config (e.g. a GPU machine given header
 endif()
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)  # nlohmann-json3-dev (Flight Recorder dumps, both ways)
+# libfmt-dev: messages in the offline code (analysis, replayer, cli, viewer), header-only so that
+# nothing new is needed at run time. Never in code that runs inside the user's job.
+find_package(fmt REQUIRED)
 
 # NCCL's header (types and signatures of the API we emulate and intercept). It includes
 # cuda_runtime.h, so the CUDA include directory comes with it.

@@ -3,7 +3,7 @@
 # only when something is missing. CUDA, NCCL and CUPTI come from /usr/local/cuda, not apt.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang pkg-config libflatbuffers-dev flatbuffers-compiler libzstd-dev
-      libgtest-dev qt6-base-dev nlohmann-json3-dev clang-format)
+      libgtest-dev qt6-base-dev nlohmann-json3-dev libfmt-dev clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

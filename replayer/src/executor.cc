@@ -8,6 +8,8 @@
 #include <thread>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "run_state.h"
 #include "stuck.h"
 
@@ -31,12 +33,8 @@ namespace {
 
 void Report(const ExecOptions& o, const RunState& st, uint64_t total) {
   if (!o.progress) return;
-  char line[160];
-  std::snprintf(line, sizeof line, "%s: %llu/%llu calls issued, %llu done", o.label.c_str(),
-                static_cast<unsigned long long>(st.issued_calls.load()),
-                static_cast<unsigned long long>(total),
-                static_cast<unsigned long long>(st.done_calls.load()));
-  o.progress(line);
+  o.progress(fmt::format("{}: {}/{} calls issued, {} done", o.label, st.issued_calls.load(), total,
+                         st.done_calls.load()));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 namespace ncclrr::viewer {
 namespace {
 
@@ -107,9 +109,7 @@ std::string FormatTime(int64_t ns, int64_t step_ns) {
   }
   int decimals = 0;
   for (int64_t s = step_ns; s < u.ns && decimals < 9; s *= 10) ++decimals;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, static_cast<double>(ns) / u.ns, u.name);
-  return buf;
+  return fmt::format("{:.{}f} {}", static_cast<double>(ns) / u.ns, decimals, u.name);
 }
 
 std::string FormatDuration(int64_t ns) {
@@ -125,14 +125,10 @@ std::string FormatDuration(int64_t ns) {
     v /= 1e3;
     unit = "us";
   } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
-    return buf;
+    return fmt::format("{} ns", ns);
   }
   const double a = std::fabs(v);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f %s", a >= 100 ? 0 : a >= 10 ? 1 : 2, v, unit);
-  return buf;
+  return fmt::format("{:.{}f} {}", v, a >= 100 ? 0 : a >= 10 ? 1 : 2, unit);
 }
 
 }  // namespace ncclrr::viewer

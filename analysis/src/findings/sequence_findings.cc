@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "checks/checkers.h"
 #include "checks/swap_evidence.h"
 #include "model/signature.h"
@@ -241,15 +243,13 @@ struct BufferEvidence {
 // Why a same-shape reordering is only suspected, and what the sketched data say about it.
 std::string SuspicionText(const BufferEvidence& ev, const std::string& who,
                           const DataSwapVerdict& data) {
-  char pct[32];
-  std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * ev.confidence);
+  const std::string pct = fmt::format("{:.0f}%", 100.0 * ev.confidence);
   std::string buffers =
       "The calls are told apart only by their buffers (logical "
       "identity): " +
       who + "'s buffers hold these positions in " + pct + " of the steps. ";
   if (ev.crossed) {
-    char agree[32];
-    std::snprintf(agree, sizeof agree, "%.1f%%", 100.0 * ev.agreement);
+    const std::string agree = fmt::format("{:.1f}%", 100.0 * ev.agreement);
     buffers = "The calls are told apart by their buffers: elsewhere " + who +
               " used the same buffer as the others at the same position (" + agree + " of " +
               Thousands(ev.calls) +

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "live/live_state.h"
 #include "ncclrr/analysis/model.h"
 
@@ -56,11 +58,7 @@ bool FirstIssued(const std::vector<CommRankView>& ranks, uint64_t seq, int64_t n
   return found;
 }
 
-std::string Seconds(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f s", std::max(0.0, s));
-  return b;
-}
+std::string Seconds(double s) { return fmt::format("{:.1f} s", std::max(0.0, s)); }
 
 std::string Ranks(const std::vector<int>& r) {
   std::string s;
@@ -117,13 +115,11 @@ void JudgeLag(const std::vector<CommRankView>& views, const LiveStatusOptions& o
   std::sort(out->missing.begin(), out->missing.end(),
             [](const LiveMissing& a, const LiveMissing& b) { return a.rank < b.rank; });
   std::sort(slow.begin(), slow.end());
-  char lag[32];
-  std::snprintf(lag, sizeof lag, "%.2f s", out->missing.front().lag_s);
   out->state = LiveState::kStraggler;
-  out->why = "rank(s) " + Ranks(slow) + " issue the recent collectives late (rank " +
-             std::to_string(out->missing.front().rank) + ": " + lag +
-             " after the first rank, median of the last " + std::to_string(lags.front().size()) +
-             "): the others wait for them";
+  out->why = fmt::format(
+      "rank(s) {} issue the recent collectives late (rank {}: {:.2f} s after the first rank, "
+      "median of the last {}): the others wait for them",
+      Ranks(slow), out->missing.front().rank, out->missing.front().lag_s, lags.front().size());
 }
 
 // The oldest of the rank's recent collectives on this communicator that its GPU has not

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "ncclrr/trace/describe.h"
 
 namespace ncclrr::analysis {
@@ -60,15 +62,10 @@ std::string FileLabel(const TraceModel& m, size_t f, bool stable) {
 }
 
 std::string Seconds(int64_t ns) {
-  char buf[64];
   const double a = static_cast<double>(ns < 0 ? -ns : ns);
-  if (a >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  else if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f us", static_cast<double>(ns) / 1e3);
-  return buf;
+  if (a >= 1e9) return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
+  if (a >= 1e6) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+  return fmt::format("{:.0f} us", static_cast<double>(ns) / 1e3);
 }
 
 std::string Plural(uint64_t n, const std::string& one, const std::string& many) {
