@@ -45,7 +45,8 @@ class Permuter {
   uint64_t freedom_pairs_ = 0;
 };
 
-// Reads an order file. Errors name the file, the line, and what to write instead.
+// Reads an order file. Errors name the file, where in it (line and column of a syntax error, the
+// JSON path of a wrong value: "ranks[1].order[3]"), and what to write instead.
 StatusOr<IssueOrder> OrderFromFile(const ReplayPlan& plan, const std::string& path);
 // The order as an order file (a "sequence" entry per actor that differs from the recording).
 std::string OrderToJson(const ReplayPlan& plan, const IssueOrder& order);

@@ -3,8 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 
-#include "json.h"
+#include "ncclrr/base/json_writer.h"
 #include "ncclrr/trace/describe.h"
 
 namespace ncclrr::replay {
@@ -107,78 +108,125 @@ void ResultText(const ReplayReport& rep, const OrderResult& r, std::string* out)
 }
 
 // What identifies a replayed call in JSON: communicator, position, rank, the call.
-Json CallJson(uint64_t comm, const std::string& name, uint64_t seq, int rank,
-              const std::string& call) {
-  Json j = Json::Object();
-  j.Set("comm", Json::Str(Hex64(comm)));
-  j.Set("comm_name", Json::Str(name));
-  j.Set("seq", Json::Uint(seq));
-  j.Set("rank", Json::Int(rank));
-  j.Set("call", Json::Str(call));
-  return j;
+void CallMembers(JsonWriter& w, uint64_t comm, const std::string& name, uint64_t seq, int rank,
+                 const std::string& call) {
+  w.Key("comm").Str(Hex64(comm)).Key("comm_name").Str(name);
+  w.Key("seq").Uint(seq).Key("rank").Int(rank).Key("call").Str(call);
 }
 
-Json WrongJson(const WrongCall& w) {
-  Json j = CallJson(w.comm_id, w.comm_name, w.seq, w.rank, w.call);
-  j.Set("logical", Json::Str(w.logical));
-  j.Set("#wrong", Json::Uint(w.wrong_elements));
-  j.Set("checked", Json::Uint(w.checked_elements));
-  Json first = Json::Object();
-  first.Set("index", Json::Uint(w.first_wrong));
-  first.Set("got", Json::Number(w.got));
-  first.Set("expected", Json::Number(w.expected));
-  j.Set("first_wrong", std::move(first));
-  j.Set("args_differ", Json::Bool(w.args_differ));
-  return j;
+void WriteWrong(JsonWriter& w, const WrongCall& c) {
+  w.BeginObject();
+  CallMembers(w, c.comm_id, c.comm_name, c.seq, c.rank, c.call);
+  w.Key("logical").Str(c.logical);
+  w.Key("#wrong").Uint(c.wrong_elements).Key("checked").Uint(c.checked_elements);
+  w.Key("first_wrong").BeginObject();
+  w.Key("index").Uint(c.first_wrong);
+  w.Key("got").ExactDouble(c.got).Key("expected").ExactDouble(c.expected);
+  w.EndObject();
+  w.Key("args_differ").Bool(c.args_differ);
+  w.EndObject();
 }
 
-Json ResultJson(const ReplayReport& rep, const OrderResult& r) {
-  Json j = Json::Object();
-  j.Set("order", Json::Str(r.order));
-  j.Set("trial", IsPermute(r) ? Json::Int(r.trial) : Json());
-  j.Set("trial_seed", IsPermute(r) ? Json::Uint(r.trial_seed) : Json());
-  j.Set("outcome", Json::Str(OutcomeName(r.outcome)));
-  j.Set("verdict", Json::Str(Verdict(r)));
-  j.Set("error", r.error.empty() ? Json() : Json::Str(r.error));
-  j.Set("calls", Json::Uint(r.calls));
-  j.Set("checked_calls", Json::Uint(r.checked_calls));
-  j.Set("wrong_calls", Json::Uint(r.wrong_calls));
-  j.Set("#wrong", Json::Uint(r.wrong_elements));
-  j.Set("steps", Json::Uint(r.steps));
-  j.Set("wrong_steps", Json::Uint(r.wrong_steps));
-  Json list = Json::Array();
-  for (uint64_t step : r.wrong_step_list) list.Push(Json::Uint(step));
-  j.Set("wrong_step_list", std::move(list));
-  j.Set("moved_calls", Json::Uint(r.moved_calls));
-  j.Set("reproduced", r.reproduced ? Json::Bool(*r.reproduced) : Json());
-  j.Set("reproduced_calls", Json::Uint(r.reproduced_calls));
-  j.Set("unreproduced_calls", Json::Uint(r.unreproduced_calls));
-  Json expl = Json::Array();
-  for (const std::string& e : r.explanation) expl.Push(Json::Str(e));
-  j.Set("explanation", std::move(expl));
-  Json wrong = Json::Array();
-  for (const WrongCall& w : r.wrong) wrong.Push(WrongJson(w));
-  j.Set("wrong", std::move(wrong));
-  Json stuck = Json::Array();
+// A trial's order is kept as the compact file text (OrderToJson); the report lays it out like its
+// other members, so it is read back and written member by member, in the file's order.
+void WriteParsed(JsonWriter& w, const nlohmann::ordered_json& v) {
+  using Type = nlohmann::ordered_json::value_t;
+  switch (v.type()) {
+    case Type::boolean:
+      w.Bool(v.get<bool>());
+      return;
+    case Type::number_integer:
+      w.Int(v.get<int64_t>());
+      return;
+    case Type::number_unsigned:
+      w.Uint(v.get<uint64_t>());
+      return;
+    case Type::number_float:
+      w.ExactDouble(v.get<double>());
+      return;
+    case Type::string:
+      w.Str(v.get_ref<const std::string&>());
+      return;
+    case Type::array:
+      w.BeginArray();
+      for (const auto& item : v) WriteParsed(w, item);
+      w.EndArray();
+      return;
+    case Type::object:
+      w.BeginObject();
+      for (const auto& [key, value] : v.items()) {
+        w.Key(key);
+        WriteParsed(w, value);
+      }
+      w.EndObject();
+      return;
+    case Type::null:
+    default:  // binary and discarded values do not come out of order files
+      w.Null();
+      return;
+  }
+}
+
+// The order a failed trial used, as the file to replay it with (null if it does not parse).
+void WriteOrderFile(JsonWriter& w, const std::string& order_json) {
+  const auto parsed =
+      nlohmann::ordered_json::parse(order_json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded())
+    w.Null();
+  else
+    WriteParsed(w, parsed);
+}
+
+void WriteTiming(JsonWriter& w, const OrderResult& r) {
+  w.BeginObject();
+  w.Key("seconds").ExactDouble(r.seconds).Key("setup_seconds").ExactDouble(r.setup_seconds);
+  w.Key("bus_bytes").ExactDouble(r.bus_bytes);
+  w.Key("bus_gbps").ExactDouble(r.seconds > 0 ? r.bus_bytes / r.seconds * 1e-9 : 0);
+  w.EndObject();
+}
+
+void WriteResult(JsonWriter& w, const ReplayReport& rep, const OrderResult& r) {
+  w.BeginObject();
+  w.Key("order").Str(r.order);
+  if (IsPermute(r))
+    w.Key("trial").Int(r.trial).Key("trial_seed").Uint(r.trial_seed);
+  else
+    w.Key("trial").Null().Key("trial_seed").Null();
+  w.Key("outcome").Str(OutcomeName(r.outcome)).Key("verdict").Str(Verdict(r));
+  if (r.error.empty())
+    w.Key("error").Null();
+  else
+    w.Key("error").Str(r.error);
+  w.Key("calls").Uint(r.calls).Key("checked_calls").Uint(r.checked_calls);
+  w.Key("wrong_calls").Uint(r.wrong_calls).Key("#wrong").Uint(r.wrong_elements);
+  w.Key("steps").Uint(r.steps).Key("wrong_steps").Uint(r.wrong_steps);
+  w.Key("wrong_step_list").BeginArray();
+  for (uint64_t step : r.wrong_step_list) w.Uint(step);
+  w.EndArray();
+  w.Key("moved_calls").Uint(r.moved_calls);
+  if (r.reproduced)
+    w.Key("reproduced").Bool(*r.reproduced);
+  else
+    w.Key("reproduced").Null();
+  w.Key("reproduced_calls").Uint(r.reproduced_calls);
+  w.Key("unreproduced_calls").Uint(r.unreproduced_calls);
+  w.Key("explanation").BeginArray();
+  for (const std::string& e : r.explanation) w.Str(e);
+  w.EndArray();
+  w.Key("wrong").BeginArray();
+  for (const WrongCall& c : r.wrong) WriteWrong(w, c);
+  w.EndArray();
+  w.Key("stuck").BeginArray();
   for (const StuckCall& s : r.stuck) {
-    Json o = CallJson(s.comm_id, s.comm_name, s.seq, s.rank, s.call);
-    o.Set("why", Json::Str(s.why));
-    stuck.Push(std::move(o));
+    w.BeginObject();
+    CallMembers(w, s.comm_id, s.comm_name, s.seq, s.rank, s.call);
+    w.Key("why").Str(s.why);
+    w.EndObject();
   }
-  j.Set("stuck", std::move(stuck));
-  if (!r.order_json.empty()) {
-    auto parsed = Json::Parse(r.order_json);
-    j.Set("order_file", parsed.ok() ? std::move(*parsed) : Json());
-  }
-  if (rep.include_timing) {
-    Json t = Json::Object();
-    t.Set("seconds", Json::Number(r.seconds));
-    t.Set("setup_seconds", Json::Number(r.setup_seconds));
-    t.Set("bus_bytes", Json::Number(r.bus_bytes));
-    t.Set("bus_gbps", Json::Number(r.seconds > 0 ? r.bus_bytes / r.seconds * 1e-9 : 0));
-    j.Set("timing", std::move(t));
-  }
-  return j;
+  w.EndArray();
+  if (!r.order_json.empty()) WriteOrderFile(w.Key("order_file"), r.order_json);
+  if (rep.include_timing) WriteTiming(w.Key("timing"), r);
+  w.EndObject();
 }
 
 }  // namespace
@@ -264,38 +312,35 @@ std::string FormatText(const ReplayReport& rep) {
 }
 
 std::string ErrorJson(const std::string& message) {
-  Json j = Json::Object();
-  j.Set("error", Json::Str(message));
-  j.Set("exit_code", Json::Int(2));
-  return j.Serialize(0) + "\n";
+  std::string out;
+  JsonWriter(&out).BeginObject().Key("error").Str(message).Key("exit_code").Int(2).EndObject();
+  return out + "\n";
 }
 
 std::string FormatJson(const ReplayReport& rep) {
-  Json j = Json::Object();
-  j.Set("trace", Json::Str(rep.trace));
-  j.Set("backend", Json::Str(rep.options.backend == BackendKind::kHost ? "host" : "nccl"));
-  j.Set("data", Json::Str(rep.options.data == DataMode::kCaptured ? "captured" : "synthetic"));
-  j.Set("seed", Json::Uint(rep.options.seed));
-  j.Set("verify", Json::Bool(rep.options.verify));
-  j.Set("timeout_s", Json::Number(rep.options.timeout_s));
-  j.Set("mode", Json::Str(rep.mode));
-  Json v = Json::Object();
-  v.Set("recorded", Json::Int(rep.recorded_nccl_version));
-  v.Set("replay", Json::Int(rep.replay_nccl_version));
-  j.Set("nccl_version", std::move(v));
-  j.Set("ranks", Json::Uint(rep.ranks));
-  j.Set("communicators", Json::Uint(rep.comms));
-  j.Set("trace_calls", Json::Uint(rep.calls));
-  j.Set("left_out_calls", Json::Uint(rep.left_out_calls));
-  Json warnings = Json::Array();
-  for (const std::string& w : rep.warnings) warnings.Push(Json::Str(w));
-  j.Set("notes", std::move(warnings));
-  Json results = Json::Array();
-  for (const OrderResult& r : rep.results) results.Push(ResultJson(rep, r));
-  j.Set("results", std::move(results));
-  j.Set("summary", Json::Str(SummaryLine(rep)));
-  j.Set("exit_code", Json::Int(rep.ExitCode()));
-  return j.Serialize(2) + "\n";
+  std::string out;
+  JsonWriter w(&out, /*indent=*/2);
+  w.BeginObject();
+  w.Key("trace").Str(rep.trace);
+  w.Key("backend").Str(rep.options.backend == BackendKind::kHost ? "host" : "nccl");
+  w.Key("data").Str(rep.options.data == DataMode::kCaptured ? "captured" : "synthetic");
+  w.Key("seed").Uint(rep.options.seed).Key("verify").Bool(rep.options.verify);
+  w.Key("timeout_s").ExactDouble(rep.options.timeout_s);
+  w.Key("mode").Str(rep.mode);
+  w.Key("nccl_version").BeginObject();
+  w.Key("recorded").Int(rep.recorded_nccl_version).Key("replay").Int(rep.replay_nccl_version);
+  w.EndObject();
+  w.Key("ranks").Uint(rep.ranks).Key("communicators").Uint(rep.comms);
+  w.Key("trace_calls").Uint(rep.calls).Key("left_out_calls").Uint(rep.left_out_calls);
+  w.Key("notes").BeginArray();
+  for (const std::string& note : rep.warnings) w.Str(note);
+  w.EndArray();
+  w.Key("results").BeginArray();
+  for (const OrderResult& r : rep.results) WriteResult(w, rep, r);
+  w.EndArray();
+  w.Key("summary").Str(SummaryLine(rep)).Key("exit_code").Int(rep.ExitCode());
+  w.EndObject();
+  return out + "\n";
 }
 
 }  // namespace ncclrr::replay

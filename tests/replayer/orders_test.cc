@@ -93,6 +93,10 @@ TEST(OrderFile, PermuteTrialRoundTrips) {
   for (const replay::OrderResult& o : r.results)
     if (o.outcome == Outcome::kWrong) failing = &o;
   ASSERT_NE(failing, nullptr);
+  // Compact, members in the documented order (docs/replay.md).
+  EXPECT_THAT(
+      failing->order_json,
+      ::testing::StartsWith(R"({"format":"ncclrr-order","version":1,"ranks":[{"comm":"0x)"));
   const std::string path = WriteFile("trial", failing->order_json);
   const replay::ReplayReport again = MustReplay(*model, TestOptions("file:" + path));
   ASSERT_EQ(again.results.size(), 1u);
@@ -126,6 +130,12 @@ struct BadFile {
   const char* message;
 };
 
+// Nested far deeper than an order file goes: refused, not parsed into a crash.
+const char* DeepFile() {
+  static const std::string text(100, '[');
+  return text.c_str();
+}
+
 class MalformedOrderFile : public ::testing::TestWithParam<BadFile> {};
 
 TEST_P(MalformedOrderFile, IsRejectedWithAClearMessage) {
@@ -147,45 +157,79 @@ INSTANTIATE_TEST_SUITE_P(
     All, MalformedOrderFile,
     ::testing::Values(
         BadFile{"missing", nullptr, "cannot open order file"},
+        // Syntax errors say where, as nlohmann-json reports it.
         BadFile{"syntax", "{\"format\": \"ncclrr-order\",\n  \"version\": 1,\n  \"ranks\": [}",
-                "line 3, column 13: expected a JSON value"},
-        BadFile{"trailing", "{} x", "expected the end of the document"},
+                "': line 3, column 13: syntax error while parsing value - unexpected '}'"},
+        BadFile{"trailing", "{} x",
+                "line 1, column 4: syntax error while parsing value - invalid literal; last read: "
+                "'{} x'; expected end of input"},
+        BadFile{"unterminated", "{\"format\": \"ncclrr-order",
+                "line 1, column 25: syntax error while parsing value - invalid string: missing "
+                "closing quote"},
+        BadFile{"deep", DeepFile(), "expected at most 64 nested arrays or objects"},
         BadFile{"format", R"({"version": 1, "ranks": []})", "\"format\": \"ncclrr-order\""},
         BadFile{"version", R"({"format": "ncclrr-order", "version": 7, "ranks": []})",
                 "\"version\": 1"},
         BadFile{"unknown_member", R"({"format": "ncclrr-order", "version": 1, "rank": []})",
                 "unknown member \"rank\""},
+        // Errors about a value say where it is as a JSON path.
         BadFile{"no_comm", R"({"format": "ncclrr-order", "version": 1, "ranks": [{"rank": 0,
                 "order": []}]})",
-                "expected \"comm\""},
+                "', ranks[0]: expected \"comm\""},
         BadFile{"unknown_comm", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "0x1234", "rank": 0, "order": []}]})",
-                "no communicator \"0x1234\" in this trace; it has 0x7e57000000000001 (dp)"},
+                "ranks[0].comm: no communicator \"0x1234\" in this trace; it has "
+                "0x7e57000000000001 (dp)"},
         BadFile{"rank_range", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 5, "order": []}]})",
-                "has ranks 0..1, not 5"},
+                "ranks[0].rank: comm 0x7e57000000000001 (dp) has ranks 0..1, not 5"},
         BadFile{"both", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 0, "order": [], "sequence": []}]})",
-                "exactly one of \"order\""},
+                "ranks[0]: expected exactly one of \"order\""},
         BadFile{"short", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 0, "order": [1, 0]}]})",
-                "lists 2 calls but comm 0x7e57000000000001 (dp) rank 0 issued 16"},
+                "ranks[0].order: \"order\" lists 2 calls but comm 0x7e57000000000001 (dp) rank 0 "
+                "issued 16"},
         BadFile{"duplicate", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 0, "order": [0, 0]}]})",
-                "seq 0 is listed twice"},
+                "ranks[0].order[1]: seq 0 is listed twice"},
         BadFile{"no_such_seq", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 0, "order": [99]}]})",
-                "has no recorded collective at seq 99"},
+                "ranks[0].order[0]: comm 0x7e57000000000001 (dp) rank 0 has no recorded collective "
+                "at seq 99"},
+        // Seqs and ranks are integers as written: exactly, up to 2^64-1; never fractions or
+        // negative (not even -0).
+        BadFile{"huge_seq", R"({"format": "ncclrr-order", "version": 1, "ranks": [
+                {"comm": "dp", "rank": 0, "order": [2, 18446744073709551615]}]})",
+                "ranks[0].order[1]: comm 0x7e57000000000001 (dp) rank 0 has no recorded collective "
+                "at seq 18446744073709551615"},
+        BadFile{"fraction", R"({"format": "ncclrr-order", "version": 1, "ranks": [
+                {"comm": "dp", "rank": 0, "order": [0, 1.0]}]})",
+                "ranks[0].order[1]: \"order\" holds a non-integer"},
         BadFile{"negative", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": -1, "order": []}]})",
-                "\"rank\": a non-negative integer"},
+                "ranks[0]: expected \"rank\": a non-negative integer"},
+        BadFile{"minus_zero", R"({"format": "ncclrr-order", "version": 1, "ranks": [
+                {"comm": "dp", "rank": -0, "order": []}]})",
+                "ranks[0]: expected \"rank\": a non-negative integer"},
         BadFile{"sequence_short", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 1, "sequence": [{"comm": "dp", "seq": 1}]}]})",
+                "ranks[0].sequence: \"sequence\" for "},
+        BadFile{"sequence_missing", R"({"format": "ncclrr-order", "version": 1, "ranks": [
+                {"comm": "dp", "rank": 1, "sequence": [{"comm": "dp", "seq": 1}]}]})",
                 "lists 1 of its 16 calls (missing: comm 0x7e57000000000001 (dp) seq 0"},
+        BadFile{"sequence_element", R"({"format": "ncclrr-order", "version": 1, "ranks": [
+                {"comm": "dp", "rank": 1, "sequence": [{"comm": "dp", "seq": 0},
+                                                       {"comm": "dp", "seq": 99}]}]})",
+                "ranks[0].sequence[1]: comm 0x7e57000000000001 (dp) rank 1 has no recorded "
+                "collective at seq 99"},
+        BadFile{"sequence_p2p", R"({"format": "ncclrr-order", "version": 1, "ranks": [
+                {"comm": "dp", "rank": 1, "sequence": [{"comm": "dp", "send_to": 0}]}]})",
+                "ranks[0].sequence[0]: expected \"n\": a non-negative integer"},
         BadFile{"twice", R"({"format": "ncclrr-order", "version": 1, "ranks": [
                 {"comm": "dp", "rank": 1, "order": [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]},
                 {"comm": "dp", "rank": 1, "order": [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}]})",
-                "two entries change the order of"}),
+                "ranks[1]: two entries change the order of"}),
     [](const auto& test) { return std::string(test.param.name); });
 
 // Two replays of one trace give byte-identical reports, text and JSON, whatever the timing.

@@ -1,4 +1,4 @@
-// Small pieces of the replayer: order syntax, the JSON reader/writer, the ring arena, and the
+// Small pieces of the replayer: order syntax, the --json layout, the ring arena, and the
 // synthetic values that must stay exact under reduction.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "data.h"
-#include "json.h"
 #include "ncclrr/replay/options.h"
+#include "ncclrr/replay/report.h"
 #include "ring_arena.h"
 
 namespace ncclrr::replay {
@@ -30,25 +30,228 @@ TEST(OrderSpecs, Parse) {
               HasSubstr("expected recorded, canonical, permute, permute:N or file:PATH"));
 }
 
-TEST(JsonValue, RoundTripAndErrors) {
-  auto j = Json::Parse(
-      R"({"a": [1, -2, 3.5, true, null], "s": "x\"\u00e9\n", "big": 18446744073709551615})");
-  ASSERT_TRUE(j.ok()) << j.status().message();
-  uint64_t big = 0;
-  EXPECT_TRUE(j->Find("big")->AsUint(&big));
-  EXPECT_EQ(big, 18446744073709551615ull);
-  int64_t neg = 0;
-  EXPECT_TRUE(j->Find("a")->items()[1].AsInt(&neg));
-  EXPECT_EQ(neg, -2);
-  EXPECT_FALSE(j->Find("a")->items()[2].AsInt(&neg));
-  EXPECT_EQ(j->Find("s")->str(), "x\"\xc3\xa9\n");
-  EXPECT_EQ(j->Serialize(-1),
-            R"({"a":[1,-2,3.5,true,null],"s":"x\"é\u000a","big":18446744073709551615})");
-  EXPECT_THAT(Json::Parse("[1,\n 2,,]").status().message(), HasSubstr("line 2, column 4"));
-  EXPECT_THAT(Json::Parse("\"abc").status().message(), HasSubstr("a closing '\"'"));
-  EXPECT_THAT(Json::Parse(std::string(100, '[')).status().message(), HasSubstr("at most 64"));
-  EXPECT_FALSE(Json::Parse("nul").ok());
-  EXPECT_FALSE(Json::Parse("{\"a\" 1}").ok());
+// A report with every kind of member: the --json layout (member order, indentation, numbers,
+// nulls, the embedded order file) is part of the interface and must not drift.
+ReplayReport LayoutReport() {
+  ReplayReport rep;
+  rep.trace = "/traces/caf\xc3\xa9 \"q\"";
+  rep.options.timeout_s = 0.3;
+  rep.options.seed = 7;
+  rep.recorded_nccl_version = 22105;
+  rep.replay_nccl_version = 22304;
+  rep.ranks = 2;
+  rep.comms = 1;
+  rep.calls = 32;
+  rep.warnings = {"a note", "tab\there"};
+  rep.include_timing = true;
+  rep.mode = "one process, a thread per rank";
+  OrderResult rec;
+  rec.order = "recorded";
+  rec.outcome = Outcome::kWrong;
+  rec.calls = 32;
+  rec.checked_calls = 32;
+  rec.wrong_calls = 1;
+  rec.wrong_elements = 1024;
+  rec.steps = 4;
+  rec.wrong_steps = 1;
+  rec.wrong_step_list = {1};
+  rec.explanation = {"seq 4\u20135 swapped on rank 1"};
+  rec.wrong = {WrongCall{0x7e57000000000001, "dp", 4, 1, "AllReduce(1024 float32, sum)",
+                         "tensor 1, step 1", 1024, 1024, 0, 0.1, std::nan(""), true}};
+  rec.reproduced = false;
+  rec.seconds = 1.25;
+  rec.setup_seconds = 1e-9;
+  rec.bus_bytes = 3e12;
+  OrderResult trial;
+  trial.order = "permute:2";
+  trial.trial = 1;
+  trial.trial_seed = 18446744073709551615ull;
+  trial.outcome = Outcome::kHang;
+  trial.moved_calls = 2;
+  trial.stuck = {StuckCall{0x7e57000000000001, "", 5, 0, "AllReduce(8 float32, sum)",
+                           "ranks [1] have not issued seq 5"}};
+  trial.order_json =
+      R"({"format":"ncclrr-order","version":1,"ranks":[{"comm":"0x7e57000000000001","rank":1,)"
+      R"("sequence":[{"comm":"0x7e57000000000001","seq":1},{"comm":"0x7e57000000000001",)"
+      R"("send_to":0,"n":0}]}]})";
+  OrderResult error;
+  error.order = "file:/o.json";
+  error.outcome = Outcome::kError;
+  error.error = "cannot open";
+  error.calls = 5;  // where it stopped
+  error.checked_calls = 4;
+  rep.results = {rec, trial, error};
+  return rep;
+}
+
+// The bytes the replayer's own JSON type wrote before the report moved to JsonWriter; the one
+// difference is the writer's escaping rule: a tab is "\t" (it was "\u0009"), the same string.
+constexpr const char* kLayoutJson = R"json({
+  "trace": "/traces/café \"q\"",
+  "backend": "host",
+  "data": "synthetic",
+  "seed": 7,
+  "verify": true,
+  "timeout_s": 0.29999999999999999,
+  "mode": "one process, a thread per rank",
+  "nccl_version": {
+    "recorded": 22105,
+    "replay": 22304
+  },
+  "ranks": 2,
+  "communicators": 1,
+  "trace_calls": 32,
+  "left_out_calls": 0,
+  "notes": [
+    "a note",
+    "tab\there"
+  ],
+  "results": [
+    {
+      "order": "recorded",
+      "trial": null,
+      "trial_seed": null,
+      "outcome": "wrong",
+      "verdict": "1 of 4 steps wrong: 1 (seq 4–5 swapped on rank 1)",
+      "error": null,
+      "calls": 32,
+      "checked_calls": 32,
+      "wrong_calls": 1,
+      "#wrong": 1024,
+      "steps": 4,
+      "wrong_steps": 1,
+      "wrong_step_list": [
+        1
+      ],
+      "moved_calls": 0,
+      "reproduced": false,
+      "reproduced_calls": 0,
+      "unreproduced_calls": 0,
+      "explanation": [
+        "seq 4–5 swapped on rank 1"
+      ],
+      "wrong": [
+        {
+          "comm": "0x7e57000000000001",
+          "comm_name": "dp",
+          "seq": 4,
+          "rank": 1,
+          "call": "AllReduce(1024 float32, sum)",
+          "logical": "tensor 1, step 1",
+          "#wrong": 1024,
+          "checked": 1024,
+          "first_wrong": {
+            "index": 0,
+            "got": 0.10000000000000001,
+            "expected": null
+          },
+          "args_differ": true
+        }
+      ],
+      "stuck": [],
+      "timing": {
+        "seconds": 1.25,
+        "setup_seconds": 1.0000000000000001e-09,
+        "bus_bytes": 3000000000000,
+        "bus_gbps": 2400
+      }
+    },
+    {
+      "order": "permute:2",
+      "trial": 1,
+      "trial_seed": 18446744073709551615,
+      "outcome": "hang",
+      "verdict": "hangs at seq 5 of comm 0x7e57000000000001 on rank 0",
+      "error": null,
+      "calls": 0,
+      "checked_calls": 0,
+      "wrong_calls": 0,
+      "#wrong": 0,
+      "steps": 0,
+      "wrong_steps": 0,
+      "wrong_step_list": [],
+      "moved_calls": 2,
+      "reproduced": null,
+      "reproduced_calls": 0,
+      "unreproduced_calls": 0,
+      "explanation": [],
+      "wrong": [],
+      "stuck": [
+        {
+          "comm": "0x7e57000000000001",
+          "comm_name": "",
+          "seq": 5,
+          "rank": 0,
+          "call": "AllReduce(8 float32, sum)",
+          "why": "ranks [1] have not issued seq 5"
+        }
+      ],
+      "order_file": {
+        "format": "ncclrr-order",
+        "version": 1,
+        "ranks": [
+          {
+            "comm": "0x7e57000000000001",
+            "rank": 1,
+            "sequence": [
+              {
+                "comm": "0x7e57000000000001",
+                "seq": 1
+              },
+              {
+                "comm": "0x7e57000000000001",
+                "send_to": 0,
+                "n": 0
+              }
+            ]
+          }
+        ]
+      },
+      "timing": {
+        "seconds": 0,
+        "setup_seconds": 0,
+        "bus_bytes": 0,
+        "bus_gbps": 0
+      }
+    },
+    {
+      "order": "file:/o.json",
+      "trial": null,
+      "trial_seed": null,
+      "outcome": "error",
+      "verdict": "error: cannot open",
+      "error": "cannot open",
+      "calls": 5,
+      "checked_calls": 4,
+      "wrong_calls": 0,
+      "#wrong": 0,
+      "steps": 0,
+      "wrong_steps": 0,
+      "wrong_step_list": [],
+      "moved_calls": 0,
+      "reproduced": null,
+      "reproduced_calls": 0,
+      "unreproduced_calls": 0,
+      "explanation": [],
+      "wrong": [],
+      "stuck": [],
+      "timing": {
+        "seconds": 0,
+        "setup_seconds": 0,
+        "bus_bytes": 0,
+        "bus_gbps": 0
+      }
+    }
+  ],
+  "summary": "recorded order: 1 of 4 steps wrong: 1 (seq 4–5 swapped on rank 1); permute:2: 0 of 1 trials wrong, 1 hang; file:/o.json order: error: cannot open",
+  "exit_code": 2
+}
+)json";
+
+TEST(ReportJson, LayoutIsStable) {
+  EXPECT_EQ(FormatJson(LayoutReport()), kLayoutJson);
+  EXPECT_EQ(ErrorJson("no \"trace\" here"),
+            std::string(R"({"error":"no \"trace\" here","exit_code":2})") + "\n");
 }
 
 TEST(RingArena, AllocatesAndFreesInOrder) {

@@ -1,6 +1,7 @@
 #pragma once
 // The streaming JSON writer of every report and export (objects, arrays, strings with escaping,
 // numbers, null): it appends to a string as it goes, so big outputs never exist as a document.
+// Compact by default; with an indent, one member or element a line (reports people read).
 // Documents that are read (order files, Flight Recorder JSON) use nlohmann-json.
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,9 @@ namespace ncclrr {
 class JsonWriter {
  public:
   explicit JsonWriter(std::string* out) : out_(*out) {}
+  // `indent` > 0: every member and element on a line of its own, `indent` spaces deeper than its
+  // container, and ": " after each key; empty containers stay "{}" and "[]".
+  JsonWriter(std::string* out, int indent) : out_(*out), indent_(indent > 0 ? indent : 0) {}
 
   JsonWriter& BeginObject() { return Open('{'); }
   JsonWriter& EndObject() { return Close('}'); }
@@ -23,7 +27,7 @@ class JsonWriter {
   JsonWriter& Key(std::string_view k) {
     Sep();
     String(k);
-    out_ += ':';
+    out_ += indent_ ? ": " : ":";
     after_key_ = true;
     return *this;
   }
@@ -54,6 +58,18 @@ class JsonWriter {
       std::snprintf(buf, sizeof buf, "%.6g", v);
     else
       std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    out_ += buf;
+    return *this;
+  }
+  // Every significant digit (%.17g), so the value reads back as the same double; null as above.
+  JsonWriter& ExactDouble(double v) {
+    Sep();
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return *this;
+    }
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
     out_ += buf;
     return *this;
   }
@@ -111,9 +127,12 @@ class JsonWriter {
     Sep();
     out_ += c;
     first_ = true;
+    ++depth_;
     return *this;
   }
   JsonWriter& Close(char c) {
+    --depth_;
+    if (!first_) LineBreak();  // a container with members closes on a line of its own
     out_ += c;
     first_ = false;
     return *this;
@@ -125,6 +144,12 @@ class JsonWriter {
     }
     if (!first_) out_ += ',';
     first_ = false;
+    if (depth_ > 0) LineBreak();
+  }
+  void LineBreak() {
+    if (!indent_) return;
+    out_ += '\n';
+    out_.append(static_cast<size_t>(indent_) * static_cast<size_t>(depth_), ' ');
   }
   void String(std::string_view s) {
     out_ += '"';
@@ -132,6 +157,8 @@ class JsonWriter {
     out_ += '"';
   }
   std::string& out_;
+  int indent_ = 0;
+  int depth_ = 0;  // open containers
   bool first_ = true;
   bool after_key_ = false;
 };
