@@ -18,6 +18,7 @@
 
 #include "capture_jobs.h"
 #include "cuda_graphs.h"
+#include "device_poller.h"
 #include "env_config.h"
 #include "ncclrr/base/cuda_driver.h"
 #include "runtime.h"
@@ -48,7 +49,6 @@ struct Staging {
   std::map<uint64_t, uint64_t> free_ranges;  // offset -> size, coalesced
   std::vector<int> free_flags;
   std::vector<InFlight> inflight;
-  bool poller_started = false;
   std::atomic<bool> no_flags{
       false};  // cuStreamWriteValue32 failed once (no stream memory operations)
 };
@@ -57,7 +57,8 @@ std::once_flag g_create_once;
 Staging* g_staging = nullptr;  // never freed: the driver reclaims it at exit
 // Never destroyed either: the poller still waits on them while static destructors run at exit.
 std::mutex& g_mu = *new std::mutex();  // guards g_staging's containers
-std::condition_variable& g_cv = *new std::condition_variable();
+
+std::chrono::microseconds PollCaptures();
 
 void Create() {
   auto driver = cuda::OpenDriver("", /*may_load=*/false);  // the process's own libcuda.so.1
@@ -95,6 +96,7 @@ void Create() {
   s->free_ranges[0] = size;
   for (int i = kFlags - 1; i >= 0; --i) s->free_flags.push_back(i);
   g_staging = s;
+  SetDevicePollSource(DevicePollSource::kCaptures, PollCaptures);
 }
 
 // First fit; under g_mu.
@@ -155,14 +157,10 @@ bool PollOnce() {
   return !g_staging->inflight.empty();
 }
 
-void Poller() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(g_mu);
-      g_cv.wait(lock, [] { return !g_staging->inflight.empty(); });
-    }
-    if (PollOnce()) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+// The device poller's pass (device_poller.h).
+std::chrono::microseconds PollCaptures() {
+  if (g_staging == nullptr) return std::chrono::microseconds(0);
+  return PollOnce() ? std::chrono::microseconds(200) : std::chrono::microseconds(0);
 }
 
 // Enqueues one copy on the call's stream (its context is made current around it).
@@ -185,26 +183,24 @@ void CopyPart(const CapturePart& p, void* stream, uint64_t call_uid) {
   if (copied)
     r = cu.StreamWriteValue32(cu_stream, g_staging->flags_dev + flag * sizeof(uint32_t), 1, 0);
   if (pushed) cu.CtxPopCurrent(&ctx);
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (r != 0) {
-    if (!copied) {
-      Release(offset, p.bytes, flag);
-    } else {
-      // Nobody can learn when the queued copy is done: its staging stays taken, and without
-      // stream memory operations no later copy can be followed either.
-      g_staging->free_flags.push_back(flag);
-      g_staging->no_flags.store(true);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (r != 0) {
+      if (!copied) {
+        Release(offset, p.bytes, flag);
+      } else {
+        // Nobody can learn when the queued copy is done: its staging stays taken, and without
+        // stream memory operations no later copy can be followed either.
+        g_staging->free_flags.push_back(flag);
+        g_staging->no_flags.store(true);
+      }
+      return CountCaptureSkip(CaptureSkip::kCopyFailed, 1,
+                              std::string(copied ? "cuStreamWriteValue32" : "cuMemcpyAsync") +
+                                  " returned CUresult " + std::to_string(r));
     }
-    return CountCaptureSkip(CaptureSkip::kCopyFailed, 1,
-                            std::string(copied ? "cuStreamWriteValue32" : "cuMemcpyAsync") +
-                                " returned CUresult " + std::to_string(r));
+    g_staging->inflight.push_back({call_uid, p.which, offset, p.bytes, flag});
   }
-  g_staging->inflight.push_back({call_uid, p.which, offset, p.bytes, flag});
-  if (!g_staging->poller_started) {
-    g_staging->poller_started = true;
-    std::thread(Poller).detach();
-  }
-  g_cv.notify_one();
+  WakeDevicePoller();  // not under g_mu: the poller takes g_mu in its pass
 }
 
 }  // namespace

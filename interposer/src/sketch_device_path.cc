@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cuda_graphs.h"
+#include "device_poller.h"
 #include "env_config.h"
 #include "graph_events.h"
 #include "ncclrr/sketch/device.h"
@@ -55,20 +56,19 @@ bool g_forked_child = false;       // set in a child forked after g_device was c
 // Never destroyed: the detached poller may still wait on them while static destructors run at
 // exit (destroying a condition variable a thread waits on blocks the exit).
 std::mutex& g_mu = *new std::mutex();
-std::condition_variable& g_cv = *new std::condition_variable();
 std::vector<InFlight>& g_inflight = *new std::vector<InFlight>();  // under g_mu
-bool g_poller_started = false;                                     // under g_mu
 
 // Around fork: g_mu is held so that the child's copy of the in-flight list is consistent, and
-// the child starts without the parent's slots (the parent's poller reports them) or poller.
+// the child starts without the parent's slots (the parent's poller reports them).
 void ForkPrepare() { g_mu.lock(); }
 void ForkParent() { g_mu.unlock(); }
 void ForkChild() {
   g_mu.unlock();  // the forking thread, the child's only thread, holds it
   g_inflight.clear();
-  g_poller_started = false;
   g_forked_child = g_device != nullptr;
 }
+
+std::chrono::microseconds PollSketches();
 
 void Create() {
   sketch::SketchDeviceOptions o;
@@ -80,6 +80,7 @@ void Create() {
   }
   g_device = d->release();
   pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  SetDevicePollSource(DevicePollSource::kSketches, PollSketches);
   Note(NoteLevel::kInfo, g_device->Describe());
 }
 
@@ -117,17 +118,13 @@ bool PollOnce() {
   return pending;
 }
 
-void Poller() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(g_mu);
-      g_cv.wait(lock, [] { return !g_inflight.empty(); });
-    }
-    // Only captured slots left: their next replay may be far away.
-    const bool plain = PollOnce();
-    std::this_thread::sleep_for(plain ? std::chrono::microseconds(500)
-                                      : std::chrono::microseconds(20'000));
-  }
+// The device poller's pass (device_poller.h). Only captured slots left: their next replay may be
+// far away, so they are looked at less often.
+std::chrono::microseconds PollSketches() {
+  const bool plain = PollOnce();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_inflight.empty()) return std::chrono::microseconds(0);
+  return plain ? std::chrono::microseconds(500) : std::chrono::microseconds(20'000);
 }
 
 // Sketches of this thread that run beside the call being made, until it is forwarded.
@@ -169,23 +166,21 @@ void EnqueueOnStream(const std::vector<const SketchJob*>& jobs, bool beside = fa
       for (size_t j = first; j < last; ++j)
         CountSkip(in_flight ? SkipReason::kSlotsInFlight : SkipReason::kDeviceError, why);
     } else {
-      std::lock_guard<std::mutex> lock(g_mu);
-      size_t k = 0;
-      for (size_t j = first; j < last; ++j)
-        for (int i = 0; i < jobs[j]->n; ++i) {
-          InFlight f;
-          f.part = jobs[j]->parts[i];
-          f.call_uid = jobs[j]->call_uid;
-          f.slot = (*slots)[k++];
-          f.captured = jobs[j]->captured;
-          f.graph = graph;
-          g_inflight.push_back(f);
-        }
-      if (!g_poller_started) {
-        g_poller_started = true;
-        std::thread(Poller).detach();
+      {
+        std::lock_guard<std::mutex> lock(g_mu);
+        size_t k = 0;
+        for (size_t j = first; j < last; ++j)
+          for (int i = 0; i < jobs[j]->n; ++i) {
+            InFlight f;
+            f.part = jobs[j]->parts[i];
+            f.call_uid = jobs[j]->call_uid;
+            f.slot = (*slots)[k++];
+            f.captured = jobs[j]->captured;
+            f.graph = graph;
+            g_inflight.push_back(f);
+          }
       }
-      g_cv.notify_one();
+      WakeDevicePoller();  // not under g_mu: the poller takes g_mu in its pass
     }
     first = last;
   }
