@@ -3,9 +3,9 @@
 #include <string>
 
 #include "api_visibility.h"
-#include "dtype.h"
 #include "env.h"
 #include "group.h"
+#include "ncclrr/hostnccl/reduce.h"
 #include "op.h"
 
 using namespace ncclrr::host;

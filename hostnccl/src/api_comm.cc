@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "api_visibility.h"
-#include "dtype.h"
 #include "env.h"
 #include "group.h"
+#include "ncclrr/hostnccl/reduce.h"
 #include "stream.h"
 
 using namespace ncclrr::host;

@@ -1,4 +1,4 @@
-#include "dtype.h"
+#include "ncclrr/hostnccl/reduce.h"
 
 #include <cmath>
 #include <cstring>

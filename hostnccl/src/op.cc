@@ -3,8 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "dtype.h"
 #include "env.h"
+#include "ncclrr/hostnccl/reduce.h"
 
 namespace ncclrr::host {
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <string>
 
-#include "dtype.h"
 #include "env.h"
+#include "ncclrr/hostnccl/reduce.h"
 #include "op.h"
 
 namespace ncclrr::host {

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "call_layout.h"
-#include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
+#include "ncclrr/hostnccl/reduce.h"
 #include "ring_arena.h"
 #include "run_state.h"
 

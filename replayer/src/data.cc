@@ -4,8 +4,8 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
 #include "ncclrr/base/parallel_for.h"
+#include "ncclrr/hostnccl/reduce.h"
 #include "ncclrr/trace/capture_side_file.h"
 
 namespace ncclrr::replay {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "dtype.h"  // the host NCCL's conversions (ncclrr_hostnccl_dtype)
 #include "ncclrr/base/parallel_for.h"
+#include "ncclrr/hostnccl/reduce.h"
 
 namespace ncclrr::replay {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "dtype.h"
+#include "ncclrr/hostnccl/reduce.h"
 #include "test_util.h"
 
 namespace ncclrr::host::testing {

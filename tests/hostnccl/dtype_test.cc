@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "api_visibility.h"
-#include "dtype.h"
+#include "ncclrr/hostnccl/reduce.h"
 
 namespace ncclrr::host {
 namespace {
