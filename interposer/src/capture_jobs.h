@@ -18,6 +18,7 @@
 
 #include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
+#include "stream_job.h"
 
 namespace ncclrr::interpose {
 
@@ -30,16 +31,7 @@ struct CapturePart {
   SketchWhich which = SketchWhich::kSendBefore;  // SendBefore, RecvAfter or Scalar
 };
 
-struct CaptureJob {
-  static constexpr int kMaxParts = 2;  // before: send + device scalar; after: recv
-  uint64_t call_uid = 0;
-  void* stream = nullptr;  // the call's cudaStream_t
-  int device = -1;
-  int n = 0;
-  CapturePart parts[kMaxParts];
-  bool empty() const { return n == 0; }
-  void Add(const CapturePart& p) { parts[n++] = p; }
-};
+using CaptureJob = StreamJob<CapturePart>;
 
 struct CaptureHalves {
   CaptureJob before, after;

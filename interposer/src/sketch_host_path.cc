@@ -4,8 +4,6 @@
 // ncclrrHostStreamAddCallback (like cudaLaunchHostFunc): the before-half runs once the work
 // queued ahead of the call is done, the after-half once the call itself is done — the same
 // stream order the GPU kernels get. The callback runs SketchHost and writes the records.
-#include <memory>
-
 #include "host_stream.h"
 #include "sketch_jobs.h"
 
@@ -13,16 +11,15 @@ namespace ncclrr::interpose {
 namespace {
 
 // Runs on whichever thread drives the host stream; must not call NCCL.
-void RunJob(void* arg) {
-  std::unique_ptr<SketchJob> job(static_cast<SketchJob*>(arg));
-  for (int i = 0; i < job->n; ++i) {
-    const SketchPart& part = job->parts[i];
+void RunJob(const SketchJob& job) {
+  for (int i = 0; i < job.n; ++i) {
+    const SketchPart& part = job.parts[i];
     auto result = sketch::SketchHost(part.data, part.request);
     if (!result.ok()) {
       CountSkip(SkipReason::kNoPlan, result.status().message());
       continue;
     }
-    WriteSketchResult(part, job->call_uid, std::move(*result), 0);
+    WriteSketchResult(part, job.call_uid, std::move(*result), 0);
   }
 }
 
@@ -32,7 +29,7 @@ bool HostSketchesAvailable() { return HostStreamAddCallback() != nullptr; }
 
 void HostSketch(const SketchJob& job) {
   if (job.captured) return CountSkip(SkipReason::kCapturedOnHost);
-  HostStreamAddCallback()(job.stream, job.device, RunJob, new SketchJob(job));
+  RunOnHostStream(job, RunJob);
 }
 
 }  // namespace ncclrr::interpose

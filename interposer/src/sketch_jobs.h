@@ -11,6 +11,7 @@
 
 #include "ncclrr/sketch/sketch.h"
 #include "ncclrr/trace/trace_data.h"
+#include "stream_job.h"
 
 namespace ncclrr::interpose {
 
@@ -21,20 +22,7 @@ struct SketchPart {
   SketchWhich race_as = SketchWhich::kSendAfterSample;  // label of the race sample
 };
 
-struct SketchJob {
-  static constexpr int kMaxParts = 2;  // before: send + scalar; after: recv + send race
-  uint64_t call_uid = 0;
-  void* stream = nullptr;  // the call's cudaStream_t
-  int device = -1;         // the communicator's device (the host NCCL's null stream needs it)
-  bool captured = false;   // the call is being captured into a CUDA graph
-  // The call only reads these buffers (an out-of-place call's large send side): on a GPU the
-  // sketches run on a side stream beside the call, joined once it is enqueued.
-  bool beside_call = false;
-  int n = 0;
-  SketchPart parts[kMaxParts];
-  bool empty() const { return n == 0; }
-  void Add(const SketchPart& p) { parts[n++] = p; }
-};
+using SketchJob = StreamJob<SketchPart>;
 
 // Why a call's sketches were not taken; each reason is counted and noted in the trace.
 enum class SkipReason : int {
