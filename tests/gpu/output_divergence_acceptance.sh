@@ -94,7 +94,7 @@ record() {
 }
 
 # 1. The PyTorch job.
-if [ -n "${DIVERGENCE_SKIP_TORCH:-}" ]; then
+if [ "${DIVERGENCE_SKIP_TORCH:-0}" != 0 ]; then
   say "(the PyTorch job skipped: DIVERGENCE_SKIP_TORCH)"
 elif "$PY" -c 'import torch, triton' >/dev/null 2>&1; then
   for victim in all_reduce broadcast; do
