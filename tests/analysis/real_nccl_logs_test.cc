@@ -17,6 +17,7 @@
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/nccl_log_import.h"
 #include "ncclrr/analysis/report_format.h"
+#include "ncclrr/testing/temp_dir.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -80,10 +81,7 @@ TEST(RealNcclLogs, EveryCollectedLogIsTested) {
 
 // Checks the text as a log and returns the report.
 Report CheckLog(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("ncclrr-log-" + std::to_string(getpid()) + "-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = ncclrr::testing::FreshTempDir("log-" + name);
   std::ofstream(dir / "job.log") << text;
   auto imported = ImportNcclLogs({(dir / "job.log").string()}, (dir / "t").string());
   EXPECT_TRUE(imported.ok()) << imported.status().message();

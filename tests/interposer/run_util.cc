@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ncclrr/testing/temp_dir.h"
 #include "ncclrr/trace/describe.h"
 
 namespace ncclrr::testing {
@@ -30,11 +31,7 @@ std::string FreshDir(const std::string& tag) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const auto* suite = ::testing::UnitTest::GetInstance()->current_test_suite();
   const std::string who = info ? info->name() : suite ? suite->name() : "suite";
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ncclrr-interposer-" + std::to_string(getpid()) + "-" + who + "-" + tag);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return ncclrr::testing::FreshTempDir("interposer-" + who + "-" + tag);
 }
 
 RunResult RunApp(const std::string& app, const std::vector<std::string>& args,

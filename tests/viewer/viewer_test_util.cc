@@ -1,4 +1,5 @@
 #include "viewer_test_util.h"
+#include "ncclrr/testing/temp_dir.h"
 
 #include "ncclrr/trace/trace_writer.h"
 
@@ -41,13 +42,7 @@ void EnsureApp() {
 }
 
 std::string TempDir(const std::string& name) {
-  namespace fs = std::filesystem;
-  const fs::path p =
-      fs::temp_directory_path() / ("ncclrr-viewer-test-" + std::to_string(getpid())) / name;
-  std::error_code ec;
-  fs::remove_all(p, ec);
-  fs::create_directories(p);
-  return p.string();
+  return ncclrr::testing::FreshTempDir("viewer-test-" + name);
 }
 
 static std::string WriteOrFail(SyntheticTraceOptions o) {

@@ -1,29 +1,14 @@
 #pragma once
-// Test fixtures for traces: scratch directories and record builders.
+// Test fixtures for traces: record builders (scratch directories: temp_dir.h).
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
+#include "ncclrr/testing/temp_dir.h"
 #include "ncclrr/trace/records.h"
 
 namespace ncclrr::testing {
-
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& tag) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / ("ncclrr-" + tag + "-XXXXXX"));
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 inline CallRecord MakeCall(uint64_t i) {
   CallRecord c{};
