@@ -55,9 +55,11 @@ class DumpCommand : public Command {
       for (const auto& c : f.comms)
         if ((!comm || c.comm_id == comm) && (rank < 0 || c.rank == rank))
           std::printf("%s\n", DescribeComm(c, f.String(c.name_id), stable).c_str());
+      std::vector<CallRecord> rows;
+      for (const CallRecord& c : f.calls)
+        if ((!comm || c.comm_id == comm) && (rank < 0 || c.rank == rank)) rows.push_back(c);
       std::vector<const CallRecord*> calls;
-      for (const auto& c : f.calls)
-        if ((!comm || c.comm_id == comm) && (rank < 0 || c.rank == rank)) calls.push_back(&c);
+      for (const CallRecord& c : rows) calls.push_back(&c);
       if (stable) {
         std::stable_sort(calls.begin(), calls.end(), [](const CallRecord* a, const CallRecord* b) {
           return std::tie(a->comm_id, a->rank, a->type_seq, a->api, a->seq) <

@@ -1,12 +1,15 @@
 // bench-analysis: `ncclrr check` and `ncclrr export` on large synthetic traces.
 //
-//   bench-analysis [--ranks R] [--calls N] [--export-ranks R2] [--export-calls N2] [--dir D]
+//   bench-analysis [--ranks R] [--calls N] [--threads T] [--quick] [--export-ranks R2]
+//                  [--export-calls N2] [--dir D]
 //
 // Writes an R-rank trace of N allreduces per rank (a training loop of 4 tensors per step, with
 // one same-shape swap and one count mismatch injected so the checkers have work), then measures
 // load (read + build the model), check (identity, alignment, every checker), their sum as
 // records/s, and peak RSS. The Chrome JSON export is measured on a smaller trace (R2 x N2),
 // since its JSON is ~275 bytes per call; bench-export compares it with the other formats.
+// --threads sets the threads of loading and checking (default: every core); --quick measures
+// load and check only, and ends with one machine-readable line ("row: ...") for scale_table.sh.
 // bench/README.md records the last numbers.
 #include <sys/resource.h>
 #include <time.h>
@@ -74,13 +77,16 @@ bool Generate(const ncclrr::SyntheticTraceOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int ranks = 64, export_ranks = 8;
+  int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount();
+  bool quick = false;
   long long calls = 125'000, export_calls = 25'000;
   std::string dir = "/tmp/ncclrr-bench-analysis";
   try {
     ncclrr::Args args("bench-analysis", argc, argv);
     args.Option("--ranks").Option("--calls").Option("--export-ranks").Option("--export-calls");
-    args.Option("--dir").Parse();
+    args.Option("--dir").Option("--threads").Flag("--quick").Parse();
+    threads = static_cast<int>(args.GetInt("--threads", threads));
+    quick = args.Has("--quick");
     ranks = static_cast<int>(args.GetInt("--ranks", ranks));
     calls = args.GetInt("--calls", calls);
     export_ranks = static_cast<int>(args.GetInt("--export-ranks", export_ranks));
@@ -95,7 +101,9 @@ int main(int argc, char** argv) {
   const double rss0 = PeakRssMb();
   auto t = Clock::now();
   double cpu = CpuSeconds();
-  auto model = ncclrr::analysis::TraceModel::Load(big.dir);
+  ncclrr::analysis::LoadOptions lo;
+  lo.threads = threads;
+  auto model = ncclrr::analysis::TraceModel::Load(big.dir, lo);
   if (!model.ok()) {
     std::fprintf(stderr, "load failed: %s\n", model.status().message().c_str());
     return 2;
@@ -105,6 +113,7 @@ int main(int argc, char** argv) {
   cpu = CpuSeconds();
   t = Clock::now();
   ncclrr::analysis::CheckOptions co;
+  co.threads = threads;
   std::string phase = "logical identity";
   auto phase_start = Clock::now();
   co.progress = [&](std::string_view next) {  // "checking: <name>" before each checker
@@ -118,9 +127,9 @@ int main(int argc, char** argv) {
   const double check_cpu = CpuSeconds() - cpu;
   const double n = static_cast<double>(model->total_calls());
   std::printf(
-      "load  (read + model, 2 threads): %.2f s = %.1f M records/s (%.2f CPU s = %.1f M "
+      "load  (read + model, %d threads): %.2f s = %.1f M records/s (%.2f CPU s = %.1f M "
       "records per CPU-second)\n",
-      load_s, n / load_s / 1e6, load_cpu, n / load_cpu / 1e6);
+      threads, load_s, n / load_s / 1e6, load_cpu, n / load_cpu / 1e6);
   std::printf(
       "check (identity, alignment, all checkers): %.2f s = %.1f M records/s (%.2f CPU s "
       "= %.1f M records per CPU-second)\n",
@@ -130,10 +139,19 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(report.summary.occurrences));
   std::printf("peak RSS %.0f MB (%.0f B per call; %.0f MB before loading)\n", PeakRssMb(),
               (PeakRssMb() - rss0) * 1024 * 1024 / n, rss0);
+  if (quick) {
+    std::printf(
+        "row: ranks %d calls %lld threads %d records %.0f load_s %.3f check_s %.3f "
+        "peak_mb %.0f b_per_call %.1f findings %zu\n",
+        ranks, calls, threads, n, load_s, check_s, PeakRssMb(),
+        (PeakRssMb() - rss0) * 1024 * 1024 / n, report.findings.size());
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   model = ncclrr::Status(ncclrr::StatusCode::kInternal, "released");  // free before measuring more
   {  // Where load time goes: the recorder's reader alone, then building the model from it.
     double c0 = CpuSeconds();
-    auto d = ncclrr::LoadTraceDir(big.dir);
+    auto d = ncclrr::LoadTraceDir(big.dir, {threads, {}});
     const double read_cpu = CpuSeconds() - c0;
     c0 = CpuSeconds();
     if (d.ok()) (void)ncclrr::analysis::TraceModel::Build(std::move(d.value()));

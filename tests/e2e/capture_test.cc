@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <optional>
 
 #include <cstdlib>
 #include <cstring>
@@ -73,10 +74,10 @@ class CaptureE2e : public ::testing::Test {
   std::string SideFile(const TraceFile& t) const {
     return t.captures.empty() ? "" : CaptureFilePath(fs::path(t.path).parent_path(), t.captures[0]);
   }
-  const CallRecord* CallOf(const TraceFile& t, uint64_t uid) const {
+  std::optional<CallRecord> CallOf(const TraceFile& t, uint64_t uid) const {
     for (const CallRecord& c : t.calls)
-      if (c.uid == uid) return &c;
-    return nullptr;
+      if (c.uid == uid) return c;
+    return std::nullopt;
   }
 
   // check --stable with the communicator hashes masked, against tests/analysis/golden/NAME.txt
@@ -114,8 +115,8 @@ TEST_F(CaptureE2e, CleanRunChecksCleanAndTheFilesHoldTheBuffers) {
   for (const CaptureRefData& c : t.captures) {
     auto bytes = ReadCapturedBuffer(Trace("t"), c);
     ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-    const CallRecord* call = CallOf(t, c.call_uid);
-    ASSERT_NE(call, nullptr);
+    const std::optional<CallRecord> call = CallOf(t, c.call_uid);
+    ASSERT_TRUE(call.has_value());
     EXPECT_EQ(c.bytes, call->count * sizeof(float));
     for (const SketchData& s : t.sketches) {
       if (s.call_uid != c.call_uid || s.which != c.which) continue;
@@ -163,7 +164,7 @@ TEST_F(CaptureE2e, ACorruptedOutputIsFoundAtItsElement) {
   // Rank 1's output of seq 1 gets 12345.5 at element 7.
   const CaptureRefData* target = nullptr;
   for (const CaptureRefData& c : t.captures) {
-    const CallRecord* call = CallOf(t, c.call_uid);
+    const std::optional<CallRecord> call = CallOf(t, c.call_uid);
     if (call && call->rank == 1 && call->seq == 1 && c.which == SketchWhich::kRecvAfter)
       target = &c;
   }
@@ -230,8 +231,8 @@ TEST_F(CaptureE2e, TheFilterSelectsCalls) {
   const TraceFile t = Load("t");
   std::set<uint64_t> seqs;
   for (const CaptureRefData& c : t.captures) {
-    const CallRecord* call = CallOf(t, c.call_uid);
-    ASSERT_NE(call, nullptr);
+    const std::optional<CallRecord> call = CallOf(t, c.call_uid);
+    ASSERT_TRUE(call.has_value());
     EXPECT_EQ(call->api, uint16_t(Api::kAllReduce));
     seqs.insert(call->seq);
   }

@@ -141,11 +141,11 @@ std::vector<std::string> CheckExampleSketches(const TraceFile& t, const ExampleR
     return x;
   };
   for (int r = 0; r < run.ranks; ++r) {
-    std::vector<const CallRecord*> calls;
+    std::vector<CallRecord> calls;
     for (const CallRecord& c : t.calls)
-      if (c.rank == r && IsCollective(static_cast<Api>(c.api))) calls.push_back(&c);
+      if (c.rank == r && IsCollective(static_cast<Api>(c.api))) calls.push_back(c);
     std::sort(calls.begin(), calls.end(),
-              [](const CallRecord* a, const CallRecord* b) { return a->seq < b->seq; });
+              [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; });
     const auto expected = plan_of(r);
     if (calls.size() != expected.size()) {
       problems.push_back("rank " + std::to_string(r) + ": " + std::to_string(calls.size()) +
@@ -154,7 +154,7 @@ std::vector<std::string> CheckExampleSketches(const TraceFile& t, const ExampleR
       continue;
     }
     for (size_t k = 0; k < calls.size(); ++k) {
-      const CallRecord& rec = *calls[k];
+      const CallRecord& rec = calls[k];
       const auto& [step, call] = expected[k];
       const std::string what = CallName(rec);
       auto it = sketches.find(rec.uid);

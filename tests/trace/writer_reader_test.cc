@@ -160,7 +160,8 @@ TEST(WriterReader, EveryRecordKindRoundTrips) {
     ASSERT_EQ(t->calls.size(), 1000u);
     for (uint64_t i = 0; i < 1000; ++i) {
       const CallRecord want = MakeCall(i);
-      EXPECT_EQ(std::memcmp(&t->calls[i], &want, sizeof want), 0) << "call " << i;
+      const CallRecord got = t->calls[i];
+      EXPECT_EQ(std::memcmp(&got, &want, sizeof want), 0) << "call " << i;
     }
     ASSERT_EQ(t->comms.size(), 1u);
     EXPECT_EQ(t->String(t->comms[0].name_id), "dp.group");

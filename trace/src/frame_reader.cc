@@ -124,8 +124,9 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector
       *payload = scratch[0].data();
     }
   } else if (h->codec == static_cast<uint16_t>(format::Codec::kZstd)) {
-    scratch[0].resize(h->raw_size);
-    const size_t n = ZSTD_decompress(scratch[0].data(), scratch[0].size(), stored, h->stored_size);
+    // Buffers only grow: a reader reuses them frame after frame, touching fresh memory once.
+    if (scratch[0].size() < h->raw_size) scratch[0].resize(h->raw_size);
+    const size_t n = ZSTD_decompress(scratch[0].data(), h->raw_size, stored, h->stored_size);
     if (ZSTD_isError(n) || n != h->raw_size) return FrameCheck::kBad;
     *payload = scratch[0].data();
     *psize = n;
@@ -141,7 +142,7 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector
         uint64_t{r.row_words} > (*psize - r.offset) / 8 ||
         uint64_t{r.rows} > (*psize - r.offset) / 8 / r.row_words)
       return FrameCheck::kBad;
-    scratch[1].resize(*psize);
+    if (scratch[1].size() < *psize) scratch[1].resize(*psize);
     uint8_t* out = scratch[1].data();
     std::memcpy(out, *payload, r.offset);
     UntransposeDelta(*payload + r.offset, out + r.offset, r.rows, r.row_words);
@@ -183,27 +184,37 @@ size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch) {
   return f.size();
 }
 
+uint64_t ClampCallTimes(CallRecord* calls, size_t n) {
+  uint64_t clamped = 0;
+  for (size_t i = 0; i < n; ++i)
+    clamped += ClampTime(&calls[i].enter_ns) + ClampTime(&calls[i].exit_ns);
+  return clamped;
+}
+
+bool CallTimesSane(const CallRecord* calls, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!TimeSane(calls[i].enter_ns) || !TimeSane(calls[i].exit_ns)) return false;
+  return true;
+}
+
 void CollectBatch(const fb::Batch& b, TraceFile* t) {
+  std::vector<CallRecord> calls;
+  CollectBatch(b, t, &calls);
+  t->calls.Append(calls.data(), calls.size());
+}
+
+void CollectBatch(const fb::Batch& b, TraceFile* t, std::vector<CallRecord>* out_calls) {
   if (b.strings())
     for (const auto* s : *b.strings()) t->strings[s->id()] = Str(s->text());
-  const size_t comms = t->comms.size(), calls = t->calls.size(), clocks = t->clocks.size(),
-               gpu = t->gpu_times.size(), graph = t->graph_events.size();
+  const size_t comms = t->comms.size(), calls = out_calls ? out_calls->size() : 0,
+               clocks = t->clocks.size(), gpu = t->gpu_times.size(), graph = t->graph_events.size();
   AppendStructs(b.comms(), &t->comms);
-  AppendStructs(b.calls(), &t->calls);
+  if (out_calls) AppendStructs(b.calls(), out_calls);
   AppendStructs(b.clocks(), &t->clocks);
-  // Timestamps are nanoseconds since boot or since 1970: a value outside [0, 2^62] (146 years)
-  // is damage, and sums or differences of such values would overflow. Clamped and counted.
-  auto sane = [t](int64_t& v) {
-    constexpr int64_t kMax = int64_t{1} << 62;
-    if (v >= 0 && v <= kMax) return;
-    v = v < 0 ? 0 : kMax;
-    ++t->clamped_times;
-  };
+  auto sane = [t](int64_t& v) { t->clamped_times += ClampTime(&v); };
   for (size_t i = comms; i < t->comms.size(); ++i) sane(t->comms[i].create_ns);
-  for (size_t i = calls; i < t->calls.size(); ++i) {
-    sane(t->calls[i].enter_ns);
-    sane(t->calls[i].exit_ns);
-  }
+  if (out_calls)
+    t->clamped_times += ClampCallTimes(out_calls->data() + calls, out_calls->size() - calls);
   for (size_t i = clocks; i < t->clocks.size(); ++i) {
     sane(t->clocks[i].mono_ns);
     sane(t->clocks[i].real_ns);

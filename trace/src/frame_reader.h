@@ -42,7 +42,22 @@ size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch);
 // A verified footer (its 1.2 summary when it has one).
 FooterData ReadFooter(const fb::Footer& f);
 
-// Appends a verified batch's records to `t`.
+// Timestamps are nanoseconds since boot or since 1970: a value outside [0, 2^62] (146 years)
+// is damage, and sums or differences of such values would overflow. Clamped and counted.
+inline bool TimeSane(int64_t v) { return v >= 0 && v <= (int64_t{1} << 62); }
+inline int ClampTime(int64_t* v) {
+  if (TimeSane(*v)) return 0;
+  *v = *v < 0 ? 0 : int64_t{1} << 62;
+  return 1;
+}
+// Clamps the calls' enter and exit times; returns how many were clamped.
+uint64_t ClampCallTimes(CallRecord* calls, size_t n);
+bool CallTimesSane(const CallRecord* calls, size_t n);
+
+// Appends a verified batch's records to `t`, its calls to `calls` (the caller packs them; null:
+// the caller takes them from the batch itself).
+void CollectBatch(const fb::Batch& b, TraceFile* t, std::vector<CallRecord>* calls);
+// The same, with the calls appended to t->calls.
 void CollectBatch(const fb::Batch& b, TraceFile* t);
 
 }  // namespace internal

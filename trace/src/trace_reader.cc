@@ -1,10 +1,5 @@
 #include "ncclrr/trace/trace_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -15,137 +10,40 @@
 #include <unordered_set>
 
 #include "batch_encoder.h"
+#include "file_reader.h"
 #include "frame_reader.h"
+#include "frame_walk.h"
 #include "ncclrr/base/parallel_for.h"
 #include "ncclrr/schema/trace_generated.h"
 #include "ncclrr/trace/format.h"
 
 namespace ncclrr {
-namespace {
-
-// Read-only view of a whole file.
-class MappedFile {
- public:
-  ~MappedFile() {
-    if (data_ && data_ != MAP_FAILED) munmap(data_, size_);
-  }
-  Status Open(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      close(fd);
-      return InvalidArgument("'" + path + "' is not a regular file");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) data_ = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (data_ == MAP_FAILED) return IoError("cannot map '" + path + "': " + std::strerror(errno));
-    return Status::Ok();
-  }
-  const uint8_t* data() const { return static_cast<const uint8_t*>(data_); }
-  size_t size() const { return size_; }
-  internal::ByteView view() const { return {data(), size_}; }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-}  // namespace
 
 Status ForEachBatch(const std::string& path, HeaderData* header,
                     const std::function<void(const fb::Batch&)>& on_batch,
                     std::vector<std::string>* warnings, TraceFile* stats) {
   using internal::FrameCheck;
-  MappedFile file;
+  internal::MappedFile file;
   NCCLRR_RETURN_IF_ERROR(file.Open(path));
-  const internal::ByteView f = file.view();
-  size_t off = 0;
-  NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, f, header, &off));
-  std::vector<uint8_t> scratch[2];  // decompressed payload, un-transposed payload
-  uint64_t frames = 0, bad = 0;
-  bool torn = false;
-  while (off < f.size()) {
+  internal::FrameWalk w(path, file.view(), warnings);
+  NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, w.f, header, &w.off));
+  while (w.off < w.f.size()) {
     internal::FrameHeader h;
     const uint8_t* payload = nullptr;
     size_t psize = 0, frame_bytes = 0;
-    const FrameCheck c = internal::CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes);
+    const FrameCheck c =
+        internal::CheckFrame(w.f, w.off, &h, w.scratch, &payload, &psize, &frame_bytes);
     if (c == FrameCheck::kOk) {
       on_batch(*flatbuffers::GetRoot<fb::Batch>(payload));
-      ++frames;
-      off += frame_bytes;
+      ++w.frames;
+      w.off += frame_bytes;
       continue;
     }
-    const size_t next = internal::Resync(f, off + 1, scratch);
-    if (c == FrameCheck::kTorn && next == f.size()) {
-      torn = true;
-      warnings->push_back(path + ": torn tail at byte offset " + std::to_string(off) + " of " +
-                          std::to_string(f.size()) +
-                          " (the recording process stopped mid-write); "
-                          "kept the " +
-                          std::to_string(frames) + " complete frames before it");
-      break;
-    }
-    ++bad;
-    warnings->push_back(
-        path + ": corrupt frame at byte offset " + std::to_string(off) + "; " +
-        (next < f.size()
-             ? "skipped " + std::to_string(next - off) + " bytes to the next valid frame"
-             : "nothing readable after it (" + std::to_string(f.size() - off) + " bytes lost)"));
-    off = next;
+    if (!w.SkipBadFrame(c)) break;
   }
-  if (stats) {
-    stats->frames = frames;
-    stats->bad_frames = bad;
-    stats->torn = torn;
-    stats->file_bytes = f.size();
-  }
+  if (stats) w.Report(stats);
   return Status::Ok();
 }
-
-namespace {
-
-// The footer in the last frame of `f` (frames start at `start`), when there is one: a frame that
-// ends where the file does, found by looking back at most 1 MiB for a frame header.
-std::optional<FooterData> LastFooter(const internal::ByteView& f, size_t start) {
-  constexpr size_t kLookBack = 1u << 20;
-  std::vector<uint8_t> scratch[2];
-  if (f.size() < start + format::kFrameHeaderSize) return std::nullopt;
-  const size_t lowest = f.size() - start > kLookBack ? f.size() - kLookBack : start;
-  for (size_t off = f.size() - format::kFrameHeaderSize + 1; off-- > lowest;) {
-    uint32_t magic;
-    std::memcpy(&magic, f.data() + off, sizeof magic);
-    if (magic != format::kFrameMagic) continue;
-    internal::FrameHeader h;
-    std::memcpy(&h, f.data() + off, sizeof h);  // a frame that would not end at the file's end
-    const size_t ext = (h.flags & format::kFlagTransposed) ? format::kFrameExtensionSize : 0;
-    if (off + sizeof h + ext + h.stored_size != f.size()) continue;  // is not checked in full
-    const uint8_t* payload = nullptr;
-    size_t psize = 0, frame_bytes = 0;
-    if (internal::CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes) !=
-            internal::FrameCheck::kOk ||
-        off + frame_bytes != f.size())
-      continue;
-    const fb::Batch* b = flatbuffers::GetRoot<fb::Batch>(payload);
-    if (b->footer() == nullptr) return std::nullopt;
-    return internal::ReadFooter(*b->footer());
-  }
-  return std::nullopt;
-}
-
-// A call written while in flight and written again when it returned is kept once, as returned.
-void DropSupersededInFlight(TraceFile* t) {
-  auto in_flight = [](const CallRecord& c) { return (c.flags & call_flags::kInFlight) != 0; };
-  if (std::none_of(t->calls.begin(), t->calls.end(), in_flight)) return;
-  std::unordered_set<uint64_t> seen;
-  for (const CallRecord& c : t->calls)
-    if (!in_flight(c)) seen.insert(c.uid);
-  std::erase_if(t->calls,
-                [&](const CallRecord& c) { return in_flight(c) && !seen.insert(c.uid).second; });
-}
-
-}  // namespace
 
 uint64_t TraceFile::DroppedRecords() const {
   if (footer) return footer->dropped;
@@ -161,61 +59,20 @@ std::string TraceFile::String(uint32_t id) const {
   return it == strings.end() ? std::string() : it->second;
 }
 
-namespace {
-// Room for the calls the footer counts, so the call vector is allocated once: growing it by
-// doubling re-faults and copies every record, most of what loading a large file cost
-// (bench-analysis). A footer whose count the file could not hold is ignored.
-void ReserveCalls(const std::string& path, TraceFile* t) {
-  MappedFile file;
-  HeaderData header;
-  size_t start = 0;
-  if (!file.Open(path).ok() || !internal::ParseHeader(path, file.view(), &header, &start).ok())
-    return;
-  const std::optional<FooterData> footer = LastFooter(file.view(), start);
-  if (!footer || footer->calls > file.size() * 2) return;
-  try {
-    t->calls.reserve(footer->calls);
-  } catch (const std::exception&) {  // no room: grow as the records come
-  }
-}
-}  // namespace
-
-StatusOr<TraceFile> ReadTraceFile(const std::string& path) {
-  TraceFile t;
-  t.path = path;
-  ReserveCalls(path, &t);
-  NCCLRR_RETURN_IF_ERROR(ForEachBatch(
-      path, &t.header, [&](const fb::Batch& b) { internal::CollectBatch(b, &t); }, &t.warnings,
-      &t));
-  if (t.nccl_version == 0) t.nccl_version = t.header.nccl_version;
-  for (int64_t* v : {&t.header.start_mono_ns, &t.header.start_real_ns})
-    if (*v < 0 || *v > (int64_t{1} << 62)) {
-      *v = 0;
-      ++t.clamped_times;
-    }
-  if (t.clamped_times > 0)
-    t.warnings.push_back(path + ": " + std::to_string(t.clamped_times) +
-                         " timestamp(s) outside any clock's range were clamped: the file is "
-                         "damaged, and times in it are not to be trusted");
-  DropSupersededInFlight(&t);
-  if (!t.footer && !t.torn)
-    t.warnings.push_back(path +
-                         ": no closing footer: the recording process did not finish "
-                         "writing (killed, or still running); calls after the last flush are "
-                         "missing");
-  return t;
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads) {
+  return internal::FileReader(threads).Read(path);
 }
 
 StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
   FileSummary s;
   s.path = path;
   {
-    MappedFile file;
+    internal::MappedFile file;
     NCCLRR_RETURN_IF_ERROR(file.Open(path));
     size_t start = 0;
     NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, file.view(), &s.header, &start));
     s.file_bytes = file.size();
-    if (auto footer = LastFooter(file.view(), start)) {
+    if (auto footer = internal::LastFooter(file.view(), start)) {
       s.has_footer = s.counted = true;
       s.totals = std::move(*footer);
       if (!s.totals.summary) s.totals.summary.emplace();  // a 1.1 file: no more than its counts
@@ -232,10 +89,10 @@ StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
       path, &s.header,
       [&](const fb::Batch& b) {
         TraceFile one;
-        internal::CollectBatch(b, &one);
-        s.totals.calls +=
-            internal::AddToFooterSummary(one.comms, one.calls, one.gpu_times, one.captures,
-                                         one.notes, &sum, &captured, &in_flight);
+        std::vector<CallRecord> calls;
+        internal::CollectBatch(b, &one, &calls);
+        s.totals.calls += internal::AddToFooterSummary(
+            one.comms, calls, one.gpu_times, one.captures, one.notes, &sum, &captured, &in_flight);
         for (const DropCountRecord& d : one.drops) drops[d.tid] = std::max(drops[d.tid], d.dropped);
       },
       &warnings);
@@ -279,13 +136,22 @@ StatusOr<TraceDir> LoadTraceDir(const std::string& path, const LoadDirOptions& o
   std::vector<std::optional<StatusOr<TraceFile>>> read(files.size());
   std::atomic<size_t> done{0};
   std::mutex progress_mu;
-  ParallelFor(files.size(), std::min(options.threads, 64), [&](size_t i) {
-    read[i].emplace(ReadTraceFile(files[i]));
-    const size_t n = done.fetch_add(1) + 1;
-    if (options.progress && (n % 16 == 0 || n == files.size())) {
-      std::lock_guard<std::mutex> lock(progress_mu);
-      options.progress("read " + std::to_string(n) + " of " + std::to_string(files.size()) +
-                       " trace files");
+  // Files on as many threads as there are files; the threads left over decode frames within a
+  // file (a trace of few large files).
+  const int threads = std::clamp(options.threads, 1, 256);
+  const int outer = static_cast<int>(std::min<size_t>(files.size(), threads));
+  const int inner = std::max(1, threads / outer);
+  std::atomic<size_t> next{0};
+  ParallelFor(outer, outer, [&](size_t) {
+    internal::FileReader reader(inner);  // one a thread: its buffers serve file after file
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      read[i].emplace(reader.Read(files[i]));
+      const size_t n = done.fetch_add(1) + 1;
+      if (options.progress && (n % 16 == 0 || n == files.size())) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        options.progress("read " + std::to_string(n) + " of " + std::to_string(files.size()) +
+                         " trace files");
+      }
     }
   });
   TraceDir d;

@@ -3,6 +3,7 @@
 // and collective lifecycle calls (Finalize, Split, Shrink) that only some ranks made.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "checks/checkers.h"
@@ -44,12 +45,13 @@ class LifecycleChecker : public Checker {
   void UseAfterEnd(CheckContext& ctx, size_t ci, const RankView& r, FindingSink& sink) {
     const TraceModel& m = ctx.model();
     const CommModel& c = m.comms()[ci];
-    const CallRecord* end = nullptr;
+    std::optional<CallRecord> end;
     for (CallRef ref : r.lifecycle) {
-      const Api a = static_cast<Api>(m.call(ref).api);
+      const CallRecord call = m.call(ref);
+      const Api a = static_cast<Api>(call.api);
       if ((a == Api::kCommDestroy || a == Api::kCommAbort || a == Api::kCommFinalize) &&
-          (!end || m.call(ref).enter_ns < end->enter_ns))
-        end = &m.call(ref);
+          (!end || call.enter_ns < end->enter_ns))
+        end = call;
     }
     if (!end) return;
     std::vector<const CollectiveSlot*> late;

@@ -4,6 +4,7 @@
 // missing or torn is never accused: the trace cannot show where it stopped (trace_incomplete).
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "checks/checkers.h"
 #include "ncclrr/analysis/coverage.h"
@@ -223,10 +224,10 @@ class MissingCallChecker : public Checker {
   static std::string ElsewhereNote(const TraceModel& m, size_t ci, const RankView& rv,
                                    bool stable) {
     const TraceFile& t = m.file(static_cast<uint32_t>(rv.file));
-    const CallRecord* last = nullptr;
+    std::optional<CallRecord> last;
     for (const CallRecord& call : t.calls)
       if (IsCollective(static_cast<Api>(call.api)) || IsP2p(static_cast<Api>(call.api)))
-        if (!last || call.enter_ns > last->enter_ns) last = &call;
+        if (!last || call.enter_ns > last->enter_ns) last = call;
     if (!last || last->comm_id == m.comms()[ci].id) return "";
     std::string s = ", and its process's last call was " + ShortCall(*last) + " on comm " +
                     Hex64(last->comm_id);

@@ -21,11 +21,11 @@ class EventView {
   EventView(const SequenceContext& sc, const RawEvent& e)
       : sc_(sc), e_(e), m_(sc.ctx.model()), c_(m_.comms()[sc.ci]) {}
 
-  const CallRecord& Call(int rank, uint32_t slot) const {
+  CallRecord Call(int rank, uint32_t slot) const {
     return m_.call(c_.ranks[rank].collectives[slot].call);
   }
-  const CallRecord& Mine(size_t k) const { return Call(e_.ranks[0], e_.rank_slots[0][k]); }
-  const CallRecord& Ref(size_t k) const { return Call(sc_.ref, e_.ref_slots[k]); }
+  CallRecord Mine(size_t k) const { return Call(e_.ranks[0], e_.rank_slots[0][k]); }
+  CallRecord Ref(size_t k) const { return Call(sc_.ref, e_.ref_slots[k]); }
   uint32_t Tensor(int rank, uint32_t slot) const {
     return sc_.ctx.identity().Of(sc_.ci, rank, slot);
   }

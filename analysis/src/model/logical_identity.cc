@@ -383,9 +383,9 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
       ky.resize(r.collectives.size());
       auto& ad = addrs[r.rank];
       ad.resize(r.collectives.size());
-      const CallRecord* calls = m.file(static_cast<uint32_t>(r.file)).calls.data();
+      const CallTable& calls = m.file(static_cast<uint32_t>(r.file)).calls;
       for (size_t k = 0; k < sh.size(); ++k) {
-        const CallRecord& call = calls[r.collectives[k].call.index];
+        const CallRecord call = calls[r.collectives[k].call.index];
         sh[k] = ShapeSignature(call) | 1;
         ky[k] = BufferKey(call);
         ad[k] = call.sendbuff ? call.sendbuff : call.recvbuff;

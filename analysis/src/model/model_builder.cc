@@ -194,20 +194,20 @@ class ModelBuilder {
         for (RankView& rv : m_.comms_[fc.index].ranks)
           if (rv.file == static_cast<int32_t>(f)) rv.collectives.reserve(share);
     }
-    for (uint32_t i = 0; i < t.calls.size(); ++i) {
-      const CallRecord& c = t.calls[i];
+    t.calls.ForEachRow([&](size_t row, const CallRecord& c) {
+      const auto i = static_cast<uint32_t>(row);
       if (Unplaceable(c)) {
         ++m_.files_[f].unplaceable_calls;
-        continue;
+        return;
       }
-      if (c.comm_id == 0) continue;
+      if (c.comm_id == 0) return;
       const size_t ci = CommOfCall(f, c);
-      if (c.rank < 0) continue;  // lifecycle calls made before the rank was known
+      if (c.rank < 0) return;  // lifecycle calls made before the rank was known
       const int nranks = m_.comms_[ci].nranks;
       if (c.rank >= kMaxRanks || (nranks > 0 && c.rank >= nranks)) {
         m_.comms_[ci].problems.push_back("a call names rank " + std::to_string(c.rank) + " of " +
                                          std::to_string(nranks) + "; it is left out");
-        continue;
+        return;
       }
       RankView& rv = RankOf(ci, c.rank);
       if (rv.file < 0) {
@@ -217,7 +217,7 @@ class ModelBuilder {
         m_.comms_[ci].problems.push_back(
             "rank " + std::to_string(c.rank) + " issued calls from two processes (" +
             m_.files_[rv.file].name + " and " + m_.files_[f].name + ")");
-        continue;
+        return;
       }
       const CallRef ref{f, i};
       const Api api = static_cast<Api>(c.api);
@@ -237,7 +237,7 @@ class ModelBuilder {
       } else {
         rv.other.push_back(ref);
       }
-    }
+    });
   }
 
   // Graph launches: each launch of a graph re-issues its captured calls, so they take positions
@@ -359,10 +359,10 @@ class ModelBuilder {
     for (uint32_t f = 0; f < files.size(); ++f) {
       const TraceFile& t = files[f];
       int64_t last = INT64_MIN;
-      for (const CallRecord& c : t.calls) {
+      t.calls.ForEachRow([&](size_t, const CallRecord& c) {
         lo = std::min(lo, m_.CommonTime(f, c.enter_ns));
         last = std::max(last, std::max(c.exit_ns, c.enter_ns));
-      }
+      });
       for (const ClockPairRecord& p : t.clocks) last = std::max(last, p.mono_ns);
       if (t.footer && t.footer->end_ns) last = std::max(last, t.footer->end_ns);
       for (const GraphEventRecord& e : t.graph_events) last = std::max(last, e.time_ns);
@@ -377,8 +377,9 @@ class ModelBuilder {
       for (RankView& rv : c.ranks) {
         if (rv.file < 0) continue;
         const uint32_t f = static_cast<uint32_t>(rv.file);
+        const CallTable& calls = files[f].calls;
         for (CollectiveSlot& s : rv.collectives)
-          if (s.launch == 0) s.time_ns = m_.CallTime(s.call);
+          if (s.launch == 0) s.time_ns = m_.CommonTime(f, calls.EnterNs(s.call.index));
         for (GraphTemplate& g : rv.graphs)
           for (int64_t& lt : g.launch_times_ns) lt = m_.CommonTime(f, lt);
         for (CollectiveSlot& s : rv.collectives)
@@ -387,7 +388,7 @@ class ModelBuilder {
               if (g.graph_id == files[f].calls[s.call.index].graph_id &&
                   s.launch <= g.launch_times_ns.size())
                 s.time_ns = g.launch_times_ns[s.launch - 1];
-        for (P2pCall& p : rv.p2p) p.time_ns = m_.CallTime(p.call);
+        for (P2pCall& p : rv.p2p) p.time_ns = m_.CommonTime(f, calls.EnterNs(p.call.index));
       }
   }
 

@@ -30,7 +30,7 @@ struct CheckOptions {
   double swap_confidence_floor = 0.5;
   std::vector<std::shared_ptr<class Checker>> extra_checkers;  // run after the built-in ones
   std::function<void(std::string_view)> progress;              // long traces
-  int threads = 2;  // big communicators are analysed rank-parallel
+  int threads = CoreCount();  // big communicators are analysed rank-parallel
 };
 
 class CheckContext {

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ncclrr/base/parallel_for.h"
 #include "ncclrr/base/status.h"
 #include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
@@ -126,7 +127,7 @@ struct FlaggedCall {
 };
 
 struct LoadOptions {
-  int threads = 2;  // files read in parallel
+  int threads = CoreCount();  // files, and frames within files, decoded in parallel
   // Progress for long traces ("read 12 of 64 files"); called from the loading thread.
   std::function<void(std::string_view)> progress;
 };
@@ -145,7 +146,7 @@ class TraceModel {
   const TraceDir& dir() const { return *dir_; }
   const std::vector<CommModel>& comms() const { return comms_; }
   const std::vector<FileView>& files() const { return files_; }
-  const CallRecord& call(CallRef r) const { return dir_->files[r.file].calls[r.index]; }
+  CallRecord call(CallRef r) const { return dir_->files[r.file].calls[r.index]; }
   const TraceFile& file(uint32_t f) const { return dir_->files[f]; }
   // Index into comms() of (id, lineage), or -1.
   int FindComm(uint64_t id, uint32_t lineage = 0) const;

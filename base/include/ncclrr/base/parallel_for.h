@@ -30,6 +30,12 @@ void ParallelFor(size_t n, int threads, F&& fn) {
   for (auto& t : pool) t.join();
 }
 
+// The cores this process may use: the default thread count of offline work (loading, checking).
+inline int CoreCount() {
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores;
+}
+
 // Ranges smaller than this run on the calling thread alone (thread start-up costs ~50 us).
 inline constexpr uint64_t kParallelGrain = uint64_t{1} << 18;
 

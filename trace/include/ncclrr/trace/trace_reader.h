@@ -22,7 +22,7 @@ struct Batch;
 
 // A file read back: its records (gpu_times only the complete ones, start_ns <= end_ns) and what
 // reading it found.
-struct TraceFile : RecordSet {
+struct TraceFile : BasicRecordSet<CallTable> {
   std::string path;
   HeaderData header;
   int32_t nccl_version = 0;  // from the header, or the first batch that knew it
@@ -48,7 +48,8 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
                     const std::function<void(const fb::Batch&)>& on_batch,
                     std::vector<std::string>* warnings, TraceFile* stats = nullptr);
 
-StatusOr<TraceFile> ReadTraceFile(const std::string& path);
+// Reads a whole file, decoding its frames on up to `threads` threads.
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads = 1);
 
 // What `ncclrr record`'s closing summary needs of one file, read without loading it: the
 // header, and the footer from the file's last frame. A file without a footer (its process was
@@ -76,7 +77,8 @@ struct TraceDir {
 StatusOr<std::vector<std::string>> ListTraceFiles(const std::string& path);
 
 struct LoadDirOptions {
-  int threads = 1;  // files are read on up to this many threads (decompression dominates)
+  // Threads: across files, and within a file when there are fewer files than threads.
+  int threads = 1;
   std::function<void(const std::string&)> progress;  // "read 16 of 512 trace files"
 };
 

@@ -1,0 +1,206 @@
+#include "ncclrr/trace/call_table.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "ncclrr/base/parallel_for.h"
+
+namespace ncclrr {
+namespace {
+
+constexpr int kEnterWord = offsetof(CallRecord, enter_ns) / 8;
+constexpr int kExitWord = offsetof(CallRecord, exit_ns) / 8;
+static_assert(sizeof(CallRecord) % 8 == 0 && kExitWord == kEnterWord + 1);
+// Widths above this take a whole word: an unaligned 8-byte load holds at most 57 bits past any
+// bit offset, and a 64-bit column is byte aligned.
+constexpr int kMaxPackedWidth = 57;
+
+using Words = std::array<uint64_t, CallTable::kWords>;
+
+// The record as the words the table stores: the exit time as its distance from the enter time.
+Words ToWords(const CallRecord& c) {
+  Words w;
+  std::memcpy(w.data(), &c, sizeof c);
+  w[kExitWord] -= w[kEnterWord];
+  return w;
+}
+
+CallRecord FromWords(Words w) {
+  w[kExitWord] += w[kEnterWord];
+  CallRecord c;
+  std::memcpy(&c, w.data(), sizeof c);
+  return c;
+}
+
+uint64_t Mask(int width) { return width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1; }
+
+}  // namespace
+
+CallTable::Block CallTable::Measure(const CallRecord* rows) {
+  Words lo, hi;
+  lo.fill(static_cast<uint64_t>(INT64_MAX));
+  hi.fill(static_cast<uint64_t>(INT64_MIN));
+  for (size_t r = 0; r < kBlockRows; ++r) {
+    const Words w = ToWords(rows[r]);
+    for (int k = 0; k < kWords; ++k) {  // signed: small negative deltas stay small
+      if (static_cast<int64_t>(w[k]) < static_cast<int64_t>(lo[k])) lo[k] = w[k];
+      if (static_cast<int64_t>(w[k]) > static_cast<int64_t>(hi[k])) hi[k] = w[k];
+    }
+  }
+  Block b;
+  uint16_t start = 0;
+  for (int k = 0; k < kWords; ++k) {
+    b.base[k] = lo[k];
+    int width = std::bit_width(hi[k] - lo[k]);
+    if (width > kMaxPackedWidth) width = 64;
+    b.width[k] = static_cast<uint8_t>(width);
+    b.start[k] = start;
+    start = static_cast<uint16_t>(start + kBlockRows * width / 8);
+  }
+  return b;
+}
+
+size_t CallTable::PackedBytes(const Block& b) {
+  return b.start[kWords - 1] + kBlockRows * b.width[kWords - 1] / 8;
+}
+
+void CallTable::Pack(const CallRecord* rows, const Block& b, uint8_t* out) {
+  // Packed here first: a column's last 8-byte store reaches past its end, into bytes another
+  // thread may be writing.
+  alignas(8) uint8_t buf[kBlockRows * kWords * 8 + 8] = {};
+  for (size_t r = 0; r < kBlockRows; ++r) {
+    const Words w = ToWords(rows[r]);
+    for (int k = 0; k < kWords; ++k) {
+      const int width = b.width[k];
+      if (width == 0) continue;
+      const uint64_t v = w[k] - b.base[k];
+      const size_t bit = r * width;
+      uint8_t* p = buf + b.start[k] + bit / 8;
+      uint64_t cur;
+      std::memcpy(&cur, p, 8);
+      cur |= v << (bit % 8);
+      std::memcpy(p, &cur, 8);
+    }
+  }
+  std::memcpy(out, buf, PackedBytes(b));
+}
+
+uint64_t CallTable::Word(size_t i, int k) const {
+  if (i >= sealed_rows()) {
+    uint64_t w[kWords];
+    std::memcpy(w, &tail_[i - sealed_rows()], sizeof w);
+    return w[k];
+  }
+  const Block& b = blocks_[i / kBlockRows];
+  const size_t r = i % kBlockRows;
+  auto raw = [&](int word) {
+    const int width = b.width[word];
+    if (width == 0) return b.base[word];
+    const size_t bit = r * width;
+    uint64_t cur;
+    std::memcpy(&cur, packed_.data() + b.offset + b.start[word] + bit / 8, 8);
+    return b.base[word] + ((cur >> (bit % 8)) & Mask(width));
+  };
+  return k == kExitWord ? raw(kExitWord) + raw(kEnterWord) : raw(k);
+}
+
+CallRecord CallTable::operator[](size_t i) const {
+  if (i >= sealed_rows()) return tail_[i - sealed_rows()];
+  const Block& b = blocks_[i / kBlockRows];
+  const size_t r = i % kBlockRows;
+  const uint8_t* data = packed_.data() + b.offset;
+  Words w;
+  for (int k = 0; k < kWords; ++k) {
+    const int width = b.width[k];
+    if (width == 0) {
+      w[k] = b.base[k];
+      continue;
+    }
+    const size_t bit = r * width;
+    uint64_t cur;
+    std::memcpy(&cur, data + b.start[k] + bit / 8, 8);
+    w[k] = b.base[k] + ((cur >> (bit % 8)) & Mask(width));
+  }
+  return FromWords(w);
+}
+
+void CallTable::DecodeBlock(size_t bi, CallRecord* out) const {
+  const Block& b = blocks_[bi];
+  const uint8_t* data = packed_.data() + b.offset;
+  alignas(8) uint64_t w[kBlockRows][kWords];
+  for (int k = 0; k < kWords; ++k) {
+    const int width = b.width[k];
+    const uint64_t base = b.base[k], mask = Mask(width);
+    if (width == 0) {
+      for (size_t r = 0; r < kBlockRows; ++r) w[r][k] = base;
+      continue;
+    }
+    const uint8_t* col = data + b.start[k];
+    for (size_t r = 0, bit = 0; r < kBlockRows; ++r, bit += width) {
+      uint64_t cur;
+      std::memcpy(&cur, col + bit / 8, 8);
+      w[r][k] = base + ((cur >> (bit % 8)) & mask);
+    }
+  }
+  for (size_t r = 0; r < kBlockRows; ++r) w[r][kExitWord] += w[r][kEnterWord];
+  std::memcpy(static_cast<void*>(out), w, sizeof w);
+}
+
+void CallTable::AppendBlocks(const CallRecord* rows, size_t nblocks, int threads) {
+  if (nblocks == 0) return;
+  const size_t first = blocks_.size();
+  blocks_.resize(first + nblocks);
+  ParallelFor(nblocks, threads,
+              [&](size_t i) { blocks_[first + i] = Measure(rows + i * kBlockRows); });
+  size_t end = packed_.empty() ? 0 : packed_.size() - 8;  // the slack is not data
+  for (size_t i = first; i < blocks_.size(); ++i) {
+    blocks_[i].offset = end;
+    end += PackedBytes(blocks_[i]);
+  }
+  packed_.resize(end + 8);
+  ParallelFor(nblocks, threads, [&](size_t i) {
+    const Block& b = blocks_[first + i];
+    Pack(rows + i * kBlockRows, b, packed_.data() + b.offset);
+  });
+}
+
+void CallTable::Append(const CallRecord* rows, size_t n, int threads) {
+  if (!tail_.empty()) {
+    const size_t take = std::min(n, kBlockRows - tail_.size());
+    tail_.insert(tail_.end(), rows, rows + take);
+    rows += take, n -= take;
+    if (tail_.size() < kBlockRows) return;
+    AppendBlocks(tail_.data(), 1, 1);
+    tail_.clear();
+  }
+  const size_t full = n / kBlockRows;
+  AppendBlocks(rows, full, threads);
+  tail_.assign(rows + full * kBlockRows, rows + n);
+}
+
+void CallTable::push_back(const CallRecord& c) {
+  tail_.push_back(c);
+  if (tail_.size() < kBlockRows) return;
+  AppendBlocks(tail_.data(), 1, 1);
+  tail_.clear();
+}
+
+void CallTable::clear() {
+  blocks_.clear();
+  packed_.clear();
+  tail_.clear();
+}
+
+void CallTable::reserve(size_t n) {
+  // ~24 bytes a row is what a busy training loop's calls pack to (bench-analysis).
+  blocks_.reserve(n / kBlockRows + 1);
+  packed_.reserve(n * 24 + 8);
+}
+
+size_t CallTable::MemoryBytes() const {
+  return blocks_.capacity() * sizeof(Block) + packed_.capacity() +
+         tail_.capacity() * sizeof(CallRecord);
+}
+
+}  // namespace ncclrr

@@ -1,0 +1,84 @@
+#include "frame_walk.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ncclrr/schema/trace_generated.h"
+#include "ncclrr/trace/format.h"
+
+namespace ncclrr::internal {
+
+Status MappedFile::Open(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return InvalidArgument("'" + path + "' is not a regular file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) data_ = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (data_ == MAP_FAILED) return IoError("cannot map '" + path + "': " + std::strerror(errno));
+  return Status::Ok();
+}
+
+bool FrameWalk::SkipBadFrame(FrameCheck c) {
+  const size_t next = Resync(f, off + 1, scratch);
+  if (c == FrameCheck::kTorn && next == f.size()) {
+    torn = true;
+    warnings->push_back(path + ": torn tail at byte offset " + std::to_string(off) + " of " +
+                        std::to_string(f.size()) +
+                        " (the recording process stopped mid-write); "
+                        "kept the " +
+                        std::to_string(frames) + " complete frames before it");
+    return false;
+  }
+  ++bad;
+  warnings->push_back(
+      path + ": corrupt frame at byte offset " + std::to_string(off) + "; " +
+      (next < f.size()
+           ? "skipped " + std::to_string(next - off) + " bytes to the next valid frame"
+           : "nothing readable after it (" + std::to_string(f.size() - off) + " bytes lost)"));
+  off = next;
+  return true;
+}
+
+void FrameWalk::Report(TraceFile* stats) const {
+  stats->frames = frames;
+  stats->bad_frames = bad;
+  stats->torn = torn;
+  stats->file_bytes = f.size();
+}
+
+// A frame that ends where the file does, found by looking back at most 1 MiB for a frame header.
+std::optional<FooterData> LastFooter(const ByteView& f, size_t start) {
+  constexpr size_t kLookBack = 1u << 20;
+  std::vector<uint8_t> scratch[2];
+  if (f.size() < start + format::kFrameHeaderSize) return std::nullopt;
+  const size_t lowest = f.size() - start > kLookBack ? f.size() - kLookBack : start;
+  for (size_t off = f.size() - format::kFrameHeaderSize + 1; off-- > lowest;) {
+    uint32_t magic;
+    std::memcpy(&magic, f.data() + off, sizeof magic);
+    if (magic != format::kFrameMagic) continue;
+    FrameHeader h;
+    std::memcpy(&h, f.data() + off, sizeof h);  // a frame that would not end at the file's end
+    const size_t ext = (h.flags & format::kFlagTransposed) ? format::kFrameExtensionSize : 0;
+    if (off + sizeof h + ext + h.stored_size != f.size()) continue;  // is not checked in full
+    const uint8_t* payload = nullptr;
+    size_t psize = 0, frame_bytes = 0;
+    if (CheckFrame(f, off, &h, scratch, &payload, &psize, &frame_bytes) != FrameCheck::kOk ||
+        off + frame_bytes != f.size())
+      continue;
+    const fb::Batch* b = flatbuffers::GetRoot<fb::Batch>(payload);
+    if (b->footer() == nullptr) return std::nullopt;
+    return ReadFooter(*b->footer());
+  }
+  return std::nullopt;
+}
+
+}  // namespace ncclrr::internal

@@ -1,0 +1,59 @@
+#pragma once
+// Walking a trace file's frames: the file mapped read-only, what a walk has found so far (frames
+// read, corrupt frames skipped, a torn tail), and the footer found from the end. Shared by the
+// one-batch-at-a-time reader (ForEachBatch), the whole-file reader (FileReader) and the summary.
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frame_reader.h"
+#include "ncclrr/base/status.h"
+#include "ncclrr/trace/trace_data.h"
+#include "ncclrr/trace/trace_reader.h"
+
+namespace ncclrr::internal {
+
+// Read-only view of a whole file.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_ && data_ != MAP_FAILED) munmap(data_, size_);
+  }
+  Status Open(const std::string& path);
+  const uint8_t* data() const { return static_cast<const uint8_t*>(data_); }
+  size_t size() const { return size_; }
+  ByteView view() const { return {data(), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct FrameWalk {
+  FrameWalk(const std::string& p, ByteView bytes, std::vector<std::string>* w)
+      : path(p), f(bytes), warnings(w) {}
+  const std::string& path;
+  ByteView f;
+  size_t off = 0;
+  uint64_t frames = 0, bad = 0;
+  bool torn = false;
+  std::vector<std::string>* warnings;
+  std::vector<uint8_t> scratch[2];  // decompressed payload, un-transposed payload
+
+  // The frame at `off` failed its check `c`: skips to the next valid frame with a warning.
+  // Returns false when nothing readable is left (a torn tail).
+  bool SkipBadFrame(FrameCheck c);
+  void Report(TraceFile* stats) const;
+};
+
+// The footer in the last frame of `f` (frames start at `start`), when there is one.
+std::optional<FooterData> LastFooter(const ByteView& f, size_t start);
+
+}  // namespace ncclrr::internal
