@@ -138,8 +138,8 @@ class IndexBuilder {
     const TraceFile& t = m_.file(f);
     const int64_t alive = m_.files()[f].last_alive_ns - origin_;
     auto& spans = group_spans_[f];
-    for (uint32_t i = 0; i < t.calls.size(); ++i) {
-      const CallRecord& c = t.calls[i];
+    t.calls.ForEachRow([&](size_t row, const CallRecord& c) {
+      const auto i = static_cast<uint32_t>(row);
       const Api api = static_cast<Api>(c.api);
       const int64_t begin = m_.CommonTime(f, c.enter_ns) - origin_;
       const bool returned = c.exit_ns > 0 && c.exit_ns >= c.enter_ns;
@@ -151,7 +151,7 @@ class IndexBuilder {
           it->second.second = std::max(it->second.second, end);
         }
       }
-      if (IsGroupScopeCall(api) || !Accepts(f, c, begin, end)) continue;
+      if (IsGroupScopeCall(api) || !Accepts(f, c, begin, end)) return;
       const uint32_t l = LaneFor(f, c.device, c.stream, false);
       Lane& lane = x_.lanes[l];
       lane.boxes.Add(begin, end);
@@ -159,7 +159,7 @@ class IndexBuilder {
       lane.style.push_back(static_cast<uint8_t>(StyleOf(api)));
       if (!returned) in_flight_.push_back({f, i});
       if (c.group_id != 0) lane_groups_[l].insert(c.group_id);
-    }
+    });
   }
 
   void AddGpuTimes(uint32_t f) {
@@ -167,7 +167,8 @@ class IndexBuilder {
     if (t.gpu_times.empty()) return;
     std::unordered_map<uint64_t, uint32_t> by_uid;
     by_uid.reserve(t.calls.size());
-    for (uint32_t i = 0; i < t.calls.size(); ++i) by_uid.emplace(t.calls[i].uid, i);
+    t.calls.ForEachRow(
+        [&](size_t i, const CallRecord& c) { by_uid.emplace(c.uid, static_cast<uint32_t>(i)); });
     for (const GpuTimeRecord& g : t.gpu_times) {
       auto it = by_uid.find(g.call_uid);
       if (it == by_uid.end() || g.end_ns < g.start_ns) continue;

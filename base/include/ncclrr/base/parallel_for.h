@@ -2,6 +2,8 @@
 // The one way offline code spreads independent work over threads: ParallelFor hands out items
 // one at a time to up to `threads` threads (the caller's included), so uneven items balance;
 // ParallelRanges splits a long element range into contiguous parts, one per core at most.
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -30,9 +32,14 @@ void ParallelFor(size_t n, int threads, F&& fn) {
   for (auto& t : pool) t.join();
 }
 
-// The cores this process may use: the default thread count of offline work (loading, checking).
+// The cores this process may run on (its affinity mask: `taskset`, a container's cpuset): the
+// default thread count of offline work (loading, checking).
 inline int CoreCount() {
-  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  static const int cores = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }();
   return cores;
 }
 
@@ -41,7 +48,7 @@ inline constexpr uint64_t kParallelGrain = uint64_t{1} << 18;
 
 // How many parts ParallelRanges splits n into: one per kParallelGrain, at most one per core.
 inline int ParallelParts(uint64_t n) {
-  static const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());  // reads /sys
+  const auto cores = static_cast<uint64_t>(CoreCount());
   return static_cast<int>(std::clamp<uint64_t>(n / kParallelGrain, 1, cores));
 }
 
