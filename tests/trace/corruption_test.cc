@@ -3,6 +3,7 @@
 // prefix, and must say what happened.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -71,6 +72,49 @@ TEST(Corruption, TruncatedAtEveryOffsetKeepsIntactPrefix) {
     }
     EXPECT_GT(header_end, 0u);
     EXPECT_EQ(last_calls, 32u);  // the cut just before the footer frame keeps every call
+  }
+}
+
+// Reading a file's frames on several threads finds exactly what reading them one by one does.
+void ExpectSameOnThreads(const std::string& path, const std::string& what) {
+  auto one = ReadTraceFile(path, 1);
+  auto three = ReadTraceFile(path, 3);
+  ASSERT_EQ(one.ok(), three.ok()) << what;
+  if (!one.ok()) {
+    EXPECT_EQ(one.status().message(), three.status().message()) << what;
+    return;
+  }
+  EXPECT_EQ(one->warnings, three->warnings) << what;
+  EXPECT_EQ(one->frames, three->frames) << what;
+  EXPECT_EQ(one->bad_frames, three->bad_frames) << what;
+  EXPECT_EQ(one->torn, three->torn) << what;
+  EXPECT_EQ(one->footer.has_value(), three->footer.has_value()) << what;
+  EXPECT_EQ(one->comms.size(), three->comms.size()) << what;
+  ASSERT_EQ(one->calls.size(), three->calls.size()) << what;
+  for (size_t i = 0; i < one->calls.size(); ++i) {
+    const CallRecord a = one->calls[i], b = three->calls[i];
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << what << ", call " << i;
+  }
+}
+
+TEST(Corruption, FramesOnThreadsReadAsOneByOneAtEveryCutAndFlip) {
+  for (bool compress : {false, true}) {
+    ScratchDir dir("threads");
+    const std::string path = MakeSmallTrace(dir.path(), compress);
+    const auto bytes = ReadAll(path);
+    const std::string bad = dir.path() + "/bad.ncclrr";
+    for (size_t n = 0; n < bytes.size(); n += 7) {
+      WriteAll(bad, bytes, n);
+      ExpectSameOnThreads(bad, "cut at " + std::to_string(n));
+    }
+    std::mt19937_64 rng(99);
+    for (int trial = 0; trial < 200; ++trial) {
+      auto flipped = bytes;
+      const size_t pos = rng() % flipped.size();
+      flipped[pos] = static_cast<char>(flipped[pos] ^ (1 << (rng() % 8)));
+      WriteAll(bad, flipped, flipped.size());
+      ExpectSameOnThreads(bad, "bit flip at " + std::to_string(pos));
+    }
   }
 }
 
