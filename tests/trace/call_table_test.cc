@@ -79,6 +79,23 @@ TEST(CallTable, RandomAndExtremeValuesReadBackExactly) {
   ExpectSame(t, rows);
 }
 
+TEST(CallTable, EveryBitWidthReadsBackExactly) {
+  std::mt19937_64 rng(3);
+  for (int width = 1; width <= 64; ++width) {
+    std::vector<CallRecord> rows;
+    for (int i = 0; i < 300; ++i) {
+      uint64_t words[sizeof(CallRecord) / 8];
+      for (uint64_t& w : words) w = width == 64 ? rng() : rng() & ((uint64_t{1} << width) - 1);
+      CallRecord c;
+      std::memcpy(&c, words, sizeof c);
+      rows.push_back(c);
+    }
+    CallTable t;
+    t.Append(rows.data(), rows.size(), 2);
+    ExpectSame(t, rows);
+  }
+}
+
 TEST(CallTable, AppendInPiecesOnThreadsEqualsOneByOne) {
   std::mt19937_64 rng(11);
   std::vector<CallRecord> rows;

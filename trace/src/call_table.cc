@@ -37,22 +37,33 @@ uint64_t Mask(int width) { return width >= 64 ? ~uint64_t{0} : (uint64_t{1} << w
 
 }  // namespace
 
-CallTable::Block CallTable::Measure(const CallRecord* rows) {
-  Words lo, hi;
-  lo.fill(static_cast<uint64_t>(INT64_MAX));
-  hi.fill(static_cast<uint64_t>(INT64_MIN));
-  for (size_t r = 0; r < kBlockRows; ++r) {
+namespace {
+
+// A block's rows as the table stores them, column by column.
+using Columns = std::array<std::array<uint64_t, CallTable::kBlockRows>, CallTable::kWords>;
+
+void ToColumns(const CallRecord* rows, Columns* cols) {
+  for (size_t r = 0; r < CallTable::kBlockRows; ++r) {
     const Words w = ToWords(rows[r]);
-    for (int k = 0; k < kWords; ++k) {  // signed: small negative deltas stay small
-      if (static_cast<int64_t>(w[k]) < static_cast<int64_t>(lo[k])) lo[k] = w[k];
-      if (static_cast<int64_t>(w[k]) > static_cast<int64_t>(hi[k])) hi[k] = w[k];
-    }
+    for (int k = 0; k < CallTable::kWords; ++k) (*cols)[k][r] = w[k];
   }
+}
+
+}  // namespace
+
+CallTable::Block CallTable::Measure(const CallRecord* rows) {
+  Columns cols;
+  ToColumns(rows, &cols);
   Block b;
   uint16_t start = 0;
   for (int k = 0; k < kWords; ++k) {
-    b.base[k] = lo[k];
-    int width = std::bit_width(hi[k] - lo[k]);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;  // signed: small negative deltas stay small
+    for (const uint64_t v : cols[k]) {
+      lo = std::min(lo, static_cast<int64_t>(v));
+      hi = std::max(hi, static_cast<int64_t>(v));
+    }
+    b.base[k] = static_cast<uint64_t>(lo);
+    int width = std::bit_width(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
     if (width > kMaxPackedWidth) width = 64;
     b.width[k] = static_cast<uint8_t>(width);
     b.start[k] = start;
@@ -66,24 +77,31 @@ size_t CallTable::PackedBytes(const Block& b) {
 }
 
 void CallTable::Pack(const CallRecord* rows, const Block& b, uint8_t* out) {
-  // Packed here first: a column's last 8-byte store reaches past its end, into bytes another
-  // thread may be writing.
-  alignas(8) uint8_t buf[kBlockRows * kWords * 8 + 8] = {};
-  for (size_t r = 0; r < kBlockRows; ++r) {
-    const Words w = ToWords(rows[r]);
-    for (int k = 0; k < kWords; ++k) {
-      const int width = b.width[k];
-      if (width == 0) continue;
-      const uint64_t v = w[k] - b.base[k];
-      const size_t bit = r * width;
-      uint8_t* p = buf + b.start[k] + bit / 8;
-      uint64_t cur;
-      std::memcpy(&cur, p, 8);
-      cur |= v << (bit % 8);
-      std::memcpy(p, &cur, 8);
+  Columns cols;
+  ToColumns(rows, &cols);
+  for (int k = 0; k < kWords; ++k) {
+    const int width = b.width[k];
+    if (width == 0) continue;
+    // A little-endian bit stream: row r's bits at [r * width, (r + 1) * width). 128 rows of any
+    // width fill whole 64-bit words, so the column ends on a word and writes nothing past it.
+    uint8_t* p = out + b.start[k];
+    uint64_t acc = 0;
+    int bits = 0;
+    for (const uint64_t value : cols[k]) {
+      const uint64_t v = value - b.base[k];
+      if (width == 64) {
+        std::memcpy(p, &v, 8), p += 8;
+        continue;
+      }
+      acc |= v << bits;
+      bits += width;
+      if (bits >= 64) {
+        std::memcpy(p, &acc, 8), p += 8;
+        bits -= 64;
+        acc = bits > 0 ? v >> (width - bits) : 0;
+      }
     }
   }
-  std::memcpy(out, buf, PackedBytes(b));
 }
 
 uint64_t CallTable::Word(size_t i, int k) const {

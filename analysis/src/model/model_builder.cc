@@ -10,6 +10,7 @@
 
 #include "model/clock_sync.h"
 #include "ncclrr/analysis/model.h"
+#include "ncclrr/base/parallel_for.h"
 #include "ncclrr/trace/format.h"
 
 namespace ncclrr::analysis {
@@ -60,7 +61,7 @@ bool IsLifecycle(Api a) {
 
 class ModelBuilder {
  public:
-  explicit ModelBuilder(TraceModel* m) : m_(*m) {}
+  ModelBuilder(TraceModel* m, int threads) : m_(*m), threads_(threads) {}
 
   void Build() {
     const auto& files = m_.dir_->files;
@@ -68,7 +69,7 @@ class ModelBuilder {
     m_.sketch_index_.resize(files.size());
     for (uint32_t f = 0; f < files.size(); ++f) DescribeFile(f);
     for (uint32_t f = 0; f < files.size(); ++f) AddCommRecords(f);
-    for (uint32_t f = 0; f < files.size(); ++f) AddCalls(f);
+    AddCalls(threads_);
     FinishComms();
     RefineClocksAcrossHosts(&m_.files_, m_.comms_, *m_.dir_);
     StampTimes();
@@ -154,17 +155,22 @@ class ModelBuilder {
   }
 
   // The comm a call of file f belongs to: the latest one with its id created before the call
-  // (commHashes may collide across lineages; NCCL reuses handles after destroy).
-  size_t CommOfCall(uint32_t f, const CallRecord& c) {
+  // (commHashes may collide across lineages; NCCL reuses handles after destroy). SIZE_MAX when
+  // the file announced none with its id.
+  size_t FileCommOfCall(uint32_t f, const CallRecord& c) const {
     size_t best = SIZE_MAX;
     int64_t best_t = INT64_MIN;
-    for (const auto& fc : file_comms_[f])
+    for (const auto& fc : file_comms_.at(f))
       if (fc.id == c.comm_id &&
           (best == SIZE_MAX || (fc.create_ns <= c.enter_ns && fc.create_ns >= best_t))) {
         best = fc.index;
         best_t = fc.create_ns;
       }
-    if (best != SIZE_MAX) return best;
+    return best;
+  }
+
+  // A comm for a call on an id its file never announced (one thread at a time).
+  size_t NewCommOfCall(uint32_t f, const CallRecord& c) {
     const size_t ci = CommFor(c.comm_id, 0);
     if (m_.comms_[ci].nranks == 0) unannounced_.insert(ci);
     file_comms_[f].push_back({c.comm_id, ci, INT64_MIN});
@@ -184,60 +190,123 @@ class ModelBuilder {
     return elem == 0 || c.count > kMaxCallBytes / elem;
   }
 
-  void AddCalls(uint32_t f) {
-    const TraceFile& t = m_.dir_->files[f];
+  // What placing a file's calls found that touches state shared with other files: a problem
+  // for a comm, a flagged call, or a call to place later, one file at a time (a comm no
+  // CommRecord announced, a rank no process claimed). Kept with their row so that applying
+  // them in row order gives what placing every call in order would have.
+  struct FileScan {
+    struct Problem {
+      uint32_t row;
+      size_t comm;
+      std::string text;
+    };
+    std::vector<Problem> problems;
+    std::vector<FlaggedCall> flagged;
+    std::vector<uint32_t> deferred;
     std::map<std::tuple<size_t, int, uint64_t>, size_t> graph_of;  // (comm, rank, graph) -> index
+  };
+
+  // Files are placed on several threads: a call touches only the RankViews its file's
+  // CommRecords claimed; the rest waits for ApplyScan, in file order.
+  void AddCalls(int threads) {
+    const auto nfiles = static_cast<uint32_t>(m_.dir_->files.size());
+    for (uint32_t f = 0; f < nfiles; ++f) file_comms_[f];  // no insertion while threads read
+    for (CommModel& c : m_.comms_)
+      if (static_cast<int>(c.ranks.size()) < c.nranks) c.ranks.resize(c.nranks);
+    std::vector<FileScan> scans(nfiles);
+    ParallelFor(nfiles, threads, [&](size_t f) { ScanFile(static_cast<uint32_t>(f), &scans[f]); });
+    for (uint32_t f = 0; f < nfiles; ++f) ApplyScan(f, &scans[f]);
+  }
+
+  void ScanFile(uint32_t f, FileScan* scan) {
+    const TraceFile& t = m_.dir_->files[f];
     // Most files hold one rank of one or a few comms: reserve to avoid regrowing big vectors.
-    if (!file_comms_[f].empty()) {
-      const size_t share = t.calls.size() / file_comms_[f].size();
-      for (const FileComm& fc : file_comms_[f])
+    const std::vector<FileComm>& fcs = file_comms_.at(f);
+    if (!fcs.empty()) {
+      const size_t share = t.calls.size() / fcs.size();
+      for (const FileComm& fc : fcs)
         for (RankView& rv : m_.comms_[fc.index].ranks)
           if (rv.file == static_cast<int32_t>(f)) rv.collectives.reserve(share);
     }
     t.calls.ForEachRow([&](size_t row, const CallRecord& c) {
-      const auto i = static_cast<uint32_t>(row);
-      if (Unplaceable(c)) {
-        ++m_.files_[f].unplaceable_calls;
-        return;
-      }
-      if (c.comm_id == 0) return;
-      const size_t ci = CommOfCall(f, c);
-      if (c.rank < 0) return;  // lifecycle calls made before the rank was known
-      const int nranks = m_.comms_[ci].nranks;
-      if (c.rank >= kMaxRanks || (nranks > 0 && c.rank >= nranks)) {
-        m_.comms_[ci].problems.push_back("a call names rank " + std::to_string(c.rank) + " of " +
-                                         std::to_string(nranks) + "; it is left out");
-        return;
-      }
-      RankView& rv = RankOf(ci, c.rank);
-      if (rv.file < 0) {
-        rv.file = static_cast<int32_t>(f);
-        rv.device = c.device;
-      } else if (rv.file != static_cast<int32_t>(f)) {
-        m_.comms_[ci].problems.push_back(
-            "rank " + std::to_string(c.rank) + " issued calls from two processes (" +
-            m_.files_[rv.file].name + " and " + m_.files_[f].name + ")");
-        return;
-      }
-      const CallRef ref{f, i};
-      const Api api = static_cast<Api>(c.api);
-      constexpr int8_t kInProgress = 7;
-      if ((c.result != 0 && c.result != kInProgress) || c.capture == 2)
-        m_.flagged_.push_back({ref, ci, c.rank});
-      if (c.capture == 1 && (IsCollective(api) || IsP2p(api))) {
-        auto [it, added] = graph_of.try_emplace({ci, c.rank, c.graph_id}, rv.graphs.size());
-        if (added) rv.graphs.push_back({c.graph_id, {}, {}});
-        rv.graphs[it->second].calls.push_back(ref);
-      } else if (IsCollective(api)) {
-        rv.collectives.push_back({c.seq, ref, 0, 0});
-      } else if (IsP2p(api)) {
-        rv.p2p.push_back({ref, c.root_peer, api == Api::kSend, c.seq, 0});
-      } else if (IsLifecycle(api)) {
-        rv.lifecycle.push_back(ref);
-      } else {
-        rv.other.push_back(ref);
-      }
+      if (!PlaceCall(f, static_cast<uint32_t>(row), c, *scan, true))
+        scan->deferred.push_back(static_cast<uint32_t>(row));
     });
+  }
+
+  void ApplyScan(uint32_t f, FileScan* scan) {
+    size_t p = 0, g = 0;
+    auto apply_until = [&](uint32_t row) {
+      for (; p < scan->problems.size() && scan->problems[p].row < row; ++p)
+        m_.comms_[scan->problems[p].comm].problems.push_back(std::move(scan->problems[p].text));
+      for (; g < scan->flagged.size() && scan->flagged[g].call.index < row; ++g)
+        m_.flagged_.push_back(scan->flagged[g]);
+    };
+    for (const uint32_t row : scan->deferred) {
+      apply_until(row);
+      PlaceCall(f, row, m_.dir_->files[f].calls[row], *scan, false);
+    }
+    apply_until(UINT32_MAX);
+  }
+
+  // Places call `i` of file f. On a worker thread, returns false before changing anything
+  // shared when the call needs that, and records problems and flagged calls in the scan;
+  // otherwise does it all.
+  bool PlaceCall(uint32_t f, uint32_t i, const CallRecord& c, FileScan& scan, bool on_worker) {
+    if (Unplaceable(c)) {
+      ++m_.files_[f].unplaceable_calls;
+      return true;
+    }
+    if (c.comm_id == 0) return true;
+    size_t ci = FileCommOfCall(f, c);
+    if (ci == SIZE_MAX) {
+      if (on_worker) return false;
+      ci = NewCommOfCall(f, c);
+    }
+    if (c.rank < 0) return true;  // lifecycle calls made before the rank was known
+    auto problem = [&](std::string text) {
+      if (on_worker)
+        scan.problems.push_back({i, ci, std::move(text)});
+      else
+        m_.comms_[ci].problems.push_back(std::move(text));
+    };
+    const int nranks = m_.comms_[ci].nranks;
+    if (c.rank >= kMaxRanks || (nranks > 0 && c.rank >= nranks)) {
+      problem("a call names rank " + std::to_string(c.rank) + " of " + std::to_string(nranks) +
+              "; it is left out");
+      return true;
+    }
+    if (on_worker && (c.rank >= static_cast<int>(m_.comms_[ci].ranks.size()) ||
+                      m_.comms_[ci].ranks[c.rank].file < 0))
+      return false;
+    RankView& rv = RankOf(ci, c.rank);
+    if (rv.file < 0) {
+      rv.file = static_cast<int32_t>(f);
+      rv.device = c.device;
+    } else if (rv.file != static_cast<int32_t>(f)) {
+      problem("rank " + std::to_string(c.rank) + " issued calls from two processes (" +
+              m_.files_[rv.file].name + " and " + m_.files_[f].name + ")");
+      return true;
+    }
+    const CallRef ref{f, i};
+    const Api api = static_cast<Api>(c.api);
+    constexpr int8_t kInProgress = 7;
+    if ((c.result != 0 && c.result != kInProgress) || c.capture == 2)
+      (on_worker ? scan.flagged : m_.flagged_).push_back({ref, ci, c.rank});
+    if (c.capture == 1 && (IsCollective(api) || IsP2p(api))) {
+      auto [it, added] = scan.graph_of.try_emplace({ci, c.rank, c.graph_id}, rv.graphs.size());
+      if (added) rv.graphs.push_back({c.graph_id, {}, {}});
+      rv.graphs[it->second].calls.push_back(ref);
+    } else if (IsCollective(api)) {
+      rv.collectives.push_back({c.seq, ref, 0, 0});
+    } else if (IsP2p(api)) {
+      rv.p2p.push_back({ref, c.root_peer, api == Api::kSend, c.seq, 0});
+    } else if (IsLifecycle(api)) {
+      rv.lifecycle.push_back(ref);
+    } else {
+      rv.other.push_back(ref);
+    }
+    return true;
   }
 
   // Graph launches: each launch of a graph re-issues its captured calls, so they take positions
@@ -398,15 +467,16 @@ class ModelBuilder {
     int64_t create_ns;
   };
   TraceModel& m_;
+  int threads_;
   std::map<std::pair<uint64_t, uint32_t>, size_t> index_;
   std::map<uint32_t, std::vector<FileComm>> file_comms_;
   std::set<size_t> unannounced_;
 };
 
-TraceModel TraceModel::Build(TraceDir dir) {
+TraceModel TraceModel::Build(TraceDir dir, int threads) {
   TraceModel m;
   *m.dir_ = std::move(dir);
-  ModelBuilder(&m).Build();
+  ModelBuilder(&m, threads).Build();
   return m;
 }
 

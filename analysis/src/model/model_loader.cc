@@ -11,7 +11,7 @@ StatusOr<TraceModel> TraceModel::Load(const std::string& path, const LoadOptions
   read.progress = options.progress;
   auto d = LoadTraceDir(path, read);
   if (!d.ok()) return d.status();
-  return Build(std::move(d.value()));
+  return Build(std::move(d.value()), options.threads);
 }
 
 }  // namespace ncclrr::analysis

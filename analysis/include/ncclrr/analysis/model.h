@@ -136,8 +136,9 @@ class TraceModel {
  public:
   // Reads every *.ncclrr file of `path` (directory or single file) and builds the model.
   static StatusOr<TraceModel> Load(const std::string& path, const LoadOptions& options = {});
-  // Builds the model from an already loaded trace (tests, viewer).
-  static TraceModel Build(TraceDir dir);
+  // Builds the model from an already loaded trace (tests, viewer), placing files' calls on up
+  // to `threads` threads.
+  static TraceModel Build(TraceDir dir, int threads = CoreCount());
 
   TraceModel(TraceModel&&) noexcept;
   TraceModel& operator=(TraceModel&&) noexcept;
