@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/check_group.h"
 #include "ncclrr/analysis/report_format.h"
 #include "ncclrr/base/args.h"
 
@@ -14,20 +15,23 @@ namespace {
 class CheckCommand : public Command {
  public:
   const char* name() const override { return "check"; }
-  const char* synopsis() const override { return "DIR [--json] [--strict] [--stable]"; }
+  const char* synopsis() const override { return "DIR [--json] [--strict] [--stable] [--mpi]"; }
   const char* help() const override {
     return "Explains how the ranks of each communicator disagreed: op/count/dtype/redop/root\n"
            "mismatches, reorderings (order_swap, suspected_swap), missing calls (hangs),\n"
            "p2p mismatches, cross-communicator order, graph, lifecycle and NCCL errors.\n"
            "--json prints {\"findings\",\"notes\",\"summary\"}; --stable leaves out addresses,\n"
            "pids and times; --strict counts notes (incomplete or dropped records) as findings.\n"
+           "--mpi: under `mpirun -np P`, each process reads a share of the files and checks a\n"
+           "share of the communicators; rank 0 prints the report one process would print.\n"
            "Exit 0 no findings, 1 findings, 2 no usable trace. docs/check.md explains each kind.";
   }
   int Run(const std::vector<std::string>& raw) override {
     Args args("ncclrr check", raw);
-    args.Flag("--json").Flag("--strict").Flag("--stable");
+    args.Flag("--json").Flag("--strict").Flag("--stable").Flag("--mpi");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
+    if (args.Has("--mpi")) return RunSpread(dir, args);
     analysis::LoadOptions lo;
     // Progress only where a person watches (a terminal), so pipes and goldens stay clean.
     const bool progress = isatty(STDERR_FILENO);
@@ -53,6 +57,37 @@ class CheckCommand : public Command {
                                                : analysis::FormatText(report, &*model, fo);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return report.ExitCode(fo.strict);
+  }
+
+ private:
+  // --mpi: every process of the MPI job runs this; rank 0 prints, and every process exits with
+  // the report's code (mpirun passes a non-zero one on), or 2 where its own part failed.
+  static int RunSpread(const std::string& dir, const Args& args) {
+    auto group = analysis::MpiCheckGroup();
+    if (!group.ok()) {
+      std::fprintf(stderr, "ncclrr check: %s\n", group.status().message().c_str());
+      return kExitError;
+    }
+    analysis::CheckOptions co;
+    co.stable = args.Has("--stable");
+    auto report = analysis::CheckSpread(dir, **group, co);
+    analysis::FormatOptions fo;
+    fo.stable = co.stable;
+    fo.strict = args.Has("--strict");
+    // Every process learns rank 0's outcome.
+    std::string mine(1, static_cast<char>(report.ok() ? report->ExitCode(fo.strict) : kExitError));
+    std::vector<std::string> all;
+    if (!(*group)->AllGather(mine, &all).ok()) all.assign(1, mine);
+    if (!report.ok()) {
+      std::fprintf(stderr, "ncclrr check: %s\n", report.status().message().c_str());
+      return kExitError;
+    }
+    if ((*group)->rank() == 0) {
+      const std::string out = args.Has("--json") ? analysis::FormatJson(*report, nullptr, fo)
+                                                 : analysis::FormatText(*report, nullptr, fo);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+    return all.empty() || all[0].empty() ? kExitError : static_cast<int>(all[0][0]);
   }
 };
 

@@ -1,7 +1,7 @@
 // bench-analysis: `ncclrr check` and `ncclrr export` on large synthetic traces.
 //
-//   bench-analysis [--ranks R] [--calls N] [--threads T] [--quick] [--export-ranks R2]
-//                  [--export-calls N2] [--dir D]
+//   bench-analysis [--ranks R] [--calls N] [--groups G] [--threads T] [--quick]
+//                  [--write-only] [--export-ranks R2] [--export-calls N2] [--dir D]
 //
 // Writes an R-rank trace of N allreduces per rank (a training loop of 4 tensors per step, with
 // one same-shape swap and one count mismatch injected so the checkers have work), then measures
@@ -10,6 +10,9 @@
 // since its JSON is ~275 bytes per call; bench-export compares it with the other formats.
 // --threads sets the threads of loading and checking (default: every core); --quick measures
 // load and check only, and ends with one machine-readable line ("row: ...") for scale_table.sh.
+// --groups G splits the ranks into G communicators (as tensor-parallel groups); --write-only
+// writes the trace to D/check, keeps it, and stops (for `mpirun ... ncclrr check D/check --mpi`,
+// bench/analysis/mpi_check.sh).
 // bench/README.md records the last numbers.
 #include <sys/resource.h>
 #include <time.h>
@@ -45,10 +48,12 @@ double PeakRssMb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-ncclrr::SyntheticTraceOptions Options(const std::string& dir, int ranks, long long calls) {
+ncclrr::SyntheticTraceOptions Options(const std::string& dir, int ranks, long long calls,
+                                      int groups = 1) {
   ncclrr::SyntheticTraceOptions o;
   o.dir = dir;
   o.ranks = ranks;
+  o.groups = groups;
   o.steps = static_cast<int>(calls / 4);
   o.swap_rank = ranks / 2;
   o.swap_steps = {o.steps / 2};
@@ -77,14 +82,17 @@ bool Generate(const ncclrr::SyntheticTraceOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount();
-  bool quick = false;
+  int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount(), groups = 1;
+  bool quick = false, write_only = false;
   long long calls = 125'000, export_calls = 25'000;
   std::string dir = "/tmp/ncclrr-bench-analysis";
   try {
     ncclrr::Args args("bench-analysis", argc, argv);
     args.Option("--ranks").Option("--calls").Option("--export-ranks").Option("--export-calls");
-    args.Option("--dir").Option("--threads").Flag("--quick").Parse();
+    args.Option("--dir").Option("--threads").Option("--groups").Flag("--quick");
+    args.Flag("--write-only").Parse();
+    groups = static_cast<int>(args.GetInt("--groups", groups));
+    write_only = args.Has("--write-only");
     threads = static_cast<int>(args.GetInt("--threads", threads));
     quick = args.Has("--quick");
     ranks = static_cast<int>(args.GetInt("--ranks", ranks));
@@ -96,8 +104,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-analysis: %s\n", e.what());
     return 2;
   }
-  const auto big = Options(dir + "/check", ranks, calls);
+  const auto big = Options(dir + "/check", ranks, calls, groups);
   if (!Generate(big)) return 2;
+  if (write_only) return 0;
   const double rss0 = PeakRssMb();
   auto t = Clock::now();
   double cpu = CpuSeconds();
@@ -151,7 +160,9 @@ int main(int argc, char** argv) {
   model = ncclrr::Status(ncclrr::StatusCode::kInternal, "released");  // free before measuring more
   {  // Where load time goes: the recorder's reader alone, then building the model from it.
     double c0 = CpuSeconds();
-    auto d = ncclrr::LoadTraceDir(big.dir, {threads, {}});
+    ncclrr::LoadDirOptions read;
+    read.threads = threads;
+    auto d = ncclrr::LoadTraceDir(big.dir, read);
     const double read_cpu = CpuSeconds() - c0;
     c0 = CpuSeconds();
     if (d.ok()) (void)ncclrr::analysis::TraceModel::Build(std::move(d.value()));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu_sharing.h"
+#include "ncclrr/base/mpi_lib.h"
 #include "process_group.h"
 
 namespace ncclrr::replay {
@@ -33,11 +34,9 @@ class MpiWorld : public ProcessGroup {
   Status Broadcast(void* data, size_t bytes) override;
   Status GatherToRoot(const std::string& blob, std::vector<std::string>* all) override;
 
-  struct Api;
-
  private:
   MpiWorld() = default;
-  std::unique_ptr<Api> api_;
+  std::unique_ptr<MpiLib> mpi_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   GpuPlacement placement_;
 };

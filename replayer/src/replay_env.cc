@@ -14,7 +14,6 @@ ReplayEnv Read() {
   ReplayEnv e;
   e.hostnccl_library = Str("NCCLRR_HOSTNCCL_LIBRARY");
   e.nccl_library = Str("NCCLRR_NCCL_LIBRARY");
-  e.mpi_library = Str("NCCLRR_MPI_LIBRARY");
   if (const std::string mb = Str("NCCLRR_REPLAY_MEMORY_MB"); !mb.empty())
     e.memory_budget = std::strtoull(mb.c_str(), nullptr, 10) << 20;
   e.timing = Str("NCCLRR_REPLAY_TIMING") == "1";

@@ -9,7 +9,6 @@ namespace ncclrr::replay {
 struct ReplayEnv {
   std::string hostnccl_library;  // NCCLRR_HOSTNCCL_LIBRARY
   std::string nccl_library;      // NCCLRR_NCCL_LIBRARY (file or folder)
-  std::string mpi_library;       // NCCLRR_MPI_LIBRARY
   uint64_t memory_budget = 0;    // NCCLRR_REPLAY_MEMORY_MB, in bytes (0: unset)
   bool timing = false;           // NCCLRR_REPLAY_TIMING=1
   int mpi_local_rank = -1;       // OMPI_COMM_WORLD_LOCAL_RANK (-1: unset)

@@ -14,8 +14,13 @@ namespace ncclrr {
 
 StatusOr<SyntheticTraceResult> WriteSyntheticTrace(const SyntheticTraceOptions& o) {
   SyntheticTraceResult result;
-  const uint64_t comm_id = o.base_comm_id | 0x1;
+  const int groups = std::clamp(o.groups, 1, std::max(o.ranks, 1));
+  const int group_size = std::max(o.ranks / groups, 1);
   for (int rank = 0; rank < o.ranks; ++rank) {
+    const int group = std::min(rank / group_size, groups - 1);
+    const int comm_rank = rank - group * group_size;
+    const int comm_ranks = group == groups - 1 ? o.ranks - group * group_size : group_size;
+    const uint64_t comm_id = o.base_comm_id | static_cast<uint64_t>(group + 1);
     WriterOptions w;
     w.dir = o.dir;
     w.file_name = "synthetic-rank" + std::to_string(rank) + ".ncclrr";
@@ -31,11 +36,11 @@ StatusOr<SyntheticTraceResult> WriteSyntheticTrace(const SyntheticTraceOptions& 
     const uint32_t name = tw.Intern("synthetic.dp");
     Record comm{};
     comm.kind = RecordKind::kComm;
-    comm.comm = CommRecord{comm_id, 0,       0x7f0000001000ull + rank,
-                           1000,    o.ranks, rank,
-                           rank,    0,       0,
-                           0,       name,    static_cast<uint8_t>(CommOrigin::kInitRank),
-                           1,       1,       0};
+    comm.comm = CommRecord{comm_id, 0,          0x7f0000001000ull + rank,
+                           1000,    comm_ranks, comm_rank,
+                           rank,    0,          0,
+                           0,       name,       static_cast<uint8_t>(CommOrigin::kInitRank),
+                           1,       1,          0};
     tw.Append(comm);
     // Times: every rank starts a step at the same nominal instant plus a little skew.
     int64_t t = 1'000'000 + rank * 1'500;
@@ -76,7 +81,7 @@ StatusOr<SyntheticTraceResult> WriteSyntheticTrace(const SyntheticTraceOptions& 
         c.root_peer = -1;
         c.device = rank;
         c.op = 0;
-        c.rank = rank;
+        c.rank = comm_rank;
         c.api = static_cast<uint16_t>(Api::kAllReduce);
         c.dtype = static_cast<uint8_t>(Dtype::kFloat32);
         c.flags = call_flags::kInPlace;

@@ -59,8 +59,8 @@ std::string TraceFile::String(uint32_t id) const {
   return it == strings.end() ? std::string() : it->second;
 }
 
-StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads) {
-  return internal::FileReader(threads).Read(path);
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads, bool keep_calls) {
+  return internal::FileReader(threads, keep_calls).Read(path);
 }
 
 StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
@@ -143,9 +143,11 @@ StatusOr<TraceDir> LoadTraceDir(const std::string& path, const LoadDirOptions& o
   const int inner = std::max(1, threads / outer);
   std::atomic<size_t> next{0};
   ParallelFor(outer, outer, [&](size_t) {
-    internal::FileReader reader(inner);  // one a thread: its buffers serve file after file
+    // One a thread: its buffers serve file after file.
+    internal::FileReader reader(inner), no_calls(inner, false);
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      read[i].emplace(reader.Read(files[i]));
+      const bool keep = !options.keep_calls || options.keep_calls(i);
+      read[i].emplace((keep ? reader : no_calls).Read(files[i]));
       const size_t n = done.fetch_add(1) + 1;
       if (options.progress && (n % 16 == 0 || n == files.size())) {
         std::lock_guard<std::mutex> lock(progress_mu);

@@ -40,6 +40,7 @@ class CaptureChecker : public Checker {
       }
     if (index_.empty()) return;
     for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+      if (!ctx.Owns(ci)) continue;
       CheckCollectives(ctx, ci, sink);
       CheckP2p(ctx, ci, sink);
     }

@@ -23,6 +23,7 @@ std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
 }
 
 void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {
+  if (!Owns(comm_index)) foreign_claims_.emplace_back(comm_index, first, last);
   auto& m = claimed_[comm_index];
   // Merge with every interval that overlaps or touches [first, last] (kNoSeq: to the end).
   auto touches = [](uint64_t a_last, uint64_t b_first) {
@@ -86,20 +87,53 @@ Report Check(const TraceModel& model, const CheckOptions& options) {
     if (options.progress) options.progress("checking: " + std::string(c->name()));
     c->Run(ctx, sink);
   }
-  Summary& s = report.summary;
-  s.occurrences = sink.findings().size();
-  report.findings = GroupRepeats(std::move(sink.findings()));
+  report.notes = std::move(sink.notes());
+  const uint64_t occurrences = sink.findings().size();
+  FinishReport(model, std::move(sink.findings()), occurrences, &report);
+  for (Finding& f : report.findings) f.call_sites = CallSitesOf(f, model);
+  report.summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+std::string CallSitesOf(const Finding& f, const TraceModel& m) {
+  constexpr size_t kMaxSites = 6;
+  std::set<std::string> seen;
+  std::string text;
+  for (const InvolvedCall& c : f.calls) {
+    if (c.call.file >= m.dir().files.size() ||
+        c.call.index >= m.dir().files[c.call.file].calls.size())
+      continue;
+    const CallRecord r = m.call(c.call);
+    if (r.callsite == 0) continue;
+    std::string site = m.file(c.call.file).String(r.callsite);
+    site = site.substr(0, site.find('<'));
+    if (site.empty()) continue;
+    const std::string part = "rank " + std::to_string(c.rank) +
+                             (c.seq == kNoSeq ? "" : " seq " + std::to_string(c.seq)) + " at " +
+                             site;
+    if (seen.size() == kMaxSites || !seen.insert(part).second) continue;
+    text += (text.empty() ? "" : "; ") + part;
+  }
+  return text;
+}
+
+void FinishReport(const TraceModel& model, std::vector<Finding> findings, uint64_t occurrences,
+                  Report* report) {
+  Summary& s = report->summary;
+  s.occurrences = occurrences;
+  report->findings = GroupRepeats(std::move(findings));
+  report->start_ns = model.start_ns();
   // Messages are sentences; checkers often start them with "rank 3 ..." (but never capitalise
   // an identifier such as ncclCommFinalize).
-  for (Finding& f : report.findings)
+  for (Finding& f : report->findings)
     if (f.message.rfind("rank", 0) == 0) f.message[0] = 'R';
-  report.notes = std::move(sink.notes());
   // No call to check (docs/check.md: exit 2, "no usable trace"): an empty file, a process that
   // stopped before its first NCCL call, or only records no rank or communicator can hold.
   uint64_t placeable = model.total_calls();
   for (const FileView& f : model.files()) placeable -= std::min(placeable, f.unplaceable_calls);
   if (placeable == 0) {
-    report.usable = false;
+    report->usable = false;
     Note n;
     n.kind = NoteKind::kTraceIncomplete;
     n.message = "the trace holds no NCCL call that can be checked (" +
@@ -107,18 +141,16 @@ Report Check(const TraceModel& model, const CheckOptions& options) {
                 " read, no call record in them, or only damaged ones): nothing was checked. Was "
                 "the job stopped before its first NCCL call? `ncclrr info DIR` lists what each "
                 "file holds.";
-    report.notes.push_back(std::move(n));
+    report->notes.push_back(std::move(n));
   }
   s.files = model.files().size();
   s.comms = model.comms().size();
   for (const CommModel& c : model.comms()) s.ranks += c.ranks.size();
   s.calls = model.total_calls();
-  s.findings = report.findings.size();
-  s.notes = report.notes.size();
-  for (const Finding& f : report.findings) s.by_kind[std::string(FindingKindName(f.kind))]++;
-  for (const Note& n : report.notes) s.by_kind[std::string(NoteKindName(n.kind))]++;
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return report;
+  s.findings = report->findings.size();
+  s.notes = report->notes.size();
+  for (const Finding& f : report->findings) s.by_kind[std::string(FindingKindName(f.kind))]++;
+  for (const Note& n : report->notes) s.by_kind[std::string(NoteKindName(n.kind))]++;
 }
 
 }  // namespace ncclrr::analysis

@@ -55,7 +55,7 @@ class CrossCommChecker : public Checker {
           shared[{a->first, b->first}].push_back(view);
     std::map<std::pair<int32_t, int>, std::set<uint32_t>> needed;
     for (const auto& [pair, vs] : shared)
-      if (vs.size() >= 2)
+      if (vs.size() >= 2 && ctx.ChecksPair(pair.first, pair.second))
         for (const auto& v : vs) needed[v].insert({pair.first, pair.second});
     std::map<std::pair<int32_t, int>, std::vector<Entry>> views;  // calls in issue order
     for (const auto& [view, comms] : needed) {
@@ -69,11 +69,9 @@ class CrossCommChecker : public Checker {
       });
     }
     for (const auto& [pair, vs] : shared) {
-      if (vs.size() < 2) continue;
+      if (vs.size() < 2 || !ctx.ChecksPair(pair.first, pair.second)) continue;
       std::vector<std::vector<Before>> per_view;
-      uint64_t y_issued = 0;
-      for (const RankView& r : m.comms()[pair.second].ranks)
-        y_issued = std::max(y_issued, r.issued());
+      const uint64_t y_issued = ctx.MaxIssued(pair.second);
       for (const auto& v : vs) {
         const FileView& fv = m.files()[v.first];
         per_view.push_back(Intervals(views[v], pair.first, pair.second,

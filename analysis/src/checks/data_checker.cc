@@ -44,6 +44,7 @@ class DataChecker : public Checker {
     if (!TraceHasSketches(m)) return;
     DataTally tally;
     for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+      if (!ctx.Owns(ci)) continue;
       const CommModel& c = m.comms()[ci];
       std::vector<int> ranks;  // ranks whose file holds sketches
       for (const RankView& r : c.ranks)

@@ -16,7 +16,7 @@ class GraphChecker : public Checker {
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
     for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) {
-      CompareGraphs(ctx, ci, sink);
+      if (ctx.Owns(ci)) CompareGraphs(ctx, ci, sink);
     }
     InvalidCaptures(ctx, sink);
   }
@@ -106,6 +106,7 @@ class GraphChecker : public Checker {
     for (const FlaggedCall& fc : m.flagged_calls()) {
       const CallRecord& call = m.call(fc.call);
       if (call.capture != 2 || !IsCollective(static_cast<Api>(call.api))) continue;
+      if (!ctx.Owns(fc.comm_index)) continue;
       const RankView& r = m.comms()[fc.comm_index].ranks[fc.rank];
       const CollectiveSlot* s = r.AtSeq(call.seq);
       if (!s || s->call != fc.call) continue;

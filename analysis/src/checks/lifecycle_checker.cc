@@ -20,6 +20,7 @@ class LifecycleChecker : public Checker {
   void Run(CheckContext& ctx, FindingSink& sink) override {
     const TraceModel& m = ctx.model();
     for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+      if (!ctx.Owns(ci)) continue;
       const CommModel& c = m.comms()[ci];
       std::set<std::string> seen;
       for (const std::string& p : c.problems) {

@@ -19,7 +19,8 @@ class MissingCallChecker : public Checker {
   std::string_view name() const override { return "missing calls"; }
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
-    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, sink);
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci)
+      if (ctx.Owns(ci)) CheckComm(ctx, ci, sink);
   }
 
  private:
@@ -105,6 +106,7 @@ class MissingCallChecker : public Checker {
     if (cause <= stuck) {
       Note n;
       n.kind = NoteKind::kInferred;
+      n.comm_index = static_cast<int64_t>(ci);
       n.message = CommLabel(c) + ": no rank completed seq " + std::to_string(stuck) +
                   ", which follows from the finding at seq " + std::to_string(cause) + ". " +
                   consequence;

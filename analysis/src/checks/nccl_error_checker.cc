@@ -41,7 +41,7 @@ class NcclErrorChecker : public Checker {
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
     for (const FlaggedCall& fc : ctx.model().flagged_calls())
-      Inspect(ctx, fc.comm_index, fc.rank, fc.call, sink);
+      if (ctx.Owns(fc.comm_index)) Inspect(ctx, fc.comm_index, fc.rank, fc.call, sink);
   }
 
  private:

@@ -16,7 +16,8 @@ class P2pChecker : public Checker {
   std::string_view name() const override { return "point to point"; }
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
-    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, sink);
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci)
+      if (ctx.Owns(ci)) CheckComm(ctx, ci, sink);
   }
 
  private:

@@ -30,7 +30,8 @@ class SequenceChecker : public Checker {
   std::string_view name() const override { return "sequence alignment"; }
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
-    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, sink);
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci)
+      if (ctx.Owns(ci)) CheckComm(ctx, ci, sink);
   }
 
  private:

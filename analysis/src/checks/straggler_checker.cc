@@ -40,7 +40,8 @@ class StragglerChecker : public Checker {
   void Run(CheckContext& ctx, FindingSink& sink) override {
     const GpuTimeIndex gpu(ctx.model());
     if (gpu.empty()) return;
-    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci) CheckComm(ctx, ci, gpu, sink);
+    for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci)
+      if (ctx.Owns(ci)) CheckComm(ctx, ci, gpu, sink);
   }
 
  private:
@@ -80,7 +81,9 @@ class StragglerChecker : public Checker {
                         return a.wait != b.wait ? a.wait > b.wait : a.seq < b.seq;
                       });
     worst.resize(std::min(kWorstListed, worst.size()));
-    sink.AddNote(MakeNote(ctx, c, compared, source, total_wait, last_count, worst));
+    Note n = MakeNote(ctx, c, compared, source, total_wait, last_count, worst);
+    n.comm_index = static_cast<int64_t>(ci);
+    sink.AddNote(std::move(n));
   }
 
   static Note MakeNote(const CheckContext& ctx, const CommModel& c, uint64_t compared, int source,

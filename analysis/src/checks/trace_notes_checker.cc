@@ -17,6 +17,36 @@ class TraceNotesChecker : public Checker {
   void Run(CheckContext& ctx, FindingSink& sink) override {
     const TraceModel& m = ctx.model();
     const bool stable = ctx.options().stable;
+    if (ctx.Root()) FileNotes(m, stable, sink);
+    for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+      if (!ctx.Owns(ci)) continue;
+      const CommModel& c = m.comms()[ci];
+      std::vector<int> absent;
+      for (const RankView& r : c.ranks)
+        if (!r.has_file()) absent.push_back(r.rank);
+      if (absent.empty()) continue;
+      for (int r : absent) ctx.MarkUntrustedTail(ci, r);
+      Note n;
+      n.kind = NoteKind::kTraceIncomplete;
+      n.comm_index = static_cast<int64_t>(ci);
+      for (int r : absent) n.ranks.push_back({c.id, r});
+      if (IsImportedFromLog(m, ci)) {
+        n.message = AbsentFromLogs(m, ci, absent);
+        sink.AddNote(std::move(n));
+        continue;
+      }
+      n.message = "no trace file holds " + RankList(absent) + " of " + CommLabel(c) + " (" +
+                  std::to_string(c.nranks) +
+                  " ranks): their processes were not recorded or their files are missing. "
+                  "Calls of the other ranks are still compared among themselves; copy every "
+                  "process's file into the trace directory to check them all.";
+      sink.AddNote(std::move(n));
+    }
+  }
+
+ private:
+  // Notes about the files (and imported logs): the trace as a whole.
+  static void FileNotes(const TraceModel& m, bool stable, FindingSink& sink) {
     for (const std::string& w : m.load_warnings()) {
       Note n;
       n.kind = NoteKind::kTraceIncomplete;
@@ -77,31 +107,8 @@ class TraceNotesChecker : public Checker {
       }
     }
     AddInferenceNotes(m, sink);
-    for (size_t ci = 0; ci < m.comms().size(); ++ci) {
-      const CommModel& c = m.comms()[ci];
-      std::vector<int> absent;
-      for (const RankView& r : c.ranks)
-        if (!r.has_file()) absent.push_back(r.rank);
-      if (absent.empty()) continue;
-      for (int r : absent) ctx.MarkUntrustedTail(ci, r);
-      Note n;
-      n.kind = NoteKind::kTraceIncomplete;
-      for (int r : absent) n.ranks.push_back({c.id, r});
-      if (IsImportedFromLog(m, ci)) {
-        n.message = AbsentFromLogs(m, ci, absent);
-        sink.AddNote(std::move(n));
-        continue;
-      }
-      n.message = "no trace file holds " + RankList(absent) + " of " + CommLabel(c) + " (" +
-                  std::to_string(c.nranks) +
-                  " ranks): their processes were not recorded or their files are missing. "
-                  "Calls of the other ranks are still compared among themselves; copy every "
-                  "process's file into the trace directory to check them all.";
-      sink.AddNote(std::move(n));
-    }
   }
 
- private:
   static Note MakeNote(NoteKind kind, const TraceModel& m, size_t f, std::string message) {
     Note n;
     n.kind = kind;

@@ -49,20 +49,39 @@ int64_t MonotonicToRealtimeOffset(const TraceFile& t) {
   return 0;
 }
 
+namespace {
+
+std::vector<int> HostOfFile(const std::vector<FileView>& files, size_t* hosts) {
+  std::map<std::string, int> host_index;
+  std::vector<int> host_of(files.size());
+  for (size_t f = 0; f < files.size(); ++f)
+    host_of[f] =
+        host_index.try_emplace(files[f].host, static_cast<int>(host_index.size())).first->second;
+  *hosts = host_index.size();
+  return host_of;
+}
+
+}  // namespace
+
 void RefineClocksAcrossHosts(std::vector<FileView>* files, const std::vector<CommModel>& comms,
                              const TraceDir& dir) {
-  std::map<std::string, int> host_index;
-  std::vector<int> host_of(files->size());
-  for (size_t f = 0; f < files->size(); ++f)
-    host_of[f] =
-        host_index.try_emplace((*files)[f].host, static_cast<int>(host_index.size())).first->second;
-  if (host_index.size() < 2) return;
+  ApplyClockCorrections(files, SampleClockDifferences(*files, comms, dir, nullptr));
+}
+
+ClockSamples SampleClockDifferences(const std::vector<FileView>& files,
+                                    const std::vector<CommModel>& comms, const TraceDir& dir,
+                                    const std::vector<bool>* only) {
+  size_t hosts = 0;
+  const std::vector<int> host_of = HostOfFile(files, &hosts);
+  ClockSamples diffs;
+  if (hosts < 2) return diffs;
   const CompletionTimes done(dir);
-  auto common = [&](CallRef r) { return done.Of(r) + (*files)[r.file].clock_offset_ns; };
+  auto common = [&](CallRef r) { return done.Of(r) + files[r.file].clock_offset_ns; };
   // Differences (reference host - host h) over matched collectives, sampled per comm.
-  std::map<int, std::vector<int64_t>> diffs;
   constexpr uint64_t kMaxSeqsPerComm = 20000;
-  for (const CommModel& c : comms) {
+  for (size_t ci = 0; ci < comms.size(); ++ci) {
+    if (only && !(*only)[ci]) continue;
+    const CommModel& c = comms[ci];
     const RankView* ref = nullptr;
     for (const RankView& r : c.ranks)
       if (r.file >= 0 && host_of[r.file] == 0) ref = &r;
@@ -80,7 +99,13 @@ void RefineClocksAcrossHosts(std::vector<FileView>* files, const std::vector<Com
       }
     }
   }
-  for (auto& [h, d] : diffs) {
+  return diffs;
+}
+
+void ApplyClockCorrections(std::vector<FileView>* files, ClockSamples samples) {
+  size_t hosts = 0;
+  const std::vector<int> host_of = HostOfFile(*files, &hosts);
+  for (auto& [h, d] : samples) {
     if (d.empty()) continue;
     const int64_t corr = Median(std::move(d));
     for (size_t f = 0; f < files->size(); ++f)

@@ -18,4 +18,12 @@ int64_t MonotonicToRealtimeOffset(const TraceFile& t);
 void RefineClocksAcrossHosts(std::vector<FileView>* files, const std::vector<CommModel>& comms,
                              const TraceDir& dir);
 
+// The same in two steps, for a trace spread over processes: each samples the communicators it
+// holds whole (`only`, by comm index; null: all), the samples are pooled, and every process
+// applies the medians of the pool.
+ClockSamples SampleClockDifferences(const std::vector<FileView>& files,
+                                    const std::vector<CommModel>& comms, const TraceDir& dir,
+                                    const std::vector<bool>* only);
+void ApplyClockCorrections(std::vector<FileView>* files, ClockSamples samples);
+
 }  // namespace ncclrr::analysis

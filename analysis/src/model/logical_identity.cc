@@ -348,10 +348,12 @@ void FromBuffers(const std::vector<std::vector<uint64_t>>& keys,
 
 }  // namespace
 
-LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads) {
+LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
+                                         const std::vector<bool>* only) {
   LogicalIdentity li;
   li.comms_.resize(m.comms().size());
   for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+    if (only && !(*only)[ci]) continue;
     const CommModel& c = m.comms()[ci];
     CommIdentity& out = li.comms_[ci];
     out.ids.resize(c.ranks.size());

@@ -61,7 +61,8 @@ bool IsLifecycle(Api a) {
 
 class ModelBuilder {
  public:
-  ModelBuilder(TraceModel* m, int threads) : m_(*m), threads_(threads) {}
+  ModelBuilder(TraceModel* m, int threads, PartOfTrace part = {})
+      : m_(*m), threads_(threads), part_(std::move(part)), totals_(part_.totals) {}
 
   void Build() {
     const auto& files = m_.dir_->files;
@@ -70,8 +71,16 @@ class ModelBuilder {
     for (uint32_t f = 0; f < files.size(); ++f) DescribeFile(f);
     for (uint32_t f = 0; f < files.size(); ++f) AddCommRecords(f);
     AddCalls(threads_);
+    for (uint32_t f = 0; f < totals_.size(); ++f)
+      m_.files_[f].unplaceable_calls = totals_[f].unplaceable;
     FinishComms();
-    RefineClocksAcrossHosts(&m_.files_, m_.comms_, *m_.dir_);
+    if (part_.pool_clock_samples) {
+      const std::vector<bool>* only = part_.whole_comms.empty() ? nullptr : &part_.whole_comms;
+      ApplyClockCorrections(&m_.files_, part_.pool_clock_samples(SampleClockDifferences(
+                                            m_.files_, m_.comms_, *m_.dir_, only)));
+    } else {
+      RefineClocksAcrossHosts(&m_.files_, m_.comms_, *m_.dir_);
+    }
     StampTimes();
   }
 
@@ -94,7 +103,7 @@ class ModelBuilder {
     v.ring_mode = t.header.ring_mode;
     v.bad_frames = t.bad_frames;
     v.dropped = t.DroppedRecords();
-    m_.total_calls_ += t.calls.size();
+    m_.total_calls_ += f < totals_.size() ? totals_[f].calls : t.calls.size();
     for (uint32_t i = 0; i < t.sketches.size(); ++i)
       m_.sketch_index_[f].emplace(t.sketches[i].call_uid, i);
   }
@@ -177,19 +186,6 @@ class ModelBuilder {
     return ci;
   }
 
-  // A call no analysis can use: it names no rank or no communicator where its operation needs
-  // one, its operation is unknown, or it moves more data than any GPU holds (sizes computed from
-  // it would overflow).
-  static bool Unplaceable(const CallRecord& c) {
-    const Api api = static_cast<Api>(c.api);
-    const bool on_comm = IsCollective(api) || IsP2p(api);
-    if (!on_comm) return ApiName(api) == "Unknown";  // the rare calls: a name lookup is cheap
-    if (c.comm_id == 0 || c.rank < 0) return true;
-    const size_t elem = DtypeSize(c.dtype);
-    constexpr uint64_t kMaxCallBytes = 1ull << 44;  // 16 TiB: more than any GPU's memory
-    return elem == 0 || c.count > kMaxCallBytes / elem;
-  }
-
   // What placing a file's calls found that touches state shared with other files: a problem
   // for a comm, a flagged call, or a call to place later, one file at a time (a comm no
   // CommRecord announced, a rank no process claimed). Kept with their row so that applying
@@ -253,7 +249,7 @@ class ModelBuilder {
   // shared when the call needs that, and records problems and flagged calls in the scan;
   // otherwise does it all.
   bool PlaceCall(uint32_t f, uint32_t i, const CallRecord& c, FileScan& scan, bool on_worker) {
-    if (Unplaceable(c)) {
+    if (UnplaceableCall(c)) {
       ++m_.files_[f].unplaceable_calls;
       return true;
     }
@@ -432,6 +428,11 @@ class ModelBuilder {
         lo = std::min(lo, m_.CommonTime(f, c.enter_ns));
         last = std::max(last, std::max(c.exit_ns, c.enter_ns));
       });
+      if (f < totals_.size()) {
+        if (totals_[f].first_enter_ns != INT64_MAX)
+          lo = std::min(lo, m_.CommonTime(f, totals_[f].first_enter_ns));
+        last = std::max(last, totals_[f].last_ns);
+      }
       for (const ClockPairRecord& p : t.clocks) last = std::max(last, p.mono_ns);
       if (t.footer && t.footer->end_ns) last = std::max(last, t.footer->end_ns);
       for (const GraphEventRecord& e : t.graph_events) last = std::max(last, e.time_ns);
@@ -468,6 +469,8 @@ class ModelBuilder {
   };
   TraceModel& m_;
   int threads_;
+  PartOfTrace part_;
+  const std::vector<FileTotals>& totals_;  // empty: the files hold all of their calls
   std::map<std::pair<uint64_t, uint32_t>, size_t> index_;
   std::map<uint32_t, std::vector<FileComm>> file_comms_;
   std::set<size_t> unannounced_;
@@ -478,6 +481,24 @@ TraceModel TraceModel::Build(TraceDir dir, int threads) {
   *m.dir_ = std::move(dir);
   ModelBuilder(&m, threads).Build();
   return m;
+}
+
+TraceModel TraceModel::BuildPart(TraceDir dir, PartOfTrace part, int threads) {
+  TraceModel m;
+  *m.dir_ = std::move(dir);
+  ModelBuilder(&m, threads, std::move(part)).Build();
+  return m;
+}
+
+// Sizes computed from a call that moves more than any GPU holds would overflow.
+bool UnplaceableCall(const CallRecord& c) {
+  const Api api = static_cast<Api>(c.api);
+  const bool on_comm = IsCollective(api) || IsP2p(api);
+  if (!on_comm) return ApiName(api) == "Unknown";  // the rare calls: a name lookup is cheap
+  if (c.comm_id == 0 || c.rank < 0) return true;
+  const size_t elem = DtypeSize(c.dtype);
+  constexpr uint64_t kMaxCallBytes = 1ull << 44;  // 16 TiB: more than any GPU's memory
+  return elem == 0 || c.count > kMaxCallBytes / elem;
 }
 
 }  // namespace ncclrr::analysis

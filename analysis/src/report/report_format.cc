@@ -55,41 +55,18 @@ std::string RepeatLine(const Finding& f) {
   return s;
 }
 
-// Where the calls of a finding were issued, when the trace knows (`record --stacks`, or the
-// Python frames of an imported Flight Recorder dump): the innermost frame of each call site.
-std::string CallSites(const Finding& f, const TraceModel& m) {
-  constexpr size_t kMaxSites = 6;
-  std::set<std::string> seen;
-  std::string text;
-  for (const InvolvedCall& c : f.calls) {
-    if (c.call.file >= m.dir().files.size() ||
-        c.call.index >= m.dir().files[c.call.file].calls.size())
-      continue;
-    const CallRecord& r = m.call(c.call);
-    if (r.callsite == 0) continue;
-    std::string site = m.file(c.call.file).String(r.callsite);
-    site = site.substr(0, site.find('<'));
-    if (site.empty()) continue;
-    const std::string part = "rank " + std::to_string(c.rank) +
-                             (c.seq == kNoSeq ? "" : " seq " + std::to_string(c.seq)) + " at " +
-                             site;
-    if (seen.size() == kMaxSites || !seen.insert(part).second) continue;
-    text += (text.empty() ? "" : "; ") + part;
-  }
-  return text.empty() ? "" : Wrap("call sites: " + text, kWidth, "    = ");
-}
-
 }  // namespace
 
 std::string FormatText(const Report& report, const TraceModel* model, const FormatOptions& o) {
   std::string out;
-  const int64_t t0 = model ? model->start_ns() : 0;
+  (void)model;
+  const int64_t t0 = report.start_ns;
   for (const Finding& f : report.findings) {
     const std::string where = Where(f);
     out += "error[" + std::string(FindingKindName(f.kind)) + "]: " + where +
            (where.empty() ? "" : ": ") + f.short_text + "\n";
     AppendTable(f.table, &out);
-    if (model) out += CallSites(f, *model);
+    if (!f.call_sites.empty()) out += Wrap("call sites: " + f.call_sites, kWidth, "    = ");
     out += Wrap(f.message, kWidth, "    = ");
     if (f.confidence) {
       char buf[64];

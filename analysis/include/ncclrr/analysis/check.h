@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ncclrr/analysis/finding.h"
@@ -33,14 +34,39 @@ struct CheckOptions {
   int threads = CoreCount();  // big communicators are analysed rank-parallel
 };
 
+// This process's part when a check is spread over processes (check_group.h): the communicators
+// it checks, the pairs of communicators whose cross-communicator order it checks, and what it
+// needs to know of communicators it holds only in part.
+struct CheckShare {
+  int member = 0;                                 // 0 prints the report
+  std::vector<int> owner;                         // per comm index: the member that checks it
+  std::set<std::pair<uint32_t, uint32_t>> pairs;  // (x, y) comm indices checked here
+  std::vector<uint64_t> max_issued;               // per comm index, over all of its ranks
+};
+
 class CheckContext {
  public:
   CheckContext(const TraceModel& model, const CheckOptions& options,
-               const LogicalIdentity& identity)
-      : model_(model), options_(options), identity_(identity) {}
+               const LogicalIdentity& identity, const CheckShare* share = nullptr)
+      : model_(model), options_(options), identity_(identity), share_(share) {}
   const TraceModel& model() const { return model_; }
   const CheckOptions& options() const { return options_; }
   const LogicalIdentity& identity() const { return identity_; }
+
+  // Whether this process checks communicator `ci` (always, unless the check is spread), the
+  // cross-communicator order of comms x and y, and what concerns the whole trace.
+  bool Owns(size_t ci) const { return !share_ || share_->owner[ci] == share_->member; }
+  bool ChecksPair(uint32_t x, uint32_t y) const { return !share_ || share_->pairs.count({x, y}); }
+  bool Root() const { return !share_ || share_->member == 0; }
+  // The number of collectives the most advanced rank of `ci` issued (all of its ranks, also
+  // where this process holds only some).
+  uint64_t MaxIssued(size_t ci) const {
+    return share_ ? share_->max_issued[ci] : model_.comms()[ci].max_issued();
+  }
+  // Claims made here on communicators other processes check: they are sent to their owners.
+  std::vector<std::tuple<size_t, uint64_t, uint64_t>> TakeForeignClaims() {
+    return std::exchange(foreign_claims_, {});
+  }
 
   // Positions already explained by an earlier finding: seqs first..last (inclusive).
   void Claim(size_t comm_index, uint64_t first, uint64_t last);
@@ -97,6 +123,8 @@ class CheckContext {
   const TraceModel& model_;
   const CheckOptions& options_;
   const LogicalIdentity& identity_;
+  const CheckShare* share_;
+  std::vector<std::tuple<size_t, uint64_t, uint64_t>> foreign_claims_;
   std::map<size_t, std::map<uint64_t, uint64_t>> claimed_;  // comm -> first -> last, disjoint
   std::set<std::pair<size_t, int>> untrusted_;
   std::map<std::pair<size_t, int>, int64_t> explained_;
@@ -128,6 +156,14 @@ class Checker {
 std::vector<std::shared_ptr<Checker>> BuiltinCheckers();
 
 Report Check(const TraceModel& model, const CheckOptions& options = {});
+
+// What Check does after its checkers ran: groups repeats, fills in where each finding's calls were
+// issued and the summary. `occurrences`: findings before grouping.
+void FinishReport(const TraceModel& model, std::vector<Finding> findings, uint64_t occurrences,
+                  Report* report);
+// "rank 0 at train.py:12; rank 1 at ..." for a finding's calls, when the trace knows their call
+// sites (`record --stacks`, Flight Recorder frames); "" otherwise.
+std::string CallSitesOf(const Finding& f, const TraceModel& m);
 
 // Groups repeats (same kind, comm, ranks, pattern) and sorts by first occurrence. Exposed for
 // checkers' unit tests.

@@ -86,6 +86,9 @@ struct Finding {
   // `repeats` counting the others. Checkers put what makes two occurrences "the same mistake"
   // here (e.g. the two signatures that differ), never the seq.
   std::string pattern;
+  // Where the calls were issued, when the trace knows (`record --stacks`, Flight Recorder
+  // frames): "rank 0 seq 4 at train.py:12; ...", "" otherwise.
+  std::string call_sites;
 };
 
 struct Note {
@@ -95,6 +98,9 @@ struct Note {
   std::vector<std::pair<uint64_t, int>> ranks;  // (comm, rank) affected
   uint64_t count = 0;                           // records_dropped: how many
   std::string message;
+  // The communicator (index into TraceModel::comms()) a note is about, -1 when about the trace as
+  // a whole: a check spread over processes puts its notes back in order by it.
+  int64_t comm_index = -1;
 };
 
 struct Summary {
@@ -113,7 +119,8 @@ struct Report {
   std::vector<Finding> findings;  // sorted by first occurrence
   std::vector<Note> notes;
   Summary summary;
-  bool usable = true;  // false: no trace file could be read (exit 2)
+  bool usable = true;    // false: no trace file could be read (exit 2)
+  int64_t start_ns = 0;  // the trace's first call on the common timeline ("first at +1.2 s")
 
   // docs/design.md: 0 no findings, 1 findings (or notes under --strict), 2 no usable trace.
   int ExitCode(bool strict) const;

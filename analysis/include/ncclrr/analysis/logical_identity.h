@@ -60,7 +60,9 @@ struct CommIdentity {
 class LogicalIdentity {
  public:
   // `threads`: ranks of big communicators are mapped in parallel.
-  static LogicalIdentity Compute(const TraceModel& model, int threads = 2);
+  // `only`: the communicators to map (by index; null: all), the others are left empty.
+  static LogicalIdentity Compute(const TraceModel& model, int threads = 2,
+                                 const std::vector<bool>* only = nullptr);
   const CommIdentity& comm(size_t comm_index) const { return comms_[comm_index]; }
   uint32_t Of(size_t comm_index, int rank, size_t slot) const;
   float Confidence(size_t comm_index, int rank, size_t slot) const;

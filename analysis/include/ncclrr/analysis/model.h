@@ -14,6 +14,7 @@
 // GUI thread, hand the value over).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -126,6 +127,33 @@ struct FlaggedCall {
   int rank = -1;
 };
 
+// What the process that read a file found in all of it, for a process that holds only some of
+// its calls (a check spread over processes, check_group.h).
+struct FileTotals {
+  uint64_t calls = 0;                  // every call record of the file
+  uint64_t unplaceable = 0;            // of which no rank or communicator can hold
+  int64_t first_enter_ns = INT64_MAX;  // monotonic, over every call
+  int64_t last_ns = INT64_MIN;         // monotonic: the latest enter or exit of a call
+};
+
+// Differences of matched collectives' completion times between the first host and host h (by
+// order of first appearance among the files), in ns: what aligns clocks across hosts.
+using ClockSamples = std::map<int, std::vector<int64_t>>;
+
+// A model built from part of a trace (a check spread over processes, check_group.h): what the
+// processes that read the files found in all of them, and how this one learns from the others.
+struct PartOfTrace {
+  std::vector<FileTotals> totals;  // one per file
+  // Per comm index: the communicators whose calls are all here (empty: every one).
+  std::vector<bool> whole_comms;
+  // Pools this process's clock samples with every other's (null: this process's alone).
+  std::function<ClockSamples(ClockSamples)> pool_clock_samples;
+};
+
+// A call no analysis can use: it names no rank or no communicator where its operation needs one,
+// its operation is unknown, or it moves more data than any GPU holds.
+bool UnplaceableCall(const CallRecord& c);
+
 struct LoadOptions {
   int threads = CoreCount();  // files, and frames within files, decoded in parallel
   // Progress for long traces ("read 12 of 64 files"); called from the loading thread.
@@ -139,6 +167,9 @@ class TraceModel {
   // Builds the model from an already loaded trace (tests, viewer), placing files' calls on up
   // to `threads` threads.
   static TraceModel Build(TraceDir dir, int threads = CoreCount());
+  // The same, where the files hold only some of their calls and `totals` (one per file) say
+  // what all of them were.
+  static TraceModel BuildPart(TraceDir dir, PartOfTrace part, int threads = CoreCount());
 
   TraceModel(TraceModel&&) noexcept;
   TraceModel& operator=(TraceModel&&) noexcept;

@@ -15,6 +15,10 @@ namespace ncclrr {
 struct SyntheticTraceOptions {
   std::string dir;
   int ranks = 2;
+  // > 1: the ranks form this many communicators of ranks/groups consecutive ranks each (as the
+  // tensor-parallel groups of a large job), each running the loop on its own; bugs still name
+  // global ranks.
+  int groups = 1;
   int steps = 4;
   std::vector<uint64_t> counts = {1728, 36864, 36864, 512};  // allreduces per step (floats)
   int swap_rank = -1;  // this rank issues calls swap_index and swap_index+1 swapped ...

@@ -1,0 +1,177 @@
+// A check spread over several members (`check --mpi`, here members on threads exchanging in
+// memory) must print exactly what one process prints: every golden scenario, every real trace,
+// and synthetic traces of many communicators, split over 1 to 4 members.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "golden_file.h"
+#include "ncclrr/analysis/check_group.h"
+#include "ncclrr/analysis/report_format.h"
+#include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/testing/temp_dir.h"
+#include "scenarios.h"
+#include "sketch_scenarios.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every rendering a user can ask for; times in seconds of analysis are left out.
+std::string Renderings(const Report& r) {
+  std::string out;
+  for (bool stable : {true, false}) {
+    FormatOptions fo;
+    fo.stable = stable;
+    out += FormatText(r, nullptr, fo) + FormatJson(r, nullptr, fo);
+  }
+  out = std::regex_replace(out, std::regex("checked in [0-9.]+ s"), "checked in - s");
+  return std::regex_replace(out, std::regex("\"seconds\":[0-9.e+-]+"), "\"seconds\":-");
+}
+
+std::string CheckedInOneProcess(const std::string& dir) {
+  auto model = TraceModel::Load(dir);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return "";
+  CheckOptions o;
+  o.threads = 1;
+  return Renderings(Check(*model, o));
+}
+
+struct Spread {
+  std::string rendered;  // member 0's report
+  std::vector<SpreadStats> stats;
+};
+
+Spread CheckedSpread(const std::string& dir, int members) {
+  auto group = LocalCheckGroups(members);
+  std::vector<StatusOr<Report>> reports(members, Report{});
+  Spread s;
+  s.stats.resize(members);
+  std::vector<std::thread> threads;
+  for (int m = 0; m < members; ++m)
+    threads.emplace_back([&, m] {
+      CheckOptions o;
+      o.threads = 1;
+      reports[m] = CheckSpread(dir, *group[m], o, &s.stats[m]);
+    });
+  for (std::thread& t : threads) t.join();
+  for (int m = 0; m < members; ++m) EXPECT_TRUE(reports[m].ok()) << reports[m].status().message();
+  if (reports[0].ok()) s.rendered = Renderings(*reports[0]);
+  return s;
+}
+
+void ExpectSameOnEveryMemberCount(const std::string& dir) {
+  const std::string one = CheckedInOneProcess(dir);
+  ASSERT_FALSE(one.empty());
+  for (int members : {1, 2, 3, 4}) {
+    SCOPED_TRACE(dir + " on " + std::to_string(members) + " members");
+    EXPECT_EQ(CheckedSpread(dir, members).rendered, one);
+  }
+}
+
+class SpreadScenarioTest : public ::testing::TestWithParam<testing::Scenario> {};
+
+TEST_P(SpreadScenarioTest, ReportsAsOneProcessDoes) {
+  const testing::Scenario& sc = GetParam();
+  const fs::path dir =
+      fs::temp_directory_path() / ("ncclrr-spread-" + std::to_string(getpid()) + "-" + sc.name);
+  fs::remove_all(dir);
+  SyntheticScript script = sc.build();
+  script.dir = dir.string();
+  auto written = WriteSyntheticScript(script);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  ExpectSameOnEveryMemberCount(dir.string());
+  fs::remove_all(dir);
+}
+
+std::string ScenarioName(const ::testing::TestParamInfo<testing::Scenario>& p) {
+  return p.param.name;
+}
+INSTANTIATE_TEST_SUITE_P(Scenarios, SpreadScenarioTest,
+                         ::testing::ValuesIn(testing::GoldenScenarios()), ScenarioName);
+INSTANTIATE_TEST_SUITE_P(SketchScenarios, SpreadScenarioTest,
+                         ::testing::ValuesIn(testing::SketchScenarios()), ScenarioName);
+
+TEST(SpreadRealTraces, ReportAsOneProcessDoes) {
+  const fs::path real = testing::SourceDataDir("tests/data/real");
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(real)) {
+    if (!e.is_directory() || e.path().filename() == "diff") continue;
+    ExpectSameOnEveryMemberCount(e.path().string());
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// Many communicators, bugs in some: each member checks its own, and together they report what
+// one process does.
+TEST(SpreadManyCommunicators, SplitsTheCommunicatorsAndAgrees) {
+  const std::string dir = testing::FreshTempDir("spread-groups");
+  SyntheticTraceOptions o;
+  o.dir = dir;
+  o.ranks = 16;
+  o.groups = 8;
+  o.steps = 20;
+  o.swap_rank = 3;  // group 1: two calls of different sizes swapped
+  o.swap_index = 0;
+  o.swap_steps = {4, 9};
+  o.missing_rank = 12;  // group 6: a hang
+  o.missing_step = 15;
+  o.missing_index = 2;
+  ASSERT_TRUE(WriteSyntheticTrace(o).ok());
+  const std::string one = CheckedInOneProcess(dir);
+  EXPECT_NE(one.find("order_swap"), std::string::npos) << one;
+  EXPECT_NE(one.find("missing_call"), std::string::npos) << one;
+  for (int members : {2, 4}) {
+    const Spread s = CheckedSpread(dir, members);
+    EXPECT_EQ(s.rendered, one) << members << " members";
+    uint64_t held = 0, owned = 0;
+    for (const SpreadStats& st : s.stats) {
+      EXPECT_FALSE(st.whole);
+      EXPECT_EQ(st.comms_owned, 8u / members);  // equal groups: equal shares
+      held += st.calls_held;
+    }
+    EXPECT_GT(held, 0u);
+    for (const SpreadStats& st : s.stats) owned += st.comms_owned;
+    EXPECT_EQ(owned, 8u);
+    for (const SpreadStats& st : s.stats) EXPECT_LT(st.calls_held, held);
+  }
+  fs::remove_all(dir);
+}
+
+// Two hosts: their clocks are aligned from matched collectives of every communicator, which the
+// members hold apart and pool.
+TEST(SpreadManyHosts, AlignsClocksAsOneProcessDoes) {
+  testing::ScriptBuilder b(4);
+  for (int p = 0; p < 4; ++p) b.s.processes[p].host = p < 2 ? "host-a" : "host-b";
+  const int world = b.Comm(0x1000, "world", {0, 1, 2, 3});
+  const int left = b.Comm(0x2000, "left", {0, 2});
+  const int right = b.Comm(0x3000, "right", {1, 3});
+  for (int step = 0; step < 6; ++step) {
+    b.All(world, testing::AllReduce(1024, 0));
+    b.All(left, testing::AllReduce(256, 1));
+    b.All(right, testing::AllReduce(512, 2));
+  }
+  b.All(left, testing::AllReduce(64, 3), [](int p, ScriptCall& c) {
+    if (p == 2) c.count = 65;
+  });
+  const std::string dir = testing::FreshTempDir("spread-hosts");
+  b.s.dir = dir;
+  ASSERT_TRUE(WriteSyntheticScript(b.s).ok());
+  const std::string one = CheckedInOneProcess(dir);
+  EXPECT_NE(one.find("count_mismatch"), std::string::npos) << one;
+  for (int members : {2, 3}) {
+    const Spread s = CheckedSpread(dir, members);
+    EXPECT_EQ(s.rendered, one) << members << " members";
+    for (const SpreadStats& st : s.stats) EXPECT_FALSE(st.whole);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ncclrr::analysis
