@@ -111,57 +111,47 @@ Status MpiLib::GatherToRoot(const std::string& blob, std::vector<std::string>* o
   return Status::Ok();
 }
 
-Status MpiLib::AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in) {
+Status MpiLib::AllToAll(const std::string& out, const std::vector<uint64_t>& out_sizes,
+                        std::string* in, std::vector<uint64_t>* in_sizes) {
   const auto n = static_cast<size_t>(size_);
-  std::vector<uint64_t> send_bytes(n), recv_bytes(n);
-  for (size_t p = 0; p < n; ++p) send_bytes[p] = out[p].size();
-  if (api_->Alltoall(send_bytes.data(), 1, api_->uint64, recv_bytes.data(), 1, api_->uint64,
+  in_sizes->assign(n, 0);
+  if (api_->Alltoall(out_sizes.data(), 1, api_->uint64, in_sizes->data(), 1, api_->uint64,
                      api_->world) != 0)
     return IoError(who_ + ": MPI_Alltoall failed");
-  in->assign(n, std::string());
-  for (size_t p = 0; p < n; ++p) (*in)[p].resize(recv_bytes[p]);
-  // Rounds of at most 1 GiB in all (MPI counts and displacements are ints), until every blob is
-  // through.
-  const uint64_t piece = std::max<uint64_t>(1, (1ull << 30) / n);
-  std::vector<uint64_t> sent(n, 0), got(n, 0);
-  std::vector<int> scount(n), sdispl(n), rcount(n), rdispl(n);
-  for (;;) {
-    bool more = false;
-    std::string sbuf, rbuf;
-    for (size_t p = 0; p < n; ++p) {
-      const uint64_t s = std::min(piece, send_bytes[p] - sent[p]);
-      const uint64_t r = std::min(piece, recv_bytes[p] - got[p]);
-      more = more || send_bytes[p] > sent[p] || recv_bytes[p] > got[p];
-      scount[p] = static_cast<int>(s);
-      rcount[p] = static_cast<int>(r);
-    }
-    if (!more) break;
-    uint64_t stotal = 0, rtotal = 0;
-    for (size_t p = 0; p < n; ++p) {
-      stotal += static_cast<uint64_t>(scount[p]);
-      rtotal += static_cast<uint64_t>(rcount[p]);
-    }
-    sbuf.resize(stotal);
-    rbuf.resize(rtotal);
-    int so = 0, ro = 0;
-    for (size_t p = 0; p < n; ++p) {
-      sdispl[p] = so;
-      rdispl[p] = ro;
-      sbuf.replace(static_cast<size_t>(so), static_cast<size_t>(scount[p]), out[p], sent[p],
-                   static_cast<size_t>(scount[p]));
-      so += scount[p];
-      ro += rcount[p];
-    }
-    if (api_->Alltoallv(sbuf.data(), scount.data(), sdispl.data(), api_->byte, rbuf.data(),
-                        rcount.data(), rdispl.data(), api_->byte, api_->world) != 0)
-      return IoError(who_ + ": MPI_Alltoallv failed");
-    for (size_t p = 0; p < n; ++p) {
-      (*in)[p].replace(got[p], static_cast<size_t>(rcount[p]), rbuf, static_cast<size_t>(rdispl[p]),
-                       static_cast<size_t>(rcount[p]));
-      sent[p] += static_cast<uint64_t>(scount[p]);
-      got[p] += static_cast<uint64_t>(rcount[p]);
-    }
+  bool words = true;
+  uint64_t out_total = 0, in_total = 0;
+  for (size_t p = 0; p < n; ++p) {
+    words = words && out_sizes[p] % 8 == 0 && (*in_sizes)[p] % 8 == 0;
+    out_total += out_sizes[p];
+    in_total += (*in_sizes)[p];
   }
+  // Every process must agree on the unit: one that sends bytes makes all of them send bytes.
+  std::vector<uint64_t> mine(n, words ? 1 : 0), theirs(n, 0);
+  if (api_->Alltoall(mine.data(), 1, api_->uint64, theirs.data(), 1, api_->uint64, api_->world) !=
+      0)
+    return IoError(who_ + ": MPI_Alltoall failed");
+  bool agreed = true;
+  for (uint64_t w : theirs) agreed = agreed && w != 0;
+  const uint64_t unit = agreed ? 8 : 1;
+  if (out_total / unit > INT32_MAX || in_total / unit > INT32_MAX)
+    return Unsupported(who_ + ": more than MPI's int counts can address in one exchange (" +
+                       std::to_string(std::max(out_total, in_total) >> 20) +
+                       " MiB); use more processes");
+  std::vector<int> scount(n), sdispl(n), rcount(n), rdispl(n);
+  uint64_t so = 0, ro = 0;
+  for (size_t p = 0; p < n; ++p) {
+    scount[p] = static_cast<int>(out_sizes[p] / unit);
+    rcount[p] = static_cast<int>((*in_sizes)[p] / unit);
+    sdispl[p] = static_cast<int>(so);
+    rdispl[p] = static_cast<int>(ro);
+    so += out_sizes[p] / unit;
+    ro += (*in_sizes)[p] / unit;
+  }
+  in->resize(in_total);
+  void* type = unit == 8 ? api_->uint64 : api_->byte;
+  if (api_->Alltoallv(out.data(), scount.data(), sdispl.data(), type, in->data(), rcount.data(),
+                      rdispl.data(), type, api_->world) != 0)
+    return IoError(who_ + ": MPI_Alltoallv failed");
   return Status::Ok();
 }
 

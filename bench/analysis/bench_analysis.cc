@@ -1,7 +1,7 @@
 // bench-analysis: `ncclrr check` and `ncclrr export` on large synthetic traces.
 //
 //   bench-analysis [--ranks R] [--calls N] [--groups G] [--threads T] [--quick]
-//                  [--write-only] [--export-ranks R2] [--export-calls N2] [--dir D]
+//                  [--write-only] [--spread P] [--export-ranks R2] [--export-calls N2] [--dir D]
 //
 // Writes an R-rank trace of N allreduces per rank (a training loop of 4 tensors per step, with
 // one same-shape swap and one count mismatch injected so the checkers have work), then measures
@@ -12,7 +12,8 @@
 // load and check only, and ends with one machine-readable line ("row: ...") for scale_table.sh.
 // --groups G splits the ranks into G communicators (as tensor-parallel groups); --write-only
 // writes the trace to D/check, keeps it, and stops (for `mpirun ... ncclrr check D/check --mpi`,
-// bench/analysis/mpi_check.sh).
+// bench/analysis/mpi_check.sh). --spread P checks as `check --mpi` does, over P members on
+// threads of this process (T/P threads each), and prints where the time goes.
 // bench/README.md records the last numbers.
 #include <sys/resource.h>
 #include <time.h>
@@ -23,8 +24,11 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/check_group.h"
 #include "ncclrr/analysis/perfetto_export.h"
 #include "ncclrr/base/args.h"
 #include "ncclrr/testing/synthetic_trace.h"
@@ -79,10 +83,50 @@ bool Generate(const ncclrr::SyntheticTraceOptions& o) {
   return true;
 }
 
+// check --mpi's path over `members` members on threads: phases as member 0 sees them.
+int Spread(const std::string& dir, int members, int threads) {
+  auto group = ncclrr::analysis::LocalCheckGroups(members);
+  std::vector<ncclrr::analysis::SpreadStats> stats(members);
+  std::vector<ncclrr::StatusOr<ncclrr::analysis::Report>> reports(members,
+                                                                  ncclrr::analysis::Report{});
+  std::string phase = "start";
+  auto phase_start = Clock::now();
+  const auto t = Clock::now();
+  std::vector<std::thread> run;
+  for (int m = 0; m < members; ++m)
+    run.emplace_back([&, m] {
+      ncclrr::analysis::CheckOptions o;
+      o.threads = std::max(1, threads / members);
+      if (m == 0)
+        o.progress = [&](std::string_view next) {
+          std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
+          phase = std::string(next);
+          phase_start = Clock::now();
+        };
+      reports[m] = ncclrr::analysis::CheckSpread(dir, *group[m], o, &stats[m]);
+    });
+  for (std::thread& th : run) th.join();
+  std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
+  if (!reports[0].ok()) {
+    std::fprintf(stderr, "check failed: %s\n", reports[0].status().message().c_str());
+    return 2;
+  }
+  const double s = Since(t);
+  uint64_t most = 0;
+  for (const auto& st : stats) most = std::max(most, st.calls_held);
+  std::printf(
+      "spread over %d members (%d threads each): %.2f s = %.1f M records/s; %zu findings; the "
+      "largest share %llu calls%s; peak RSS %.0f MB (all members)\n",
+      members, std::max(1, threads / members), s, reports[0]->summary.calls / s / 1e6,
+      reports[0]->findings.size(), static_cast<unsigned long long>(most),
+      stats[0].whole ? " (checked whole)" : "", PeakRssMb());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount(), groups = 1;
+  int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount(), groups = 1, spread = 0;
   bool quick = false, write_only = false;
   long long calls = 125'000, export_calls = 25'000;
   std::string dir = "/tmp/ncclrr-bench-analysis";
@@ -90,7 +134,8 @@ int main(int argc, char** argv) {
     ncclrr::Args args("bench-analysis", argc, argv);
     args.Option("--ranks").Option("--calls").Option("--export-ranks").Option("--export-calls");
     args.Option("--dir").Option("--threads").Option("--groups").Flag("--quick");
-    args.Flag("--write-only").Parse();
+    args.Flag("--write-only").Option("--spread").Parse();
+    spread = static_cast<int>(args.GetInt("--spread", 0));
     groups = static_cast<int>(args.GetInt("--groups", groups));
     write_only = args.Has("--write-only");
     threads = static_cast<int>(args.GetInt("--threads", threads));
@@ -107,6 +152,11 @@ int main(int argc, char** argv) {
   const auto big = Options(dir + "/check", ranks, calls, groups);
   if (!Generate(big)) return 2;
   if (write_only) return 0;
+  if (spread > 0) {
+    const int rc = Spread(big.dir, spread, threads);
+    std::filesystem::remove_all(dir);
+    return rc;
+  }
   const double rss0 = PeakRssMb();
   auto t = Clock::now();
   double cpu = CpuSeconds();

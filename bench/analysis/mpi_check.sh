@@ -21,15 +21,19 @@ taskset -c 0,1 "$NCCLRR" check "$DIR/check" --stable >"$DIR/one.txt" || true
 t1=$(now)
 echo "one process (2 cores): $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s"
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --map-by slot:PE=2 --bind-to core"
+# Peak RSS of each process, where GNU time is there.
+RSS=()
+[ -x /usr/bin/time ] && RSS=(/usr/bin/time -f "peak_kb %M")
 status=0
 for P in 1 2 4; do
   t0=$(now)
-  $MPIRUN -np "$P" "$NCCLRR" check "$DIR/check" --stable --mpi >"$DIR/mpi$P.txt" 2>"$DIR/mpi$P.err" ||
-    true
+  $MPIRUN -np "$P" "${RSS[@]}" "$NCCLRR" check "$DIR/check" --stable --mpi >"$DIR/mpi$P.txt" \
+    2>"$DIR/mpi$P.err" || true
   t1=$(now)
   if cmp -s "$DIR/one.txt" "$DIR/mpi$P.txt"; then same=identical; else same=DIFFERENT; status=1; fi
+  peak=$(awk '/^peak_kb/ {if ($2 > m) m = $2} END {printf "%.0f", m / 1024}' "$DIR/mpi$P.err")
   echo "--mpi -np $P (2 cores each): $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s, report $same" \
-    "($(wc -c <"$DIR/mpi$P.txt") bytes)"
+    "($(wc -c <"$DIR/mpi$P.txt") bytes), largest process ${peak:-?} MB"
 done
 tail -n 1 "$DIR/one.txt"
 rm -rf "$DIR"

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace ncclrr {
@@ -133,6 +134,35 @@ TEST(CallTable, IteratesFiltersAndClears) {
   t.clear();
   EXPECT_TRUE(t.empty());
   EXPECT_EQ(t.begin(), t.end());
+}
+
+// What one member of a spread check sends another: the table stays packed and reads back the
+// same; bytes that are not a table's are refused, never read past.
+TEST(CallTable, SavedBytesLoadAsTheSameTable) {
+  std::mt19937_64 rng(7);
+  std::vector<CallRecord> rows;
+  for (uint64_t i = 0; i < 3 * 128 + 37; ++i)
+    rows.push_back(i % 5 == 0 ? RandomCall(rng) : TrainingCall(i));
+  CallTable t;
+  t = rows;
+  std::string bytes = "prefix";
+  t.Save(&bytes);
+  CallTable back;
+  size_t used = 0;
+  ASSERT_TRUE(back.Load(bytes.data() + 6, bytes.size() - 6, &used));
+  EXPECT_EQ(used, bytes.size() - 6);
+  ExpectSame(back, rows);
+  // Cut short anywhere, or a block's column moved: refused, and the table left empty.
+  for (size_t cut : {size_t{0}, size_t{10}, used / 2, used - 1}) {
+    CallTable bad;
+    EXPECT_FALSE(bad.Load(bytes.data() + 6, cut, &used)) << cut;
+    EXPECT_EQ(bad.size(), 0u);
+  }
+  std::string moved = bytes;
+  moved[6 + 24 + 8 + 17 * 8 + 17 + 1 + 2] ^= 0x40;  // the first block's second column start
+  CallTable bad;
+  EXPECT_FALSE(bad.Load(moved.data() + 6, moved.size() - 6, &used));
+  EXPECT_EQ(bad.size(), 0u);
 }
 
 }  // namespace

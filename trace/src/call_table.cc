@@ -204,6 +204,50 @@ void CallTable::push_back(const CallRecord& c) {
   tail_.clear();
 }
 
+void CallTable::Save(std::string* out) const {
+  const uint64_t counts[3] = {blocks_.size(), packed_.size(), tail_.size()};
+  auto put = [&](const void* p, size_t n) { out->append(static_cast<const char*>(p), n); };
+  put(counts, sizeof counts);
+  put(blocks_.data(), blocks_.size() * sizeof(Block));
+  put(packed_.data(), packed_.size());
+  put(tail_.data(), tail_.size() * sizeof(CallRecord));
+}
+
+bool CallTable::Load(const char* data, size_t n, size_t* used) {
+  uint64_t counts[3];
+  if (n < sizeof counts) return false;
+  std::memcpy(counts, data, sizeof counts);
+  const auto [nblocks, npacked, ntail] = counts;
+  if (nblocks > n / sizeof(Block) || npacked > n || ntail > n / sizeof(CallRecord) ||
+      ntail >= kBlockRows)
+    return false;
+  const size_t bytes =
+      sizeof counts + nblocks * sizeof(Block) + npacked + ntail * sizeof(CallRecord);
+  if (bytes > n) return false;
+  clear();
+  const char* p = data + sizeof counts;
+  blocks_.resize(nblocks);
+  std::memcpy(blocks_.data(), p, nblocks * sizeof(Block));
+  p += nblocks * sizeof(Block);
+  packed_.assign(p, p + npacked);
+  p += npacked;
+  tail_.resize(ntail);
+  std::memcpy(tail_.data(), p, ntail * sizeof(CallRecord));
+  // Every block's columns must lie inside the packed bytes, as Measure lays them out, so that
+  // decoding never reads past them (8 bytes of slack at the end).
+  for (const Block& b : blocks_) {
+    uint16_t start = 0;
+    for (int k = 0; k < kWords; ++k) {
+      if (b.width[k] > 64 || b.start[k] != start) return clear(), false;
+      start = static_cast<uint16_t>(start + kBlockRows * b.width[k] / 8);
+    }
+    if (npacked < 8 || b.offset > npacked - 8 || PackedBytes(b) > npacked - 8 - b.offset)
+      return clear(), false;
+  }
+  *used = bytes;
+  return true;
+}
+
 void CallTable::clear() {
   blocks_.clear();
   packed_.clear();

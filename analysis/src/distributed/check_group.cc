@@ -5,6 +5,24 @@
 #include "ncclrr/base/mpi_lib.h"
 
 namespace ncclrr::analysis {
+
+Status CheckGroup::AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in) {
+  std::string packed, got;
+  std::vector<uint64_t> sizes, got_sizes;
+  for (const std::string& blob : out) {
+    packed += blob;
+    sizes.push_back(blob.size());
+  }
+  NCCLRR_RETURN_IF_ERROR(AllToAllPacked(packed, sizes, &got, &got_sizes));
+  in->clear();
+  size_t at = 0;
+  for (const uint64_t n : got_sizes) {
+    in->push_back(got.substr(at, n));
+    at += n;
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // Mailboxes shared by the members of a LocalCheckGroups: box[to][from].
@@ -23,12 +41,22 @@ class LocalMember : public CheckGroup {
   LocalMember(std::shared_ptr<LocalExchange> x, int rank) : x_(std::move(x)), rank_(rank) {}
   int rank() const override { return rank_; }
   int size() const override { return x_->size; }
-  Status AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in) override {
+  Status AllToAllPacked(const std::string& out, const std::vector<uint64_t>& out_sizes,
+                        std::string* in, std::vector<uint64_t>* in_sizes) override {
     const auto me = static_cast<size_t>(rank_);
-    for (size_t p = 0; p < out.size(); ++p) x_->box[p][me] = out[p];
+    size_t at = 0;
+    for (size_t p = 0; p < out_sizes.size(); ++p) {
+      x_->box[p][me] = out.substr(at, out_sizes[p]);
+      at += out_sizes[p];
+    }
     x_->sync.arrive_and_wait();  // every member has posted
-    *in = std::move(x_->box[me]);
-    x_->box[me].assign(static_cast<size_t>(x_->size), std::string());
+    in->clear();
+    in_sizes->clear();
+    for (std::string& blob : x_->box[me]) {
+      *in += blob;
+      in_sizes->push_back(blob.size());
+      std::string().swap(blob);
+    }
     x_->sync.arrive_and_wait();  // every member has taken its mail: the boxes may be reused
     return Status::Ok();
   }
@@ -43,8 +71,9 @@ class MpiMember : public CheckGroup {
   explicit MpiMember(std::unique_ptr<MpiLib> mpi) : mpi_(std::move(mpi)) {}
   int rank() const override { return mpi_->rank(); }
   int size() const override { return mpi_->size(); }
-  Status AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in) override {
-    return mpi_->AllToAll(out, in);
+  Status AllToAllPacked(const std::string& out, const std::vector<uint64_t>& out_sizes,
+                        std::string* in, std::vector<uint64_t>* in_sizes) override {
+    return mpi_->AllToAll(out, out_sizes, in, in_sizes);
   }
 
  private:

@@ -71,11 +71,24 @@ TraceDir WithoutCalls(TraceDir& d) {
   return copy;
 }
 
-// Calls for other members, one blob each: per file [u32 file, u32 0, u64 n, n u32 rows (the
-// calls' indices in the whole file), padding to 8 bytes, n CallRecords], so that the receiver
-// packs the records straight from the blob.
+// Calls for other members: per file a part [u32 file, u32 0, u64 n, n u32 rows (the calls'
+// indices in the whole file), the calls as a packed CallTable (CallTable::Save)], each part
+// padded to whole 8-byte words, so that the calls stay packed on the way.
 constexpr size_t kPartHeader = 16;
-size_t RowsBytes(uint64_t n) { return (n * sizeof(uint32_t) + 7) / 8 * 8; }
+
+void PadTo8(std::string* s) { s->resize((s->size() + 7) / 8 * 8, '\0'); }
+
+void AppendPart(uint32_t file, const std::vector<uint32_t>& rows, const CallTable& calls,
+                std::string* out) {
+  const uint32_t header[2] = {file, 0};
+  const uint64_t n = rows.size();
+  out->append(reinterpret_cast<const char*>(header), sizeof header);
+  out->append(reinterpret_cast<const char*>(&n), sizeof n);
+  out->append(reinterpret_cast<const char*>(rows.data()), n * sizeof(uint32_t));
+  PadTo8(out);
+  calls.Save(out);
+  PadTo8(out);
+}
 
 class CallRouter {
  public:
@@ -94,54 +107,45 @@ class CallRouter {
     return it->second;
   }
 
-  // The blobs for every member from the files this member read (their calls are dropped).
-  std::vector<std::string> Encode(TraceDir& d, const std::vector<uint32_t>& files) {
-    std::vector<std::vector<uint64_t>> count(files.size(), std::vector<uint64_t>(members_, 0));
-    for (size_t i = 0; i < files.size(); ++i)
-      d.files[files[i]].calls.ForEachRow([&](size_t, const CallRecord& c) {
-        if (Routed(c))
-          for (int m : Dests(files[i], c.comm_id)) ++count[i][static_cast<size_t>(m)];
-      });
-    std::vector<std::string> blobs(static_cast<size_t>(members_));
-    // Where each (file, member) part's rows and records go in its blob.
-    std::vector<std::vector<std::pair<size_t, size_t>>> at(files.size());
-    for (size_t m = 0; m < blobs.size(); ++m) {
-      size_t size = 0;
-      for (size_t i = 0; i < files.size(); ++i)
-        if (const uint64_t n = count[i][m]; n > 0)
-          size += kPartHeader + RowsBytes(n) + n * sizeof(CallRecord);
-      blobs[m].resize(size);
-    }
-    std::vector<size_t> end(blobs.size(), 0);
-    for (size_t i = 0; i < files.size(); ++i) {
-      at[i].resize(blobs.size());
-      for (size_t m = 0; m < blobs.size(); ++m) {
-        const uint64_t n = count[i][m];
-        if (n == 0) continue;
-        char* p = blobs[m].data() + end[m];
-        const uint32_t header[2] = {files[i], 0};
-        std::memcpy(p, header, sizeof header);
-        std::memcpy(p + 8, &n, sizeof n);
-        at[i][m] = {end[m] + kPartHeader, end[m] + kPartHeader + RowsBytes(n)};
-        end[m] += kPartHeader + RowsBytes(n) + n * sizeof(CallRecord);
-      }
-    }
-    for (size_t i = 0; i < files.size(); ++i) {
-      CallTable& calls = d.files[files[i]].calls;
+  // The calls of `files` (read here; their calls are dropped) for every member, end to end in
+  // member order in `out`, sizes[m] bytes for member m.
+  void Encode(TraceDir& d, const std::vector<uint32_t>& files, int threads, std::string* out,
+              std::vector<uint64_t>* sizes) {
+    const auto members = static_cast<size_t>(members_);
+    std::vector<std::string> parts(members);
+    constexpr size_t kStage = 1024;  // rows gathered per member before they are packed
+    for (const uint32_t f : files) {
+      std::vector<CallTable> tables(members);
+      std::vector<std::vector<uint32_t>> rows(members);
+      std::vector<std::vector<CallRecord>> stage(members);
+      auto flush = [&](size_t m) {
+        tables[m].Append(stage[m].data(), stage[m].size(), threads);
+        stage[m].clear();
+      };
+      CallTable& calls = d.files[f].calls;
       calls.ForEachRow([&](size_t row, const CallRecord& c) {
         if (!Routed(c)) return;
-        const auto r = static_cast<uint32_t>(row);
-        for (int m : Dests(files[i], c.comm_id)) {
-          auto& [rows_at, recs_at] = at[i][static_cast<size_t>(m)];
-          std::memcpy(blobs[m].data() + rows_at, &r, sizeof r);
-          std::memcpy(blobs[m].data() + recs_at, &c, sizeof c);
-          rows_at += sizeof r;
-          recs_at += sizeof c;
+        for (int dest : Dests(f, c.comm_id)) {
+          const auto m = static_cast<size_t>(dest);
+          rows[m].push_back(static_cast<uint32_t>(row));
+          stage[m].push_back(c);
+          if (stage[m].size() == kStage) flush(m);
         }
       });
       calls = CallTable{};
+      for (size_t m = 0; m < members; ++m) {
+        if (rows[m].empty()) continue;
+        flush(m);
+        AppendPart(f, rows[m], tables[m], &parts[m]);
+      }
     }
-    return blobs;
+    out->clear();
+    sizes->clear();
+    for (std::string& p : parts) {
+      *out += p;
+      sizes->push_back(p.size());
+      std::string().swap(p);
+    }
   }
 
   // Calls without a communicator are never placed, nor are damaged ones (the files' totals count
@@ -154,29 +158,28 @@ class CallRouter {
   std::map<std::pair<uint32_t, uint64_t>, std::vector<int>> dests_;
 };
 
-// Takes the calls a member sent: appended to their files, with their rows.
-bool Decode(const std::string& blob, TraceDir* d, std::vector<std::vector<uint32_t>>* rows,
-            int threads, uint64_t* held) {
+// Takes the calls the members sent: each part becomes its file's calls, with their rows.
+bool Decode(const std::string& in, TraceDir* d, std::vector<std::vector<uint32_t>>* rows,
+            uint64_t* held) {
   size_t at = 0;
-  while (at < blob.size()) {
-    if (blob.size() - at < kPartHeader) return false;
+  while (at < in.size()) {
+    if (in.size() - at < kPartHeader) return false;
     uint32_t header[2];
     uint64_t n = 0;
-    std::memcpy(header, blob.data() + at, sizeof header);
-    std::memcpy(&n, blob.data() + at + 8, sizeof n);
+    std::memcpy(header, in.data() + at, sizeof header);
+    std::memcpy(&n, in.data() + at + 8, sizeof n);
     const uint32_t f = header[0];
     at += kPartHeader;
-    if (f >= d->files.size() || n > (blob.size() - at) / sizeof(CallRecord)) return false;
-    const size_t rows_end = at + RowsBytes(n);
-    if (rows_end + n * sizeof(CallRecord) > blob.size()) return false;
+    if (f >= d->files.size() || n > (in.size() - at) / sizeof(uint32_t)) return false;
     auto& r = (*rows)[f];
-    const size_t old = r.size();
-    r.resize(old + n);
-    std::memcpy(r.data() + old, blob.data() + at, n * sizeof(uint32_t));
-    // The blob's storage is 16-byte aligned and parts keep 8-byte alignment.
-    d->files[f].calls.Append(reinterpret_cast<const CallRecord*>(blob.data() + rows_end), n,
-                             threads);
-    at = rows_end + n * sizeof(CallRecord);
+    r.resize(n);
+    std::memcpy(r.data(), in.data() + at, n * sizeof(uint32_t));
+    at = (at + n * sizeof(uint32_t) + 7) / 8 * 8;
+    size_t used = 0;
+    CallTable& calls = d->files[f].calls;
+    if (at > in.size() || !calls.Load(in.data() + at, in.size() - at, &used) || calls.size() != n)
+      return false;
+    at = (at + used + 7) / 8 * 8;
     *held += n;
   }
   return true;
@@ -227,6 +230,10 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
                              SpreadStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
   const int members = group.size(), me = group.rank();
+  auto progress = [&](const std::string& what) {
+    if (options.progress && me == 0) options.progress(what);
+  };
+  progress("reading the files");
   auto listed = ListTraceFiles(dir);
   if (!listed.ok()) return listed.status();
   std::map<std::string, size_t> listed_index;
@@ -273,6 +280,7 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
     if (r.bad()) return Corrupt("check --mpi: a member sent facts this one cannot read");
   }
 
+  progress("sharing out the communicators");
   const SharePlan plan = [&] {
     PartOfTrace part;
     part.totals = totals;
@@ -284,24 +292,44 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
   // member keeps the calls it read, in place.
   std::vector<std::vector<uint32_t>> rows(nfiles);  // empty: the file's calls are all there
   uint64_t held = 0;
+  progress("sending the calls");
   if (members > 1) {
-    std::vector<uint32_t> mine;
-    for (uint32_t f = 0; f < nfiles; ++f)
-      if (reader[f] == me) mine.push_back(f);
-    std::vector<std::string> in;
-    {
-      const std::vector<std::string> blobs = CallRouter(plan, members).Encode(d, mine);
-      NCCLRR_RETURN_IF_ERROR(group.AllToAll(blobs, &in));
+    // In rounds of about kRoundCalls calls read per member, so that what is in flight stays
+    // small beside what is kept; every member derives the same schedule from the totals.
+    constexpr uint64_t kRoundCalls = 1 << 21;
+    std::vector<std::vector<std::vector<uint32_t>>> rounds(static_cast<size_t>(members));
+    std::vector<uint64_t> filled(static_cast<size_t>(members), 0);
+    for (uint32_t f = 0; f < nfiles; ++f) {
+      const auto m = static_cast<size_t>(reader[f]);
+      if (rounds[m].empty() || (filled[m] + totals[f].calls > kRoundCalls && filled[m] > 0)) {
+        rounds[m].emplace_back();
+        filled[m] = 0;
+      }
+      rounds[m].back().push_back(f);
+      filled[m] += totals[f].calls;
     }
-    for (std::string& blob : in) {
-      if (!Decode(blob, &d, &rows, options.threads, &held))
+    size_t nrounds = 0;
+    for (const auto& r : rounds) nrounds = std::max(nrounds, r.size());
+    CallRouter router(plan, members);
+    for (size_t k = 0; k < nrounds; ++k) {
+      std::string in;
+      std::vector<uint64_t> in_sizes;
+      {
+        std::string out;
+        std::vector<uint64_t> sizes;
+        const auto& mine = rounds[static_cast<size_t>(me)];
+        router.Encode(d, k < mine.size() ? mine[k] : std::vector<uint32_t>{}, options.threads, &out,
+                      &sizes);
+        NCCLRR_RETURN_IF_ERROR(group.AllToAllPacked(out, sizes, &in, &in_sizes));
+      }
+      if (!Decode(in, &d, &rows, &held))
         return Corrupt("check --mpi: a member sent calls this one cannot read");
-      std::string().swap(blob);
     }
   } else {
     for (const TraceFile& t : d.files) held += t.calls.size();
   }
 
+  progress("building the model");
   PartOfTrace part;
   part.totals = std::move(totals);
   for (int owner : plan.owner) part.whole_comms.push_back(owner == me);
@@ -352,14 +380,14 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
   }
   std::vector<bool> owned(model.comms().size());
   for (size_t ci = 0; ci < owned.size(); ++ci) owned[ci] = share.owner[ci] == me;
+  progress("checking: logical identity");
   const LogicalIdentity identity = LogicalIdentity::Compute(model, options.threads, &owned);
   CheckContext ctx(model, options, identity, &share);
   auto checkers = BuiltinCheckers();
   checkers.insert(checkers.end(), options.extra_checkers.begin(), options.extra_checkers.end());
   MemberResult mine;
   for (uint32_t k = 0; k < checkers.size(); ++k) {
-    if (options.progress && me == 0)
-      options.progress("checking: " + std::string(checkers[k]->name()));
+    progress("checking: " + std::string(checkers[k]->name()));
     FindingSink sink;
     checkers[k]->Run(ctx, sink);
     mine.occurrences += sink.findings().size();

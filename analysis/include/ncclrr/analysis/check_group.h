@@ -17,8 +17,13 @@ class CheckGroup {
   virtual ~CheckGroup() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Blobs laid end to end: `out` holds out_sizes[p] bytes for member p, in member order; `in`
+  // receives what each member sent here, laid out the same way ((*in_sizes)[p] bytes from p).
+  // Whole 8-byte words (every size a multiple of 8) go as words: up to 16 GiB per member.
+  virtual Status AllToAllPacked(const std::string& out, const std::vector<uint64_t>& out_sizes,
+                                std::string* in, std::vector<uint64_t>* in_sizes) = 0;
   // out[p] goes to member p; (*in)[p] is what member p sent here.
-  virtual Status AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in) = 0;
+  Status AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in);
   // Every member's blob, on every member.
   Status AllGather(const std::string& mine, std::vector<std::string>* all) {
     return AllToAll(std::vector<std::string>(static_cast<size_t>(size()), mine), all);

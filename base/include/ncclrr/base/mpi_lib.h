@@ -26,9 +26,11 @@ class MpiLib {
   Status Broadcast(void* data, size_t bytes);
   // Every process's blob, on rank 0 only (`all` stays empty elsewhere).
   Status GatherToRoot(const std::string& blob, std::vector<std::string>* all);
-  // out[p] goes to process p; (*in)[p] is what process p sent here. Blobs of any size (sent in
-  // pieces of at most 1 GiB: MPI counts are ints).
-  Status AllToAll(const std::vector<std::string>& out, std::vector<std::string>* in);
+  // `out` holds out_sizes[p] bytes for process p, end to end in process order; `in` receives
+  // what each sent here, laid out the same way. MPI counts are ints: when every size is a whole
+  // number of 8-byte words they go as words (16 GiB in all per process), else as bytes (2 GiB).
+  Status AllToAll(const std::string& out, const std::vector<uint64_t>& out_sizes, std::string* in,
+                  std::vector<uint64_t>* in_sizes);
 
   struct Api;
 

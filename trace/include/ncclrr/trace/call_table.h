@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <string>
 #include <vector>
 
 #include "ncclrr/trace/records.h"
@@ -73,6 +74,12 @@ class CallTable {
   }
   // Bytes held (blocks, packed words, the open block), for memory accounting.
   size_t MemoryBytes() const;
+  // The table as bytes for another process of the same build (the members of a spread check),
+  // appended to `out`: it stays packed on the way. Load replaces this table with what Save wrote
+  // at `data` (at most n bytes, `*used` set to what it took); false when the bytes are not a
+  // table's.
+  void Save(std::string* out) const;
+  bool Load(const char* data, size_t n, size_t* used);
 
   class const_iterator {
    public:
