@@ -16,6 +16,7 @@
 #include "distributed/wire.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/check_group.h"
+#include "ncclrr/base/parallel_for.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -94,68 +95,75 @@ class CallRouter {
  public:
   CallRouter(const SharePlan& plan, int members) : plan_(plan), members_(members) {}
 
-  // The members that need the calls of file `f` on comm `id`: its owner, and members checking a
-  // cross-communicator pair that needs them.
-  const std::vector<int>& Dests(uint32_t f, uint64_t id) {
-    auto [it, added] = dests_.try_emplace({f, id});
-    if (added) {
-      it->second.push_back(plan_.OwnerOfId(id));
-      if (auto x = plan_.extra.find({f, id}); x != plan_.extra.end())
-        for (int m : x->second)
-          if (m != it->second.front()) it->second.push_back(m);
-    }
-    return it->second;
-  }
-
   // The calls of `files` (read here; their calls are dropped) for every member, end to end in
-  // member order in `out`, sizes[m] bytes for member m.
+  // member order in `out`, sizes[m] bytes for member m. Files are encoded on `threads` threads.
   void Encode(TraceDir& d, const std::vector<uint32_t>& files, int threads, std::string* out,
-              std::vector<uint64_t>* sizes) {
+              std::vector<uint64_t>* sizes) const {
     const auto members = static_cast<size_t>(members_);
-    std::vector<std::string> parts(members);
-    constexpr size_t kStage = 1024;  // rows gathered per member before they are packed
-    for (const uint32_t f : files) {
-      std::vector<CallTable> tables(members);
-      std::vector<std::vector<uint32_t>> rows(members);
-      std::vector<std::vector<CallRecord>> stage(members);
-      auto flush = [&](size_t m) {
-        tables[m].Append(stage[m].data(), stage[m].size(), threads);
-        stage[m].clear();
-      };
-      CallTable& calls = d.files[f].calls;
-      calls.ForEachRow([&](size_t row, const CallRecord& c) {
-        if (!Routed(c)) return;
-        for (int dest : Dests(f, c.comm_id)) {
-          const auto m = static_cast<size_t>(dest);
-          rows[m].push_back(static_cast<uint32_t>(row));
-          stage[m].push_back(c);
-          if (stage[m].size() == kStage) flush(m);
-        }
-      });
-      calls = CallTable{};
-      for (size_t m = 0; m < members; ++m) {
-        if (rows[m].empty()) continue;
-        flush(m);
-        AppendPart(f, rows[m], tables[m], &parts[m]);
-      }
-    }
+    struct Parts {
+      std::vector<std::vector<uint32_t>> rows;
+      std::vector<CallTable> tables;
+    };
+    std::vector<Parts> parts(files.size());
+    ParallelFor(files.size(), threads, [&](size_t i) {
+      Parts& p = parts[i];
+      p.rows.resize(members);
+      p.tables.resize(members);
+      Split(files[i], &d.files[files[i]].calls, &p.rows, &p.tables);
+    });
     out->clear();
-    sizes->clear();
-    for (std::string& p : parts) {
-      *out += p;
-      sizes->push_back(p.size());
-      std::string().swap(p);
+    sizes->assign(members, 0);
+    for (size_t m = 0; m < members; ++m) {
+      const size_t before = out->size();
+      for (size_t i = 0; i < files.size(); ++i)
+        if (!parts[i].rows[m].empty())
+          AppendPart(files[i], parts[i].rows[m], parts[i].tables[m], out);
+      (*sizes)[m] = out->size() - before;
     }
   }
 
+ private:
   // Calls without a communicator are never placed, nor are damaged ones (the files' totals count
   // them).
   static bool Routed(const CallRecord& c) { return c.comm_id != 0 && !UnplaceableCall(c); }
 
- private:
+  // The members that need the calls of file `f` on comm `id`: its owner, and members checking a
+  // cross-communicator pair that needs them.
+  std::vector<int> Dests(uint32_t f, uint64_t id) const {
+    std::vector<int> dests{plan_.OwnerOfId(id)};
+    if (auto x = plan_.extra.find({f, id}); x != plan_.extra.end())
+      for (int m : x->second)
+        if (m != dests.front()) dests.push_back(m);
+    return dests;
+  }
+
+  // File f's calls, per member that needs them (rows and calls); the file's table is emptied.
+  void Split(uint32_t f, CallTable* calls, std::vector<std::vector<uint32_t>>* rows,
+             std::vector<CallTable>* tables) const {
+    constexpr size_t kStage = 1024;  // rows gathered per member before they are packed
+    std::vector<std::vector<CallRecord>> stage(rows->size());
+    auto flush = [&](size_t m) {
+      (*tables)[m].Append(stage[m].data(), stage[m].size());
+      stage[m].clear();
+    };
+    std::map<uint64_t, std::vector<int>> dests;  // per comm id, as the file goes
+    calls->ForEachRow([&](size_t row, const CallRecord& c) {
+      if (!Routed(c)) return;
+      auto it = dests.find(c.comm_id);
+      if (it == dests.end()) it = dests.emplace(c.comm_id, Dests(f, c.comm_id)).first;
+      for (int dest : it->second) {
+        const auto m = static_cast<size_t>(dest);
+        (*rows)[m].push_back(static_cast<uint32_t>(row));
+        stage[m].push_back(c);
+        if (stage[m].size() == kStage) flush(m);
+      }
+    });
+    for (size_t m = 0; m < stage.size(); ++m) flush(m);
+    *calls = CallTable{};
+  }
+
   const SharePlan& plan_;
   int members_;
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<int>> dests_;
 };
 
 // Takes the calls the members sent: each part becomes its file's calls, with their rows.
