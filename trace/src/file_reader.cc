@@ -79,10 +79,8 @@ void FileReader::Slot::MoveInto(TraceFile* t) {
   if (records.nccl_version != 0) t->nccl_version = records.nccl_version;
 }
 
-FileReader::FileReader(int threads, bool keep_calls)
-    : threads_(std::max(threads, 1)),
-      keep_calls_(keep_calls),
-      slots_(static_cast<size_t>(threads_) * 2) {}
+FileReader::FileReader(int threads)
+    : threads_(std::max(threads, 1)), slots_(static_cast<size_t>(threads_) * 2) {}
 
 StatusOr<TraceFile> FileReader::Read(const std::string& path) {
   TraceFile t;
@@ -93,7 +91,7 @@ StatusOr<TraceFile> FileReader::Read(const std::string& path) {
   NCCLRR_RETURN_IF_ERROR(ParseHeader(path, w.f, &t.header, &w.off));
   // Room for the calls the footer counts (a count the file could not hold is ignored).
   if (const std::optional<FooterData> footer = LastFooter(w.f, w.off);
-      keep_calls_ && footer && footer->calls <= w.f.size() * 2)
+      footer && footer->calls <= w.f.size() * 2)
     t.calls.reserve(footer->calls);
   // A frame that fails its check ends a round; the walk goes on from it as a reader one frame
   // at a time would (resynchronising, or stopping at a torn tail).
@@ -105,10 +103,8 @@ StatusOr<TraceFile> FileReader::Read(const std::string& path) {
     for (; i < offs.size() && slots_[i].check == FrameCheck::kOk; ++i) {
       Slot& s = slots_[i];
       s.MoveInto(&t);
-      if (keep_calls_) {
-        in_flight = in_flight || std::any_of(s.calls, s.calls + s.ncalls, InFlight);
-        t.calls.Append(s.calls, s.ncalls, threads_);
-      }
+      in_flight = in_flight || std::any_of(s.calls, s.calls + s.ncalls, InFlight);
+      t.calls.Append(s.calls, s.ncalls, threads_);
       ++w.frames;
       w.off += s.bytes;
     }

@@ -15,9 +15,7 @@ namespace ncclrr::internal {
 
 class FileReader {
  public:
-  // `keep_calls` false: every record but the calls (what a distributed check needs of the files
-  // other processes read).
-  explicit FileReader(int threads, bool keep_calls = true);
+  explicit FileReader(int threads);
   StatusOr<TraceFile> Read(const std::string& path);
 
  private:
@@ -36,7 +34,6 @@ class FileReader {
     void MoveInto(TraceFile* t);  // what reading the frame in order would have added
   };
   int threads_;
-  bool keep_calls_;
   std::vector<Slot> slots_;
 };
 

@@ -59,8 +59,8 @@ std::string TraceFile::String(uint32_t id) const {
   return it == strings.end() ? std::string() : it->second;
 }
 
-StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads, bool keep_calls) {
-  return internal::FileReader(threads, keep_calls).Read(path);
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads) {
+  return internal::FileReader(threads).Read(path);
 }
 
 StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
@@ -129,25 +129,21 @@ StatusOr<std::vector<std::string>> ListTraceFiles(const std::string& path) {
   return files;
 }
 
-StatusOr<TraceDir> LoadTraceDir(const std::string& path, const LoadDirOptions& options) {
-  auto listed = ListTraceFiles(path);
-  if (!listed.ok()) return listed.status();
-  const std::vector<std::string>& files = listed.value();
+std::vector<StatusOr<TraceFile>> ReadTraceFiles(const std::vector<std::string>& files,
+                                                const LoadDirOptions& options) {
   std::vector<std::optional<StatusOr<TraceFile>>> read(files.size());
   std::atomic<size_t> done{0};
   std::mutex progress_mu;
   // Files on as many threads as there are files; the threads left over decode frames within a
   // file (a trace of few large files).
   const int threads = std::clamp(options.threads, 1, 256);
-  const int outer = static_cast<int>(std::min<size_t>(files.size(), threads));
+  const int outer = static_cast<int>(std::max<size_t>(1, std::min<size_t>(files.size(), threads)));
   const int inner = std::max(1, threads / outer);
   std::atomic<size_t> next{0};
   ParallelFor(outer, outer, [&](size_t) {
-    // One a thread: its buffers serve file after file.
-    internal::FileReader reader(inner), no_calls(inner, false);
+    internal::FileReader reader(inner);  // one a thread: its buffers serve file after file
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      const bool keep = !options.keep_calls || options.keep_calls(i);
-      read[i].emplace((keep ? reader : no_calls).Read(files[i]));
+      read[i].emplace(reader.Read(files[i]));
       const size_t n = done.fetch_add(1) + 1;
       if (options.progress && (n % 16 == 0 || n == files.size())) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -156,18 +152,31 @@ StatusOr<TraceDir> LoadTraceDir(const std::string& path, const LoadDirOptions& o
       }
     }
   });
+  std::vector<StatusOr<TraceFile>> out;
+  for (auto& r : read) out.push_back(std::move(*r));
+  return out;
+}
+
+StatusOr<TraceDir> LoadTraceDir(const std::string& path, const LoadDirOptions& options) {
+  auto listed = ListTraceFiles(path);
+  if (!listed.ok()) return listed.status();
+  return AssembleTraceDir(path, ReadTraceFiles(listed.value(), options));
+}
+
+StatusOr<TraceDir> AssembleTraceDir(const std::string& path,
+                                    std::vector<StatusOr<TraceFile>> read) {
   TraceDir d;
   d.dir = path;
   for (auto& t : read) {
-    if (!t->ok()) {
-      if (files.size() == 1) return t->status();
-      d.warnings.push_back(t->status().message());
+    if (!t.ok()) {
+      if (read.size() == 1) return t.status();
+      d.warnings.push_back(t.status().message());
       continue;
     }
-    d.files.push_back(std::move(t->value()));
+    d.files.push_back(std::move(t.value()));
   }
   if (d.files.empty())
-    return Corrupt("none of the " + std::to_string(files.size()) + " trace files in '" + path +
+    return Corrupt("none of the " + std::to_string(read.size()) + " trace files in '" + path +
                    "' could be read: " + d.warnings.front());
   return d;
 }

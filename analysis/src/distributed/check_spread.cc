@@ -7,16 +7,18 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
 
 #include "distributed/report_wire.h"
 #include "distributed/share_plan.h"
-#include "distributed/wire.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/check_group.h"
 #include "ncclrr/base/parallel_for.h"
+#include "ncclrr/base/wire.h"
+#include "ncclrr/trace/file_records_wire.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -244,15 +246,67 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
   progress("reading the files");
   auto listed = ListTraceFiles(dir);
   if (!listed.ok()) return listed.status();
-  std::map<std::string, size_t> listed_index;
-  for (size_t i = 0; i < listed->size(); ++i) listed_index[(*listed)[i]] = i;
+  const size_t nlisted = listed->size();
   auto reader_of = [&](size_t listed_i) { return static_cast<int>(listed_i % members); };
-  LoadDirOptions read;
-  read.threads = options.threads;
-  read.keep_calls = [&](size_t i) { return reader_of(i) == me; };
-  auto loaded = LoadTraceDir(dir, read);
-  if (!loaded.ok()) return loaded.status();
-  TraceDir d = std::move(loaded.value());
+  // This member reads its share of the files; the others' records but their calls come from
+  // their readers.
+  std::vector<std::optional<StatusOr<TraceFile>>> read(nlisted);
+  {
+    std::vector<std::string> paths;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < nlisted; ++i)
+      if (reader_of(i) == me) {
+        paths.push_back((*listed)[i]);
+        index.push_back(i);
+      }
+    LoadDirOptions lo;
+    lo.threads = options.threads;
+    std::vector<StatusOr<TraceFile>> got = ReadTraceFiles(paths, lo);
+    std::string blob;
+    wire::Writer w(&blob);
+    for (size_t k = 0; k < got.size(); ++k) {
+      w.Put<uint64_t>(index[k]);
+      w.Put<uint8_t>(got[k].ok());
+      if (got[k].ok()) {
+        SaveRecordsButCalls(*got[k], &blob);
+      } else {
+        w.Put(got[k].status().code());
+        w.Str(got[k].status().message());
+      }
+      read[index[k]].emplace(std::move(got[k]));
+    }
+    std::vector<std::string> all;
+    NCCLRR_RETURN_IF_ERROR(group.AllGather(blob, &all));
+    for (int m = 0; m < members; ++m) {
+      if (m == me) continue;
+      wire::Reader r(all[static_cast<size_t>(m)]);
+      while (!r.done() && !r.bad()) {
+        const auto i = r.Get<uint64_t>();
+        const bool ok = r.Get<uint8_t>() != 0;
+        if (i >= nlisted || reader_of(i) != m) break;
+        if (!ok) {
+          const auto code = r.Get<StatusCode>();
+          read[i].emplace(Status(code, r.Str()));
+          continue;
+        }
+        TraceFile t;
+        size_t used = 0;
+        if (!LoadRecordsButCalls(r.here(), r.left(), &used, &t)) break;
+        r.Skip(used);
+        read[i].emplace(std::move(t));
+      }
+    }
+  }
+  std::vector<StatusOr<TraceFile>> files;
+  for (auto& r : read) {
+    if (!r) return Corrupt("check --mpi: a member did not send what it read of a file");
+    files.push_back(std::move(*r));
+  }
+  auto assembled = AssembleTraceDir(dir, std::move(files));
+  if (!assembled.ok()) return assembled.status();
+  TraceDir d = std::move(assembled.value());
+  std::map<std::string, size_t> listed_index;
+  for (size_t i = 0; i < nlisted; ++i) listed_index[(*listed)[i]] = i;
   const auto nfiles = static_cast<uint32_t>(d.files.size());
   std::vector<int> reader(nfiles);
   for (uint32_t f = 0; f < nfiles; ++f) reader[f] = reader_of(listed_index.at(d.files[f].path));

@@ -48,9 +48,8 @@ Status ForEachBatch(const std::string& path, HeaderData* header,
                     const std::function<void(const fb::Batch&)>& on_batch,
                     std::vector<std::string>* warnings, TraceFile* stats = nullptr);
 
-// Reads a whole file, decoding its frames on up to `threads` threads. `keep_calls` false leaves
-// `calls` empty (the rest is read as it would be).
-StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads = 1, bool keep_calls = true);
+// Reads a whole file, decoding its frames on up to `threads` threads.
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads = 1);
 
 // What `ncclrr record`'s closing summary needs of one file, read without loading it: the
 // header, and the footer from the file's last frame. A file without a footer (its process was
@@ -81,10 +80,14 @@ struct LoadDirOptions {
   // Threads: across files, and within a file when there are fewer files than threads.
   int threads = 1;
   std::function<void(const std::string&)> progress;  // "read 16 of 512 trace files"
-  // Which files' calls to keep, by their index in ListTraceFiles' order (empty: all); the other
-  // files are read without calls.
-  std::function<bool(size_t)> keep_calls;
 };
+
+// Reads `paths` (files across threads, and frames within a file with the threads left over):
+// one result per path.
+std::vector<StatusOr<TraceFile>> ReadTraceFiles(const std::vector<std::string>& paths,
+                                                const LoadDirOptions& options = {});
+// The directory `path` of the files read (in ListTraceFiles' order): as LoadTraceDir makes it.
+StatusOr<TraceDir> AssembleTraceDir(const std::string& path, std::vector<StatusOr<TraceFile>> read);
 
 // Loads every file ListTraceFiles names. Unreadable files become warnings while one is read;
 // a single file that cannot be read returns its own error.

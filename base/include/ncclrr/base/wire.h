@@ -1,13 +1,14 @@
 #pragma once
-// Plain binary blobs for what the members of a check group exchange (all on one machine
-// architecture: MPI ranks of one job). A short or malformed blob reads as zeros and sets `bad`.
+// Plain binary blobs for what the processes of one job exchange (the members of a spread check:
+// MPI ranks of one job, one machine architecture). A short or malformed blob reads as zeros and
+// sets `bad`.
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-namespace ncclrr::analysis::wire {
+namespace ncclrr::wire {
 
 class Writer {
  public:
@@ -69,6 +70,13 @@ class Reader {
     for (auto n = Get<uint64_t>(); n > 0 && !bad_; --n) get();
   }
   bool done() const { return at_ >= in_.size(); }
+  // For nested blobs another reader takes: where this one stands, and skipping what it took.
+  const char* here() const { return in_.data() + at_; }
+  size_t left() const { return in_.size() - at_; }
+  void Skip(size_t n) {
+    if (n > left()) return (void)Fail(0);
+    at_ += n;
+  }
   bool bad() const { return bad_; }
 
  private:
@@ -93,4 +101,4 @@ class Reader {
   bool bad_ = false;
 };
 
-}  // namespace ncclrr::analysis::wire
+}  // namespace ncclrr::wire
