@@ -66,6 +66,20 @@ TEST_F(CliCheckTest, FindingsExitOneAndStableTextIsTheGolden) {
   EXPECT_EQ(r.out, Slurp(golden));
 }
 
+// --mpi outside mpirun: with Open MPI, a job of one process that prints what one process
+// prints; without it, exit 2 saying what to install.
+TEST_F(CliCheckTest, MpiAloneIsOneProcessOrSaysWhatIsMissing) {
+  const std::string dir = Write("order_swap").string();
+  const Result mpi = RunStdout("check --stable --mpi " + dir + " 2>&1");
+  if (mpi.code == 2) {
+    EXPECT_NE(mpi.out.find("Open MPI"), std::string::npos) << mpi.out;
+    EXPECT_NE(mpi.out.find("NCCLRR_MPI_LIBRARY"), std::string::npos) << mpi.out;
+    return;
+  }
+  EXPECT_EQ(mpi.code, 1) << mpi.out;
+  EXPECT_EQ(mpi.out, RunStdout("check --stable " + dir).out);
+}
+
 TEST_F(CliCheckTest, JsonHasTheContractFields) {
   const Result r = RunStdout("check --json " + Write("count_mismatch").string());
   EXPECT_EQ(r.code, 1);
