@@ -1,8 +1,9 @@
-// CheckSpread: `ncclrr check DIR --mpi`. Each member reads every file's records but the calls,
-// and the calls of its share of the files (file i to member i mod P); it sends each call to the
+// CheckSpread: `ncclrr check DIR --mpi`. Each member reads its share of the files (file i to
+// member i mod P) and sends the others every record of them but the calls; each call goes to the
 // member that checks its communicator (and to the one checking a cross-communicator pair that
-// needs it), builds the model of what it holds, runs the checkers on its communicators, and
-// member 0 puts the findings and notes back into the order one process would have produced.
+// needs it, call_routing.h). Each member builds the model of what it holds and runs the checkers
+// on its communicators; member 0 puts the findings and notes back into the order one process
+// produces them (member_result.h).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -12,7 +13,8 @@
 #include <tuple>
 #include <utility>
 
-#include "distributed/report_wire.h"
+#include "distributed/call_routing.h"
+#include "distributed/member_result.h"
 #include "distributed/share_plan.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/check_group.h"
@@ -72,166 +74,6 @@ TraceDir WithoutCalls(TraceDir& d) {
   TraceDir copy = d;
   for (size_t f = 0; f < d.files.size(); ++f) d.files[f].calls = std::move(calls[f]);
   return copy;
-}
-
-// Calls for other members: per file a part [u32 file, u32 0, u64 n, n u32 rows (the calls'
-// indices in the whole file), the calls as a packed CallTable (CallTable::Save)], each part
-// padded to whole 8-byte words, so that the calls stay packed on the way.
-constexpr size_t kPartHeader = 16;
-
-void PadTo8(std::string* s) { s->resize((s->size() + 7) / 8 * 8, '\0'); }
-
-void AppendPart(uint32_t file, const std::vector<uint32_t>& rows, const CallTable& calls,
-                std::string* out) {
-  const uint32_t header[2] = {file, 0};
-  const uint64_t n = rows.size();
-  out->append(reinterpret_cast<const char*>(header), sizeof header);
-  out->append(reinterpret_cast<const char*>(&n), sizeof n);
-  out->append(reinterpret_cast<const char*>(rows.data()), n * sizeof(uint32_t));
-  PadTo8(out);
-  calls.Save(out);
-  PadTo8(out);
-}
-
-class CallRouter {
- public:
-  CallRouter(const SharePlan& plan, int members) : plan_(plan), members_(members) {}
-
-  // The calls of `files` (read here; their calls are dropped) for every member, end to end in
-  // member order in `out`, sizes[m] bytes for member m. Files are encoded on `threads` threads.
-  void Encode(TraceDir& d, const std::vector<uint32_t>& files, int threads, std::string* out,
-              std::vector<uint64_t>* sizes) const {
-    const auto members = static_cast<size_t>(members_);
-    struct Parts {
-      std::vector<std::vector<uint32_t>> rows;
-      std::vector<CallTable> tables;
-    };
-    std::vector<Parts> parts(files.size());
-    ParallelFor(files.size(), threads, [&](size_t i) {
-      Parts& p = parts[i];
-      p.rows.resize(members);
-      p.tables.resize(members);
-      Split(files[i], &d.files[files[i]].calls, &p.rows, &p.tables);
-    });
-    out->clear();
-    sizes->assign(members, 0);
-    for (size_t m = 0; m < members; ++m) {
-      const size_t before = out->size();
-      for (size_t i = 0; i < files.size(); ++i)
-        if (!parts[i].rows[m].empty())
-          AppendPart(files[i], parts[i].rows[m], parts[i].tables[m], out);
-      (*sizes)[m] = out->size() - before;
-    }
-  }
-
- private:
-  // Calls without a communicator are never placed, nor are damaged ones (the files' totals count
-  // them).
-  static bool Routed(const CallRecord& c) { return c.comm_id != 0 && !UnplaceableCall(c); }
-
-  // The members that need the calls of file `f` on comm `id`: its owner, and members checking a
-  // cross-communicator pair that needs them.
-  std::vector<int> Dests(uint32_t f, uint64_t id) const {
-    std::vector<int> dests{plan_.OwnerOfId(id)};
-    if (auto x = plan_.extra.find({f, id}); x != plan_.extra.end())
-      for (int m : x->second)
-        if (m != dests.front()) dests.push_back(m);
-    return dests;
-  }
-
-  // File f's calls, per member that needs them (rows and calls); the file's table is emptied.
-  void Split(uint32_t f, CallTable* calls, std::vector<std::vector<uint32_t>>* rows,
-             std::vector<CallTable>* tables) const {
-    constexpr size_t kStage = 1024;  // rows gathered per member before they are packed
-    std::vector<std::vector<CallRecord>> stage(rows->size());
-    auto flush = [&](size_t m) {
-      (*tables)[m].Append(stage[m].data(), stage[m].size());
-      stage[m].clear();
-    };
-    std::map<uint64_t, std::vector<int>> dests;  // per comm id, as the file goes
-    calls->ForEachRow([&](size_t row, const CallRecord& c) {
-      if (!Routed(c)) return;
-      auto it = dests.find(c.comm_id);
-      if (it == dests.end()) it = dests.emplace(c.comm_id, Dests(f, c.comm_id)).first;
-      for (int dest : it->second) {
-        const auto m = static_cast<size_t>(dest);
-        (*rows)[m].push_back(static_cast<uint32_t>(row));
-        stage[m].push_back(c);
-        if (stage[m].size() == kStage) flush(m);
-      }
-    });
-    for (size_t m = 0; m < stage.size(); ++m) flush(m);
-    *calls = CallTable{};
-  }
-
-  const SharePlan& plan_;
-  int members_;
-};
-
-// Takes the calls the members sent: each part becomes its file's calls, with their rows.
-bool Decode(const std::string& in, TraceDir* d, std::vector<std::vector<uint32_t>>* rows,
-            uint64_t* held) {
-  size_t at = 0;
-  while (at < in.size()) {
-    if (in.size() - at < kPartHeader) return false;
-    uint32_t header[2];
-    uint64_t n = 0;
-    std::memcpy(header, in.data() + at, sizeof header);
-    std::memcpy(&n, in.data() + at + 8, sizeof n);
-    const uint32_t f = header[0];
-    at += kPartHeader;
-    if (f >= d->files.size() || n > (in.size() - at) / sizeof(uint32_t)) return false;
-    auto& r = (*rows)[f];
-    r.resize(n);
-    std::memcpy(r.data(), in.data() + at, n * sizeof(uint32_t));
-    at = (at + n * sizeof(uint32_t) + 7) / 8 * 8;
-    size_t used = 0;
-    CallTable& calls = d->files[f].calls;
-    if (at > in.size() || !calls.Load(in.data() + at, in.size() - at, &used) || calls.size() != n)
-      return false;
-    at = (at + used + 7) / 8 * 8;
-    *held += n;
-  }
-  return true;
-}
-
-// Findings and notes of one member, each with the index of the checker that made it.
-struct MemberResult {
-  std::vector<std::pair<uint32_t, Finding>> findings;
-  std::vector<std::pair<uint32_t, Note>> notes;
-  uint64_t occurrences = 0;
-};
-
-std::string EncodeResult(const MemberResult& r) {
-  std::string out;
-  wire::Writer w(&out);
-  w.Put(r.occurrences);
-  w.Put<uint64_t>(r.findings.size());
-  for (const auto& [k, f] : r.findings) {
-    w.Put(k);
-    wire::PutFinding(w, f);
-  }
-  w.Put<uint64_t>(r.notes.size());
-  for (const auto& [k, n] : r.notes) {
-    w.Put(k);
-    wire::PutNote(w, n);
-  }
-  return out;
-}
-
-MemberResult DecodeResult(const std::string& blob) {
-  MemberResult r;
-  wire::Reader rd(blob);
-  r.occurrences = rd.Get<uint64_t>();
-  for (auto n = rd.Get<uint64_t>(); n > 0 && !rd.bad(); --n) {
-    const auto k = rd.Get<uint32_t>();
-    r.findings.emplace_back(k, wire::GetFinding(rd));
-  }
-  for (auto n = rd.Get<uint64_t>(); n > 0 && !rd.bad(); --n) {
-    const auto k = rd.Get<uint32_t>();
-    r.notes.emplace_back(k, wire::GetNote(rd));
-  }
-  return r;
 }
 
 }  // namespace
@@ -384,7 +226,7 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
                       &sizes);
         NCCLRR_RETURN_IF_ERROR(group.AllToAllPacked(out, sizes, &in, &in_sizes));
       }
-      if (!Decode(in, &d, &rows, &held))
+      if (!DecodeCalls(in, &d, &rows, &held))
         return Corrupt("check --mpi: a member sent calls this one cannot read");
     }
   } else {
@@ -497,27 +339,9 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
   if (me != 0) return report;
   std::vector<MemberResult> all;
   for (const std::string& b : results) all.push_back(DecodeResult(b));
-  // Notes: per checker, those about the whole trace (member 0's), then the communicators' in
-  // comm order, as one process emits them.
-  std::vector<std::pair<uint32_t, Note>> notes;
-  for (const MemberResult& r : all)
-    for (const auto& kn : r.notes)
-      if (kn.second.comm_index >= 0 || &r == &all.front()) notes.push_back(kn);
-  std::stable_sort(notes.begin(), notes.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second.comm_index) < std::tie(b.first, b.second.comm_index);
-  });
-  for (auto& [k, n] : notes) report.notes.push_back(std::move(n));
-  std::vector<std::pair<uint32_t, Finding>> tagged;
-  uint64_t occurrences = 0;
-  for (MemberResult& r : all) {
-    occurrences += r.occurrences;
-    for (auto& kf : r.findings) tagged.push_back(std::move(kf));
-  }
-  std::stable_sort(tagged.begin(), tagged.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second.comm_index) < std::tie(b.first, b.second.comm_index);
-  });
   std::vector<Finding> findings;
-  for (auto& [k, f] : tagged) findings.push_back(std::move(f));
+  uint64_t occurrences = 0;
+  MergeResults(std::move(all), &report.notes, &findings, &occurrences);
   FinishReport(model, std::move(findings), occurrences, &report);
   report.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,42 @@
+#pragma once
+// How the calls a member read reach the members that need them (check_spread.cc): per file a part
+// [u32 file, u32 0, u64 n, n u32 rows (the calls' indices in the whole file), the calls as a
+// packed CallTable (CallTable::Save)], each part padded to whole 8-byte words, so that the calls
+// stay packed on the way and the blobs go through MPI as words.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distributed/share_plan.h"
+#include "ncclrr/trace/trace_reader.h"
+
+namespace ncclrr::analysis {
+
+class CallRouter {
+ public:
+  CallRouter(const SharePlan& plan, int members) : plan_(plan), members_(members) {}
+
+  // The calls of `files` (read here; their calls are dropped) for every member, end to end in
+  // member order in `out`, sizes[m] bytes for member m. Files are encoded on `threads` threads.
+  void Encode(TraceDir& d, const std::vector<uint32_t>& files, int threads, std::string* out,
+              std::vector<uint64_t>* sizes) const;
+
+ private:
+  std::vector<int> Dests(uint32_t f, uint64_t id) const;
+  void Split(uint32_t f, CallTable* calls, std::vector<std::vector<uint32_t>>* rows,
+             std::vector<CallTable>* tables) const;
+
+  const SharePlan& plan_;
+  int members_;
+};
+
+// Calls without a communicator are never placed, nor are damaged ones (the files' totals count
+// them): they are not sent.
+bool RoutedCall(const CallRecord& c);
+
+// Takes the calls the members sent (`in`, parts end to end): each part becomes its file's
+// calls, with their rows; `*held` counts them. False when `in` is not such parts.
+bool DecodeCalls(const std::string& in, TraceDir* d, std::vector<std::vector<uint32_t>>* rows,
+                 uint64_t* held);
+
+}  // namespace ncclrr::analysis
