@@ -2,10 +2,13 @@
 // JSON). Exit 0 no findings, 1 findings (or notes under --strict), 2 no usable trace.
 #include <unistd.h>
 #include <cstdio>
+#include <functional>
+#include <string_view>
 
 #include "command.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/check_group.h"
+#include "ncclrr/analysis/check_in_passes.h"
 #include "ncclrr/analysis/report_format.h"
 #include "ncclrr/base/args.h"
 
@@ -15,7 +18,9 @@ namespace {
 class CheckCommand : public Command {
  public:
   const char* name() const override { return "check"; }
-  const char* synopsis() const override { return "DIR [--json] [--strict] [--stable] [--mpi]"; }
+  const char* synopsis() const override {
+    return "DIR [--json] [--strict] [--stable] [--mpi | --memory SIZE]";
+  }
   const char* help() const override {
     return "Explains how the ranks of each communicator disagreed: op/count/dtype/redop/root\n"
            "mismatches, reorderings (order_swap, suspected_swap), missing calls (hangs),\n"
@@ -24,21 +29,23 @@ class CheckCommand : public Command {
            "pids and times; --strict counts notes (incomplete or dropped records) as findings.\n"
            "--mpi: under `mpirun -np P`, each process reads a share of the files and checks a\n"
            "share of the communicators; rank 0 prints the report one process would print.\n"
+           "--memory SIZE (8G, 512M): a trace larger than memory is checked a group of\n"
+           "communicators at a time, in passes over its files, holding about SIZE.\n"
            "Exit 0 no findings, 1 findings, 2 no usable trace. docs/check.md explains each kind.";
   }
   int Run(const std::vector<std::string>& raw) override {
     Args args("ncclrr check", raw);
-    args.Flag("--json").Flag("--strict").Flag("--stable").Flag("--mpi");
+    args.Flag("--json").Flag("--strict").Flag("--stable").Flag("--mpi").Option("--memory");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
+    if (args.Has("--mpi") && args.Has("--memory"))
+      throw UsageError(
+          "--mpi and --memory do not go together: --mpi already shares the memory out");
     if (args.Has("--mpi")) return RunSpread(dir, args);
+    if (args.Has("--memory")) return RunInPasses(dir, args, args.GetBytes("--memory", 0));
     analysis::LoadOptions lo;
-    // Progress only where a person watches (a terminal), so pipes and goldens stay clean.
-    const bool progress = isatty(STDERR_FILENO);
-    if (progress)
-      lo.progress = [](std::string_view s) {
-        std::fprintf(stderr, "\rncclrr check: %.*s\033[K", static_cast<int>(s.size()), s.data());
-      };
+    lo.progress = TerminalProgress();
+    const bool progress = lo.progress != nullptr;
     auto model = analysis::TraceModel::Load(dir, lo);
     if (progress) std::fprintf(stderr, "\r\033[K");
     if (!model.ok()) {
@@ -60,6 +67,51 @@ class CheckCommand : public Command {
   }
 
  private:
+  // Progress only where a person watches (a terminal), so pipes and goldens stay clean.
+  static std::function<void(std::string_view)> TerminalProgress() {
+    if (!isatty(STDERR_FILENO)) return nullptr;
+    return [](std::string_view s) {
+      std::fprintf(stderr, "\rncclrr check: %.*s\033[K", static_cast<int>(s.size()), s.data());
+    };
+  }
+
+  static int Print(const analysis::Report& report, const Args& args, bool stable) {
+    analysis::FormatOptions fo;
+    fo.stable = stable;
+    fo.strict = args.Has("--strict");
+    const std::string out = args.Has("--json") ? analysis::FormatJson(report, nullptr, fo)
+                                               : analysis::FormatText(report, nullptr, fo);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return report.ExitCode(fo.strict);
+  }
+
+  // --memory: in passes, a group of communicators at a time.
+  static int RunInPasses(const std::string& dir, const Args& args, uint64_t memory) {
+    analysis::CheckOptions co;
+    co.stable = args.Has("--stable");
+    co.progress = TerminalProgress();
+    analysis::PassOptions po;
+    po.memory_bytes = memory;
+    analysis::PassStats stats;
+    auto report = analysis::CheckInPasses(dir, po, co, &stats);
+    if (co.progress) std::fprintf(stderr, "\r\033[K");
+    if (!report.ok()) {
+      std::fprintf(stderr, "ncclrr check: %s\n", report.status().message().c_str());
+      return kExitError;
+    }
+    std::fprintf(stderr,
+                 "ncclrr check: %llu calls in %d group%s of communicators, %d passes over the "
+                 "files, at most %llu calls held at once\n",
+                 static_cast<unsigned long long>(stats.calls), stats.shares,
+                 stats.shares == 1 ? "" : "s", stats.reads,
+                 static_cast<unsigned long long>(stats.largest_share_calls));
+    if (stats.unbounded)
+      std::fprintf(stderr, "ncclrr check: memory above --memory: %s\n",
+                   "one communicator alone holds more calls than fit, or the trace's sketches, "
+                   "captures or unannounced communicators need every communicator at once");
+    return Print(*report, args, co.stable);
+  }
+
   // --mpi: every process of the MPI job runs this; rank 0 prints, and every process exits with
   // the report's code (mpirun passes a non-zero one on), or 2 where its own part failed.
   static int RunSpread(const std::string& dir, const Args& args) {
@@ -82,11 +134,7 @@ class CheckCommand : public Command {
       std::fprintf(stderr, "ncclrr check: %s\n", report.status().message().c_str());
       return kExitError;
     }
-    if ((*group)->rank() == 0) {
-      const std::string out = args.Has("--json") ? analysis::FormatJson(*report, nullptr, fo)
-                                                 : analysis::FormatText(*report, nullptr, fo);
-      std::fwrite(out.data(), 1, out.size(), stdout);
-    }
+    if ((*group)->rank() == 0) Print(*report, args, co.stable);
     return all.empty() || all[0].empty() ? kExitError : static_cast<int>(all[0][0]);
   }
 };

@@ -76,6 +76,30 @@ long long Args::GetInt(const std::string& name, long long fallback) const {
   return n;
 }
 
+uint64_t Args::GetBytes(const std::string& name, uint64_t fallback) const {
+  auto v = Get(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const double n = std::strtod(v->c_str(), &end);
+  double scale = 1;
+  std::string unit(end);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (unit == "K" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    end = nullptr;
+  if (v->empty() || end == v->c_str() || !end || !(n > 0) || n * scale >= 1.8e19)
+    throw UsageError("flag '" + name +
+                     "' expects a size such as 8G, 512M or 1000000 (bytes), got '" + *v + "'");
+  return static_cast<uint64_t>(n * scale);
+}
+
 const std::string& Args::Positional(size_t i, const std::string& what) const {
   if (positional_.size() <= i) throw UsageError("missing " + what);
   if (positional_.size() > i + 1 && i == 0)

@@ -1,6 +1,7 @@
 // A check spread over several members (`check --mpi`, here members on threads exchanging in
-// memory) must print exactly what one process prints: every golden scenario, every real trace,
-// and synthetic traces of many communicators, split over 1 to 4 members.
+// memory), and a check in passes of bounded memory (`check --memory`, the same members one after
+// the other), must print exactly what one process prints: every golden scenario, every real
+// trace, and synthetic traces of many communicators, split over 1 to 4 members.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,7 +11,9 @@
 
 #include "golden_file.h"
 #include "ncclrr/analysis/check_group.h"
+#include "ncclrr/analysis/check_in_passes.h"
 #include "ncclrr/analysis/report_format.h"
+#include "ncclrr/base/memory_use.h"
 #include "ncclrr/testing/synthetic_trace.h"
 #include "ncclrr/testing/temp_dir.h"
 #include "scenarios.h"
@@ -65,12 +68,30 @@ Spread CheckedSpread(const std::string& dir, int members) {
   return s;
 }
 
+struct InPasses {
+  std::string rendered;
+  PassStats stats;
+};
+
+InPasses CheckedInPasses(const std::string& dir, PassOptions po) {
+  CheckOptions o;
+  o.threads = 1;
+  InPasses p;
+  auto report = CheckInPasses(dir, po, o, &p.stats);
+  EXPECT_TRUE(report.ok()) << report.status().message();
+  if (report.ok()) p.rendered = Renderings(*report);
+  return p;
+}
+
 void ExpectSameOnEveryMemberCount(const std::string& dir) {
   const std::string one = CheckedInOneProcess(dir);
   ASSERT_FALSE(one.empty());
   for (int members : {1, 2, 3, 4}) {
     SCOPED_TRACE(dir + " on " + std::to_string(members) + " members");
     EXPECT_EQ(CheckedSpread(dir, members).rendered, one);
+    PassOptions po;
+    po.shares = members;
+    EXPECT_EQ(CheckedInPasses(dir, po).rendered, one) << "in passes";
   }
 }
 
@@ -108,19 +129,24 @@ TEST(SpreadRealTraces, ReportAsOneProcessDoes) {
   EXPECT_GE(checked, 20);
 }
 
+// `ranks` in `groups` communicators; `swap_rank` swaps two calls of different sizes in `swaps`.
+SyntheticTraceOptions GroupsWithASwap(const std::string& dir, int ranks, int groups, int steps,
+                                      int swap_rank, std::vector<int> swaps) {
+  return {.dir = dir,
+          .ranks = ranks,
+          .groups = groups,
+          .steps = steps,
+          .swap_rank = swap_rank,
+          .swap_index = 0,
+          .swap_steps = std::move(swaps)};
+}
+
 // Many communicators, bugs in some: each member checks its own, and together they report what
 // one process does.
 TEST(SpreadManyCommunicators, SplitsTheCommunicatorsAndAgrees) {
   const std::string dir = testing::FreshTempDir("spread-groups");
-  SyntheticTraceOptions o;
-  o.dir = dir;
-  o.ranks = 16;
-  o.groups = 8;
-  o.steps = 20;
-  o.swap_rank = 3;  // group 1: two calls of different sizes swapped
-  o.swap_index = 0;
-  o.swap_steps = {4, 9};
-  o.missing_rank = 12;  // group 6: a hang
+  SyntheticTraceOptions o = GroupsWithASwap(dir, 16, 8, 20, 3, {4, 9});  // the swap in group 1
+  o.missing_rank = 12;                                                   // group 6: a hang
   o.missing_step = 15;
   o.missing_index = 2;
   ASSERT_TRUE(WriteSyntheticTrace(o).ok());
@@ -140,7 +166,47 @@ TEST(SpreadManyCommunicators, SplitsTheCommunicatorsAndAgrees) {
     for (const SpreadStats& st : s.stats) owned += st.comms_owned;
     EXPECT_EQ(owned, 8u);
     for (const SpreadStats& st : s.stats) EXPECT_LT(st.calls_held, held);
+    PassOptions po;
+    po.shares = members;
+    const InPasses p = CheckedInPasses(dir, po);
+    EXPECT_EQ(p.rendered, one) << members << " groups in passes";
+    EXPECT_EQ(p.stats.shares, members);
+    EXPECT_EQ(p.stats.reads, 1 + members);  // one to count, one per group
+    uint64_t most = 0;
+    for (const SpreadStats& st : s.stats) most = std::max(most, st.calls_held);
+    EXPECT_EQ(p.stats.largest_share_calls, most);  // group m holds what member m holds
+    EXPECT_FALSE(p.stats.unbounded);
   }
+  fs::remove_all(dir);
+}
+
+// --memory: the groups are as many as the budget needs, over the memory the records but the
+// calls already take; too small a budget for even those says so.
+TEST(PassesMemoryBudget, GroupsAsManyAsTheBudgetNeeds) {
+  const std::string dir = testing::FreshTempDir("passes-budget");
+  // 640 k calls: ~64 MB at the check's peak, well above the noise of RSS.
+  const SyntheticTraceOptions o = GroupsWithASwap(dir, 32, 8, 5000, 5, {7});
+  auto written = WriteSyntheticTrace(o);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  const std::string one = CheckedInOneProcess(dir);
+  EXPECT_NE(one.find("order_swap"), std::string::npos) << one;
+  const uint64_t calls = written->calls;
+  PassOptions po;
+  po.memory_bytes = ResidentBytes() + calls * kCheckBytesPerCall / 4;  // about 4 groups' worth
+  const InPasses p = CheckedInPasses(dir, po);
+  EXPECT_EQ(p.rendered, one);
+  EXPECT_GE(p.stats.shares, 2);
+  EXPECT_LE(p.stats.shares, 8);  // never more groups than communicators
+  EXPECT_EQ(p.stats.calls, calls);
+  EXPECT_LE(p.stats.largest_share_calls, calls / 2);
+  EXPECT_FALSE(p.stats.unbounded);
+
+  po.memory_bytes = 1 << 20;  // less than the process already holds
+  CheckOptions co;
+  auto too_small = CheckInPasses(dir, po, co);
+  ASSERT_FALSE(too_small.ok());
+  EXPECT_NE(too_small.status().message().find("give a larger --memory"), std::string::npos)
+      << too_small.status().message();
   fs::remove_all(dir);
 }
 
@@ -169,6 +235,9 @@ TEST(SpreadManyHosts, AlignsClocksAsOneProcessDoes) {
     const Spread s = CheckedSpread(dir, members);
     EXPECT_EQ(s.rendered, one) << members << " members";
     for (const SpreadStats& st : s.stats) EXPECT_FALSE(st.whole);
+    PassOptions po;
+    po.shares = members;
+    EXPECT_EQ(CheckedInPasses(dir, po).rendered, one) << members << " groups in passes";
   }
   fs::remove_all(dir);
 }

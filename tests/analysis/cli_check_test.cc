@@ -80,6 +80,27 @@ TEST_F(CliCheckTest, MpiAloneIsOneProcessOrSaysWhatIsMissing) {
   EXPECT_EQ(mpi.out, RunStdout("check --stable " + dir).out);
 }
 
+// --memory: the same report (stdout) and exit code, with how it was checked on stderr; sizes
+// it cannot read and too small a budget say what to give instead.
+TEST_F(CliCheckTest, MemoryBoundPrintsTheSameReport) {
+  const std::string dir = Write("cross_comm_order").string();
+  const Result whole = RunStdout("check --json --stable " + dir);
+  const Result bounded = RunStdout("check --json --stable --memory 2G " + dir);
+  EXPECT_EQ(bounded.code, whole.code);
+  EXPECT_EQ(bounded.out, whole.out);
+  const Result said = RunStdout("check --stable --memory 1.5G " + dir + " 2>&1 >/dev/null");
+  EXPECT_NE(said.out.find("of communicators, 2 passes"), std::string::npos) << said.out;
+  const Result bad = RunStdout("check --memory lots " + dir + " 2>&1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("expects a size such as 8G"), std::string::npos) << bad.out;
+  const Result tiny = RunStdout("check --memory 64K " + dir + " 2>&1");
+  EXPECT_EQ(tiny.code, 2);
+  EXPECT_NE(tiny.out.find("give a larger --memory"), std::string::npos) << tiny.out;
+  const Result both = RunStdout("check --mpi --memory 1G " + dir + " 2>&1");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.out.find("do not go together"), std::string::npos) << both.out;
+}
+
 TEST_F(CliCheckTest, JsonHasTheContractFields) {
   const Result r = RunStdout("check --json " + Write("count_mismatch").string());
   EXPECT_EQ(r.code, 1);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "ncclrr/base/args.h"
 #include "ncclrr/testing/run_program.h"
 #include "ncclrr/testing/synthetic_trace.h"
 
@@ -87,6 +88,27 @@ TEST_F(CliTest, BadFlagsAndVerbsExitTwoWithUsage) {
   r = RunNcclrr("dump " + dir_.string() + " --rank x");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("expects a number"), std::string::npos) << r.out;
+}
+
+// Sizes as people write them: units K, M, G, T (powers of 1024), "B" optional, fractions.
+TEST(ArgsSizes, ReadUnitsAndRefuseWhatIsNoSize) {
+  auto bytes = [](const std::string& v) {
+    Args a("ncclrr check", {"--memory", v});
+    a.Option("--memory");
+    a.Parse();
+    return a.GetBytes("--memory", 0);
+  };
+  EXPECT_EQ(bytes("1000000"), 1000000u);
+  EXPECT_EQ(bytes("512M"), 512ull << 20);
+  EXPECT_EQ(bytes("8GB"), 8ull << 30);
+  EXPECT_EQ(bytes("1.5g"), 3ull << 29);
+  EXPECT_EQ(bytes("2T"), 2ull << 40);
+  for (const char* bad : {"", "lots", "0", "-1G", "8Q", "G", "1e30"})
+    EXPECT_THROW(bytes(bad), UsageError) << bad;
+  Args none("ncclrr check", {});
+  none.Option("--memory");
+  none.Parse();
+  EXPECT_EQ(none.GetBytes("--memory", 7), 7u);
 }
 
 // A console log as people have it (RCCL, 4 ranks, two logged, no INIT lines): the import says how

@@ -1,5 +1,6 @@
 #include "distributed/call_routing.h"
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 
@@ -41,7 +42,7 @@ void CallRouter::Encode(TraceDir& d, const std::vector<uint32_t>& files, int thr
     Parts& p = parts[i];
     p.rows.resize(members);
     p.tables.resize(members);
-    Split(files[i], &d.files[files[i]].calls, &p.rows, &p.tables);
+    Split(files[i], &d.files[files[i]].calls, -1, UINT64_MAX, &p.rows, &p.tables);
   });
   out->clear();
   sizes->assign(members, 0);
@@ -54,6 +55,20 @@ void CallRouter::Encode(TraceDir& d, const std::vector<uint32_t>& files, int thr
   }
 }
 
+void CallRouter::Keep(TraceDir& d, const std::vector<uint32_t>& files, int member,
+                      const std::vector<uint64_t>& limit, int threads,
+                      std::vector<std::vector<uint32_t>>* rows) const {
+  const auto m = static_cast<size_t>(member);
+  ParallelFor(files.size(), threads, [&](size_t i) {
+    const uint32_t f = files[i];
+    std::vector<std::vector<uint32_t>> r(static_cast<size_t>(members_));
+    std::vector<CallTable> t(static_cast<size_t>(members_));
+    Split(f, &d.files[f].calls, member, limit[f], &r, &t);
+    d.files[f].calls = std::move(t[m]);
+    (*rows)[f] = std::move(r[m]);
+  });
+}
+
 // The members that need the calls of file `f` on comm `id`: its owner, and members checking a
 // cross-communicator pair that needs them.
 std::vector<int> CallRouter::Dests(uint32_t f, uint64_t id) const {
@@ -64,8 +79,8 @@ std::vector<int> CallRouter::Dests(uint32_t f, uint64_t id) const {
   return dests;
 }
 
-// File f's calls, per member that needs them (rows and calls); the file's table is emptied.
-void CallRouter::Split(uint32_t f, CallTable* calls, std::vector<std::vector<uint32_t>>* rows,
+void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
+                       std::vector<std::vector<uint32_t>>* rows,
                        std::vector<CallTable>* tables) const {
   constexpr size_t kStage = 1024;  // rows gathered per member before they are packed
   std::vector<std::vector<CallRecord>> stage(rows->size());
@@ -75,10 +90,11 @@ void CallRouter::Split(uint32_t f, CallTable* calls, std::vector<std::vector<uin
   };
   std::map<uint64_t, std::vector<int>> dests;  // per comm id, as the file goes
   calls->ForEachRow([&](size_t row, const CallRecord& c) {
-    if (!RoutedCall(c)) return;
+    if (row >= limit || !RoutedCall(c)) return;
     auto it = dests.find(c.comm_id);
     if (it == dests.end()) it = dests.emplace(c.comm_id, Dests(f, c.comm_id)).first;
     for (int dest : it->second) {
+      if (only >= 0 && dest != only) continue;
       const auto m = static_cast<size_t>(dest);
       (*rows)[m].push_back(static_cast<uint32_t>(row));
       stage[m].push_back(c);

@@ -20,11 +20,19 @@ class CallRouter {
   // member order in `out`, sizes[m] bytes for member m. Files are encoded on `threads` threads.
   void Encode(TraceDir& d, const std::vector<uint32_t>& files, int threads, std::string* out,
               std::vector<uint64_t>* sizes) const;
+  // Keeps in `d` only the calls of `files` that `member` needs, of the first limit[f] of file f
+  // (what an earlier pass counted, should a file have grown since), and sets rows[f] to their
+  // rows in the whole file: a check in passes holds one member's share at a time.
+  void Keep(TraceDir& d, const std::vector<uint32_t>& files, int member,
+            const std::vector<uint64_t>& limit, int threads,
+            std::vector<std::vector<uint32_t>>* rows) const;
 
  private:
   std::vector<int> Dests(uint32_t f, uint64_t id) const;
-  void Split(uint32_t f, CallTable* calls, std::vector<std::vector<uint32_t>>* rows,
-             std::vector<CallTable>* tables) const;
+  // File f's calls (rows below `limit`) per member that needs them, or for member `only` alone
+  // (>= 0); the file's table is emptied.
+  void Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
+             std::vector<std::vector<uint32_t>>* rows, std::vector<CallTable>* tables) const;
 
   const SharePlan& plan_;
   int members_;

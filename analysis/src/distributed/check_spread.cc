@@ -15,6 +15,7 @@
 
 #include "distributed/call_routing.h"
 #include "distributed/member_result.h"
+#include "distributed/share_check.h"
 #include "distributed/share_plan.h"
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/check_group.h"
@@ -25,37 +26,6 @@
 namespace ncclrr::analysis {
 namespace {
 
-// What the member that read a file found in all of its calls.
-struct FileFacts {
-  FileTotals totals;
-  bool needs_whole = false;  // calls on a comm or rank no CommRecord of the file announced
-  std::map<uint64_t, uint64_t> calls_per_id;
-};
-
-FileFacts FactsOf(const TraceFile& t) {
-  FileFacts facts;
-  std::set<std::pair<uint64_t, int>> announced;
-  std::set<uint64_t> ids;
-  for (const CommRecord& r : t.comms) {
-    announced.insert({r.comm_id, r.rank});
-    ids.insert(r.comm_id);
-  }
-  facts.totals.calls = t.calls.size();
-  t.calls.ForEachRow([&](size_t, const CallRecord& c) {
-    facts.totals.first_enter_ns = std::min(facts.totals.first_enter_ns, c.enter_ns);
-    facts.totals.last_ns = std::max({facts.totals.last_ns, c.enter_ns, c.exit_ns});
-    if (UnplaceableCall(c)) {
-      ++facts.totals.unplaceable;
-      return;
-    }
-    if (c.comm_id == 0) return;
-    ++facts.calls_per_id[c.comm_id];
-    if (!ids.count(c.comm_id) || (c.rank >= 0 && !announced.count({c.comm_id, c.rank})))
-      facts.needs_whole = true;
-  });
-  return facts;
-}
-
 void PutFacts(wire::Writer& w, uint32_t file, const FileFacts& f) {
   w.Put(file);
   w.Put(f.totals);
@@ -65,15 +35,6 @@ void PutFacts(wire::Writer& w, uint32_t file, const FileFacts& f) {
     w.Put(id);
     w.Put(n);
   }
-}
-
-// The files' records but their calls (for the plan); `d` keeps its calls.
-TraceDir WithoutCalls(TraceDir& d) {
-  std::vector<CallTable> calls(d.files.size());
-  for (size_t f = 0; f < d.files.size(); ++f) calls[f] = std::exchange(d.files[f].calls, {});
-  TraceDir copy = d;
-  for (size_t f = 0; f < d.files.size(); ++f) d.files[f].calls = std::move(calls[f]);
-  return copy;
 }
 
 }  // namespace
@@ -260,12 +221,7 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
   };
   const TraceModel model = TraceModel::BuildPart(std::move(d), std::move(part), options.threads);
   NCCLRR_RETURN_IF_ERROR(pooled);
-  CheckShare share;
-  share.member = me;
-  share.owner = plan.owner;
-  share.owner.resize(model.comms().size(), 0);  // comms the plan did not see: only when whole
-  for (const auto& [pair, host] : plan.pair_host)
-    if (host == me) share.pairs.insert(pair);
+  CheckShare share = ShareOf(plan, me, model.comms().size());
   {  // The most advanced rank of each communicator, from its owner.
     std::vector<uint64_t> issued(model.comms().size(), 0);
     for (size_t ci = 0; ci < issued.size(); ++ci)
@@ -282,28 +238,9 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
         share.max_issued[ci] = std::max(share.max_issued[ci], v[ci]);
     }
   }
-  std::vector<bool> owned(model.comms().size());
-  for (size_t ci = 0; ci < owned.size(); ++ci) owned[ci] = share.owner[ci] == me;
-  progress("checking: logical identity");
-  const LogicalIdentity identity = LogicalIdentity::Compute(model, options.threads, &owned);
-  CheckContext ctx(model, options, identity, &share);
-  auto checkers = BuiltinCheckers();
-  checkers.insert(checkers.end(), options.extra_checkers.begin(), options.extra_checkers.end());
-  MemberResult mine;
-  for (uint32_t k = 0; k < checkers.size(); ++k) {
-    progress("checking: " + std::string(checkers[k]->name()));
-    FindingSink sink;
-    checkers[k]->Run(ctx, sink);
-    mine.occurrences += sink.findings().size();
-    for (Finding& f : GroupRepeats(std::move(sink.findings()))) {
-      f.call_sites = CallSitesOf(f, model);
-      for (InvolvedCall& c : f.calls)  // rows of the whole file, as one process numbers them
-        if (c.call.file < nfiles && c.call.index < rows[c.call.file].size())
-          c.call.index = rows[c.call.file][c.call.index];
-      mine.findings.emplace_back(k, std::move(f));
-    }
-    for (Note& n : sink.notes()) mine.notes.emplace_back(k, std::move(n));
-    // Positions explained here on communicators other members check.
+  // Positions explained by a checker on communicators other members check go to their owners
+  // before the next checker runs.
+  auto pass_claims = [&](uint32_t, CheckContext& ctx) {
     std::string blob;
     wire::Writer w(&blob);
     for (const auto& [ci, first, last] : ctx.TakeForeignClaims()) {
@@ -319,13 +256,20 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
         const auto ci = r.Get<uint64_t>();
         const auto first = r.Get<uint64_t>();
         const auto last = r.Get<uint64_t>();
-        if (ci < owned.size() && owned[ci]) ctx.Claim(ci, first, last);
+        if (ci < share.owner.size() && share.owner[ci] == me) ctx.Claim(ci, first, last);
       }
     }
-  }
+    return Status::Ok();
+  };
+  CheckOptions member_options = options;
+  if (me != 0) member_options.progress = nullptr;
+  auto checked = CheckShareOf(model, member_options, share, rows, pass_claims);
+  if (!checked.ok()) return checked.status();
+  MemberResult mine = std::move(checked.value());
   if (stats) {
     stats->calls_held = held;
-    stats->comms_owned = static_cast<uint64_t>(std::count(owned.begin(), owned.end(), true));
+    stats->comms_owned =
+        static_cast<uint64_t>(std::count(share.owner.begin(), share.owner.end(), me));
     stats->whole = whole;
   }
 

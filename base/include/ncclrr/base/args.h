@@ -2,6 +2,7 @@
 // The one command-line parser of ncclrr's programs (the `ncclrr` verbs, ncclrr-viewer,
 // ncclrr-example, the benchmarks): small and strict. Every flag is declared; unknown flags,
 // missing values and bad numbers are UsageErrors naming the program.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +32,8 @@ class Args {
   std::optional<std::string> Get(const std::string& name) const;
   std::string GetOr(const std::string& name, const std::string& fallback) const;
   long long GetInt(const std::string& name, long long fallback) const;
+  // A size in bytes, with an optional unit K, M, G or T (powers of 1024; "8G", "1.5GB").
+  uint64_t GetBytes(const std::string& name, uint64_t fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
   const std::vector<std::string>& rest() const { return rest_; }
   // Exactly `n` positionals, else UsageError naming `what`.

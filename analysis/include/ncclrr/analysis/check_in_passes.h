@@ -1,0 +1,40 @@
+#pragma once
+// `ncclrr check DIR --memory SIZE` (docs/check.md, "Traces larger than memory"): a trace whose
+// calls do not fit is checked in passes. A first pass over the files counts each
+// communicator's calls and keeps every record but the calls; the communicators are then shared
+// out into groups that fit (as `check --mpi` shares them out among processes, check_group.h),
+// and each group is checked on its own, from a further pass that keeps only its calls. The
+// report is byte for byte the one `ncclrr check DIR` gives.
+#include <cstdint>
+#include <string>
+
+#include "ncclrr/analysis/check.h"
+#include "ncclrr/base/status.h"
+
+namespace ncclrr::analysis {
+
+struct PassOptions {
+  uint64_t memory_bytes = 0;  // what the check may hold; 0: no bound (one pass, in memory)
+  int shares = 0;             // > 0: this many groups of communicators, whatever the memory
+};
+
+struct PassStats {
+  int reads = 0;                     // passes over the trace's files
+  int shares = 0;                    // groups of communicators checked one at a time
+  uint64_t calls = 0;                // call records of the trace
+  uint64_t largest_share_calls = 0;  // the most call records held at once
+  uint64_t records_bytes = 0;        // memory in use after the first pass: every record but calls
+  // The memory needed could not be bounded: a trace with sketches or captured buffers (the data
+  // checks tally every communicator at once), or whose calls name communicators its files never
+  // announced, was checked whole; or one communicator alone holds more calls than fit.
+  bool unbounded = false;
+};
+
+// About what a call costs at the check's peak (its packed record, its slot in the model, the
+// logical identity's working arrays): bench/README.md, "Loading and checking".
+inline constexpr uint64_t kCheckBytesPerCall = 100;
+
+StatusOr<Report> CheckInPasses(const std::string& dir, const PassOptions& passes,
+                               const CheckOptions& options = {}, PassStats* stats = nullptr);
+
+}  // namespace ncclrr::analysis

@@ -1,0 +1,11 @@
+#pragma once
+// What this process holds in memory, and what the machine has left: how a check in passes sizes
+// its groups (analysis/check_in_passes.h). Linux (/proc); 0 where it cannot be read.
+#include <cstdint>
+
+namespace ncclrr {
+
+uint64_t ResidentBytes();         // this process's resident set now
+uint64_t AvailableMemoryBytes();  // MemAvailable: what can be allocated without swapping
+
+}  // namespace ncclrr
