@@ -11,6 +11,8 @@
 #include "ncclrr/analysis/check_in_passes.h"
 #include "ncclrr/analysis/report_format.h"
 #include "ncclrr/base/args.h"
+#include "ncclrr/base/memory_use.h"
+#include "ncclrr/base/parallel_for.h"
 
 namespace ncclrr::cli {
 namespace {
@@ -43,6 +45,18 @@ class CheckCommand : public Command {
           "--mpi and --memory do not go together: --mpi already shares the memory out");
     if (args.Has("--mpi")) return RunSpread(dir, args);
     if (args.Has("--memory")) return RunInPasses(dir, args, args.GetBytes("--memory", 0));
+    // A trace that would not fit in what the machine has left is checked in passes, in 80 % of
+    // it, rather than killed for want of memory.
+    const uint64_t available = AvailableMemoryBytes() / 10 * 8;
+    const uint64_t needed = analysis::OnePassMemoryEstimate(dir, CoreCount());
+    if (available > 0 && needed > available) {
+      std::fprintf(
+          stderr,
+          "ncclrr check: checking this trace at once could take %.1f GB, more than the "
+          "%.1f GB the machine has left: checking it in passes (--memory SIZE to choose)\n",
+          static_cast<double>(needed) / 1e9, static_cast<double>(available) / 1e9);
+      return RunInPasses(dir, args, available);
+    }
     analysis::LoadOptions lo;
     lo.progress = TerminalProgress();
     const bool progress = lo.progress != nullptr;

@@ -210,6 +210,25 @@ TEST(PassesMemoryBudget, GroupsAsManyAsTheBudgetNeeds) {
   fs::remove_all(dir);
 }
 
+// What `ncclrr check` weighs against the memory left before checking at once: footers' counts,
+// or for a file without one (a killed job's) one call per byte, more than it can hold.
+TEST(PassesMemoryEstimate, CountsFootersAndOverestimatesKilledFiles) {
+  const std::string dir = testing::FreshTempDir("passes-estimate");
+  SyntheticTraceOptions o = GroupsWithASwap(dir, 4, 2, 100, 1, {3});
+  auto closed = WriteSyntheticTrace(o);
+  ASSERT_TRUE(closed.ok());
+  EXPECT_EQ(OnePassMemoryEstimate(dir, 2), closed->calls * kCheckBytesPerCall);
+  fs::remove_all(dir);
+  o.close_files = false;
+  auto killed = WriteSyntheticTrace(o);
+  ASSERT_TRUE(killed.ok());
+  uint64_t bytes = 0;
+  for (const std::string& f : killed->files) bytes += fs::file_size(f);
+  EXPECT_EQ(OnePassMemoryEstimate(dir, 2), bytes * kCheckBytesPerCall);
+  EXPECT_EQ(OnePassMemoryEstimate(dir + "/absent", 2), 0u);
+  fs::remove_all(dir);
+}
+
 // Two hosts: their clocks are aligned from matched collectives of every communicator, which the
 // members hold apart and pool.
 TEST(SpreadManyHosts, AlignsClocksAsOneProcessDoes) {

@@ -63,7 +63,7 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads) {
   return internal::FileReader(threads).Read(path);
 }
 
-StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
+StatusOr<FileSummary> ReadFileSummary(const std::string& path, uint64_t scan_bytes) {
   FileSummary s;
   s.path = path;
   {
@@ -79,7 +79,7 @@ StatusOr<FileSummary> ReadFileSummary(const std::string& path) {
       return s;
     }
   }
-  if (s.file_bytes > FileSummary::kScanBytes) return s;
+  if (s.file_bytes > scan_bytes) return s;
   // No footer: count what the file holds, one batch at a time.
   FooterSummary& sum = s.totals.summary.emplace();
   std::unordered_set<uint64_t> captured, in_flight;

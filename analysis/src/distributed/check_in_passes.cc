@@ -20,6 +20,7 @@
 #include "distributed/share_check.h"
 #include "distributed/share_plan.h"
 #include "ncclrr/base/memory_use.h"
+#include "ncclrr/base/parallel_for.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -294,6 +295,19 @@ StatusOr<Report> Passes::Run() {
 }
 
 }  // namespace
+
+uint64_t OnePassMemoryEstimate(const std::string& dir, int threads) {
+  auto listed = ListTraceFiles(dir);
+  if (!listed.ok()) return 0;
+  std::vector<uint64_t> calls(listed->size(), 0);
+  ParallelFor(listed->size(), threads, [&](size_t i) {
+    auto s = ReadFileSummary((*listed)[i], 0);
+    if (s.ok()) calls[i] = s->has_footer ? s->totals.calls : s->file_bytes;
+  });
+  uint64_t total = 0;
+  for (uint64_t n : calls) total += n;
+  return total * kCheckBytesPerCall;
+}
 
 StatusOr<Report> CheckInPasses(const std::string& dir, const PassOptions& passes,
                                const CheckOptions& options, PassStats* stats) {

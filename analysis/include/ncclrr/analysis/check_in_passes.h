@@ -7,6 +7,7 @@
 // report is byte for byte the one `ncclrr check DIR` gives.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/base/status.h"
@@ -33,6 +34,11 @@ struct PassStats {
 // About what a call costs at the check's peak (its packed record, its slot in the model, the
 // logical identity's working arrays): bench/README.md, "Loading and checking".
 inline constexpr uint64_t kCheckBytesPerCall = 100;
+
+// What checking the trace at `dir` in one pass would hold at its peak, from its files' footers
+// (a file without one, as a killed job leaves, counted at one call per byte on disk: more than it
+// holds, so that a trace that might not fit is checked in passes). 0 when `dir` names no file.
+uint64_t OnePassMemoryEstimate(const std::string& dir, int threads);
 
 StatusOr<Report> CheckInPasses(const std::string& dir, const PassOptions& passes,
                                const CheckOptions& options = {}, PassStats* stats = nullptr);

@@ -53,7 +53,7 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path, int threads = 1);
 
 // What `ncclrr record`'s closing summary needs of one file, read without loading it: the
 // header, and the footer from the file's last frame. A file without a footer (its process was
-// killed, or is still running) of at most kScanBytes is read through once, keeping nothing but
+// killed, or is still running) of at most `scan_bytes` is read through once, keeping nothing but
 // counts; a larger one is not counted.
 struct FileSummary {
   static constexpr uint64_t kScanBytes = 64ull << 20;
@@ -64,7 +64,8 @@ struct FileSummary {
   FooterData totals;     // the footer; after a scan: calls, dropped and summary counted
   uint64_t file_bytes = 0;
 };
-StatusOr<FileSummary> ReadFileSummary(const std::string& path);
+StatusOr<FileSummary> ReadFileSummary(const std::string& path,
+                                      uint64_t scan_bytes = FileSummary::kScanBytes);
 
 struct TraceDir {
   std::string dir;
