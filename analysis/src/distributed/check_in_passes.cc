@@ -27,22 +27,25 @@ namespace {
 
 using Claim = std::tuple<size_t, uint64_t, uint64_t>;  // comm index, first, last seq
 
-// The listed files in runs of about `bytes` on disk, so that one run's calls are held at a time.
-std::vector<std::vector<size_t>> Runs(const std::vector<std::string>& paths, uint64_t bytes) {
+// The files in runs of about `limit` (weight[i]: file i's bytes on disk, or its calls), so that one
+// run's calls are held at a time.
+std::vector<std::vector<size_t>> Runs(const std::vector<uint64_t>& weight, uint64_t limit) {
   std::vector<std::vector<size_t>> runs;
   uint64_t filled = 0;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    std::error_code ec;
-    const uint64_t size = std::filesystem::file_size(paths[i], ec);
-    if (runs.empty() || (filled > 0 && filled + (ec ? 0 : size) > bytes)) {
+  for (size_t i = 0; i < weight.size(); ++i) {
+    if (runs.empty() || (filled > 0 && filled + weight[i] > limit)) {
       runs.emplace_back();
       filled = 0;
     }
     runs.back().push_back(i);
-    filled += ec ? 0 : size;
+    filled += weight[i];
   }
   return runs;
 }
+
+// What a run of files may hold while it is read: a sixteenth of the budget, at ~24 bytes per
+// packed call (and, before calls are counted, at one call per byte on disk, the densest traces).
+constexpr uint64_t kRunShare = 16, kPackedCallBytes = 24;
 
 class Passes {
  public:
@@ -57,6 +60,7 @@ class Passes {
   StatusOr<TraceModel> ShareModel(int m, const std::function<ClockSamples(ClockSamples)>& pool,
                                   std::vector<std::vector<uint32_t>>* rows);
   Status CheckMember(int m);
+  uint64_t Budget() const { return passes_.memory_bytes ? passes_.memory_bytes : (4ull << 30); }
   void Progress(const std::string& what) const {
     if (options_.progress) options_.progress(what);
   }
@@ -94,9 +98,13 @@ Status Passes::FirstPass() {
   auto listed = ListTraceFiles(dir_);
   if (!listed.ok()) return listed.status();
   listed_ = std::move(listed.value());
-  // A run's calls are held while they are counted (~20 B each, ~5 B each on disk).
-  const uint64_t budget = passes_.memory_bytes ? passes_.memory_bytes : (4ull << 30);
-  runs_ = Runs(listed_, std::max<uint64_t>(budget / 64, 16ull << 20));
+  std::vector<uint64_t> bytes(listed_.size(), 0);
+  for (size_t i = 0; i < listed_.size(); ++i) {
+    std::error_code ec;
+    bytes[i] = std::filesystem::file_size(listed_[i], ec);
+  }
+  const uint64_t run_calls = std::max<uint64_t>(Budget() / kRunShare / kPackedCallBytes, 1 << 16);
+  runs_ = Runs(bytes, run_calls);
   std::vector<StatusOr<TraceFile>> read;
   std::vector<FileFacts> facts(listed_.size());
   LoadDirOptions lo;
@@ -133,6 +141,9 @@ Status Passes::FirstPass() {
     whole_ = whole_ || facts[i].needs_whole;
   }
   for (const TraceFile& t : d_.files) whole_ = whole_ || !t.sketches.empty() || !t.captures.empty();
+  std::vector<uint64_t> calls(listed_.size(), 0);
+  for (size_t i = 0; i < listed_.size(); ++i) calls[i] = facts[i].totals.calls;
+  runs_ = Runs(calls, run_calls);  // counted now
   malloc_trim(0);  // what reading freed goes back, so that the memory in use is measured right
   PartOfTrace part;
   part.totals = totals_;
@@ -231,7 +242,9 @@ StatusOr<Report> Passes::Run() {
                         std::to_string(passes_.memory_bytes >> 20) +
                         " MiB): give a larger --memory, or spread the check over machines "
                         "with `mpirun -np P ncclrr check DIR --mpi`");
-    const uint64_t room = passes_.memory_bytes - stats_->records_bytes;
+    const uint64_t room = passes_.memory_bytes - stats_->records_bytes -
+                          std::min(passes_.memory_bytes / kRunShare,
+                                   passes_.memory_bytes - stats_->records_bytes - 1);
     members_ =
         static_cast<int>(std::clamp<uint64_t>((routed * kCheckBytesPerCall + room - 1) / room, 1,
                                               std::max<uint64_t>(calls_per_id_.size(), 1)));
