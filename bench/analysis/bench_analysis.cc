@@ -31,6 +31,7 @@
 #include "ncclrr/analysis/check_group.h"
 #include "ncclrr/analysis/perfetto_export.h"
 #include "ncclrr/base/args.h"
+#include "ncclrr/base/memory_use.h"
 #include "ncclrr/testing/synthetic_trace.h"
 
 namespace {
@@ -169,6 +170,9 @@ int main(int argc, char** argv) {
   }
   const double load_s = Since(t);
   const double load_cpu = CpuSeconds() - cpu;
+  // What the model keeps, apart from what loading and checking hold for a while.
+  const double loaded_peak_mb = PeakRssMb();
+  const double model_mb = static_cast<double>(ncclrr::ResidentBytes()) / (1024.0 * 1024.0);
   cpu = CpuSeconds();
   t = Clock::now();
   ncclrr::analysis::CheckOptions co;
@@ -198,6 +202,10 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(report.summary.occurrences));
   std::printf("peak RSS %.0f MB (%.0f B per call; %.0f MB before loading)\n", PeakRssMb(),
               (PeakRssMb() - rss0) * 1024 * 1024 / n, rss0);
+  std::printf(
+      "  after loading: %.0f MB resident (%.0f B per call), peak %.0f MB (%.0f B per call)\n",
+      model_mb, (model_mb - rss0) * 1024 * 1024 / n, loaded_peak_mb,
+      (loaded_peak_mb - rss0) * 1024 * 1024 / n);
   if (quick) {
     std::printf(
         "row: ranks %d calls %lld threads %d records %.0f load_s %.3f check_s %.3f "

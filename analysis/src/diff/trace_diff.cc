@@ -54,7 +54,8 @@ std::vector<DiffSlot> Slots(const RankView& r, bool p2p) {
   if (p2p) {
     for (size_t i = 0; i < r.p2p.size(); ++i) out.push_back({i, r.p2p[i].call, 0});
   } else {
-    for (const CollectiveSlot& s : r.collectives) out.push_back({s.seq, s.call, s.launch});
+    for (const CollectiveSlot& s : r.collectives)
+      out.push_back({s.seq, s.call, static_cast<uint32_t>(s.launch)});
   }
   return out;
 }

@@ -322,16 +322,34 @@ void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const Ra
   }
 }
 
-// `keys[rank][slot]`: BufferKey of every slot, computed with the shapes (one pass over records).
-void FromBuffers(const std::vector<std::vector<uint64_t>>& keys,
-                 const std::vector<std::vector<uint64_t>>& addrs, const CommModel& c,
-                 CommIdentity* out, int threads) {
+// A rank's buffer keys and buffer addresses, slot by slot. They are computed for one rank at a
+// time (the reference's, and one per thread) rather than held for the whole communicator: at
+// 16 bytes per call they would be the largest part of the check's memory.
+struct RankBuffers {
+  std::vector<uint64_t> keys;   // BufferKey
+  std::vector<uint64_t> addrs;  // send buffer, else receive buffer
+};
+
+void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
+  out->keys.resize(r.collectives.size());
+  out->addrs.resize(r.collectives.size());
+  const CallTable& calls = m.file(static_cast<uint32_t>(r.file)).calls;
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const CallRecord call = calls[r.collectives[k].call.index];
+    out->keys[k] = BufferKey(call);
+    out->addrs[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
+  }
+}
+
+void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int threads) {
   const RankView& ref = c.ranks[out->reference_rank];
+  RankBuffers ref_buffers;
+  if (ref.has_file()) ReadBuffers(m, ref, &ref_buffers);
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
   std::vector<uint32_t> ref_tensor(ref.collectives.size());
-  for (size_t k = 0; k < ref.collectives.size(); ++k) {
+  for (size_t k = 0; k < ref_buffers.keys.size(); ++k) {
     const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
-    ref_tensor[k] = tensor_of_key.FindOrInsert(keys[ref.rank][k], fresh);
+    ref_tensor[k] = tensor_of_key.FindOrInsert(ref_buffers.keys[k], fresh);
     out->ids[ref.rank][k] = ref_tensor[k];
     out->confidence[ref.rank][k] = 1.0f;
     out->support[ref.rank][k] = kCertainSupport;
@@ -340,8 +358,10 @@ void FromBuffers(const std::vector<std::vector<uint64_t>>& keys,
   ParallelFor(c.ranks.size(), threads, [&](size_t i) {
     const RankView& r = c.ranks[i];
     if (r.rank == ref.rank || !r.has_file()) return;
-    MapRank(keys[r.rank], r, ref, tensor_of_key, ref_tensor, out);
-    CorrectCrossedBuffers(addrs[r.rank], addrs[ref.rank], r, ref, out);
+    RankBuffers buffers;
+    ReadBuffers(m, r, &buffers);
+    MapRank(buffers.keys, r, ref, tensor_of_key, ref_tensor, out);
+    CorrectCrossedBuffers(buffers.addrs, ref_buffers.addrs, r, ref, out);
     PlaceUnknownByShape(r, ref, out);
   });
 }
@@ -374,28 +394,18 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
     for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
     const int t = calls_in_comm >= 200'000 ? threads : 1;
     out.shapes.resize(c.ranks.size());
-    std::vector<std::vector<uint64_t>> keys(c.ranks.size());   // buffer keys, one pass with shapes
-    std::vector<std::vector<uint64_t>> addrs(c.ranks.size());  // and the buffer addresses
     ParallelFor(c.ranks.size(), t, [&](size_t i) {
       const RankView& r = c.ranks[i];
       auto& sh = out.shapes[r.rank];
       sh.resize(r.collectives.size());
       if (!r.has_file()) return;
-      auto& ky = keys[r.rank];
-      ky.resize(r.collectives.size());
-      auto& ad = addrs[r.rank];
-      ad.resize(r.collectives.size());
       const CallTable& calls = m.file(static_cast<uint32_t>(r.file)).calls;
-      for (size_t k = 0; k < sh.size(); ++k) {
-        const CallRecord call = calls[r.collectives[k].call.index];
-        sh[k] = ShapeSignature(call) | 1;
-        ky[k] = BufferKey(call);
-        ad[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
-      }
+      for (size_t k = 0; k < sh.size(); ++k)
+        sh[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
     });
     out.reference_rank = ReferenceRank(c, out.shapes);
     out.source = IdentitySource::kBuffers;
-    FromBuffers(keys, addrs, c, &out, t);
+    FromBuffers(m, c, &out, t);
     if (AllHaveCallSites(m, c)) {
       out.source = IdentitySource::kCallSites;
       RefineWithCallSites(m, c, &out);

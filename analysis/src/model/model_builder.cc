@@ -294,7 +294,9 @@ class ModelBuilder {
       if (added) rv.graphs.push_back({c.graph_id, {}, {}});
       rv.graphs[it->second].calls.push_back(ref);
     } else if (IsCollective(api)) {
-      rv.collectives.push_back({c.seq, ref, 0, 0});
+      // Only a damaged record (or one without a seq) counts past kMaxSeq: the rank is then
+      // renumbered in issue order (RenumberIfInconsistent).
+      rv.collectives.push_back({.seq = std::min(c.seq, CollectiveSlot::kMaxSeq), .call = ref});
     } else if (IsP2p(api)) {
       rv.p2p.push_back({ref, c.root_peer, api == Api::kSend, c.seq, 0});
     } else if (IsLifecycle(api)) {
@@ -329,19 +331,21 @@ class ModelBuilder {
     for (const CollectiveSlot& s : rv.collectives)
       items.push_back({m_.dir_->files[s.call.file].calls[s.call.index].enter_ns, 0, s});
     for (const GraphTemplate& g : rv.graphs)
-      for (size_t l = 0; l < g.launch_times_ns.size(); ++l)
+      for (size_t l = 0; l < std::min<size_t>(g.launch_times_ns.size(), CollectiveSlot::kMaxLaunch);
+           ++l)
         for (size_t k = 0; k < g.calls.size(); ++k) {
           const CallRecord& c = t.calls[g.calls[k].index];
           if (!IsCollective(static_cast<Api>(c.api))) continue;
           items.push_back({g.launch_times_ns[l],
                            static_cast<int>(k) + 1,
-                           {0, g.calls[k], static_cast<uint32_t>(l + 1), 0}});
+                           {.launch = l + 1, .call = g.calls[k]}});
         }
     // Eager calls keep their seq order; launches go between them by time.
     std::vector<Item> eager, launched;
     for (Item& it : items) (it.slot.launch == 0 ? eager : launched).push_back(it);
     std::stable_sort(launched.begin(), launched.end(), [](const Item& a, const Item& b) {
-      return std::tie(a.t, a.slot.launch, a.order) < std::tie(b.t, b.slot.launch, b.order);
+      const uint64_t la = a.slot.launch, lb = b.slot.launch;
+      return std::tie(a.t, la, a.order) < std::tie(b.t, lb, b.order);
     });
     items.clear();
     size_t li = 0;
@@ -410,7 +414,7 @@ class ModelBuilder {
     if (rv.collectives.empty()) return;
     const uint64_t n = rv.collectives.size();
     const uint64_t first = rv.collectives.front().seq, last = rv.collectives.back().seq;
-    if (last != kNoSeq && last - first < 16 * n + 1'000'000) return;
+    if (last < CollectiveSlot::kMaxSeq && last - first < 16 * n + 1'000'000) return;
     c.problems.push_back("rank " + std::to_string(rv.rank) +
                          "'s sequence numbers are inconsistent (" + std::to_string(n) +
                          " calls span seq " + std::to_string(first) + " to " +

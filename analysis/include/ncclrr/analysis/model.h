@@ -38,12 +38,17 @@ struct CallRef {
 };
 
 // One position of a rank's per-communicator collective sequence (what NCCL pairs across ranks).
+// 24 bytes: one is held per collective call of the trace, so seq and launch share a word.
 struct CollectiveSlot {
-  uint64_t seq = 0;     // 0-based per-communicator collective index
-  CallRef call;         // the call; for a graph launch, the captured template
-  uint32_t launch = 0;  // 0: issued eagerly; k > 0: from the k-th launch of the call's graph
-  int64_t time_ns = 0;  // enter time (launch time for graph launches), common timeline
+  static constexpr uint64_t kMaxSeq = (uint64_t{1} << 40) - 1;
+  static constexpr uint64_t kMaxLaunch = (uint64_t{1} << 24) - 1;
+  uint64_t seq : 40 = 0;     // 0-based per-communicator collective index (model_builder.cc
+                             // leaves out calls past kMaxSeq, beyond any real job)
+  uint64_t launch : 24 = 0;  // 0: issued eagerly; k > 0: from the k-th launch of the call's graph
+  CallRef call;              // the call; for a graph launch, the captured template
+  int64_t time_ns = 0;       // enter time (launch time for graph launches), common timeline
 };
+static_assert(sizeof(CollectiveSlot) == 24);
 
 // A Send or Recv. `pair_seq` is its index among calls of the same direction to the same peer.
 struct P2pCall {
