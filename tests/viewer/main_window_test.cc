@@ -15,6 +15,7 @@
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
+#include <QTextEdit>
 #include <filesystem>
 #include <fstream>
 
@@ -113,6 +114,39 @@ TEST(MainWindow, ATornTraceOpensWithItsNote) {
   EXPECT_EQ(w.session()->report().notes[0].kind, analysis::NoteKind::kTraceIncomplete);
   EXPECT_EQ(ErrorDialog(w), nullptr);
   EXPECT_EQ(w.findings()->model()->rowCount(), 1);  // the notes group
+}
+
+// A big trace's check takes seconds after its calls are read: the timeline shows first, the
+// findings panel says the check is running, and when the findings come the view the user
+// zoomed to meanwhile stays.
+TEST(MainWindow, TheTimelineShowsWhileTheCheckRuns) {
+  testing::EnsureApp();
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  QSignalSpy first(w.loader(), &SessionLoader::timelineReady);
+  bool checking_shown = false;
+  double zoomed_ns_per_px = 0;
+  // Runs right after the window's own slot has shown the timeline.
+  QObject::connect(w.loader(), &SessionLoader::timelineReady, &w, [&] {
+    checking_shown = w.session() && !w.session()->checked() &&
+                     w.findings()->findChild<QTextEdit*>() != nullptr &&
+                     w.findings()->findChild<QTextEdit*>()->toPlainText().startsWith("Checking");
+    w.timeline()->ZoomBy(3);
+    zoomed_ns_per_px = w.timeline()->axis().ns_per_px;
+  });
+  ASSERT_TRUE(OpenAndWait(w, testing::WriteSwapTrace("window-first")).isEmpty());
+  ASSERT_EQ(first.size(), 1);
+  EXPECT_TRUE(checking_shown);
+  ASSERT_TRUE(w.session()->checked());
+  EXPECT_FALSE(w.session()->report().findings.empty());
+  EXPECT_EQ(&w.session()->model(),
+            &first[0][0].value<std::shared_ptr<const TraceSession>>()->model());
+  EXPECT_EQ(w.timeline()->scene().session, w.session().get());
+  EXPECT_EQ(w.timeline()->axis().ns_per_px, zoomed_ns_per_px);  // not fitted again
+  size_t marked = 0;
+  for (const Lane& lane : w.timeline()->scene().index->lanes) marked += lane.marked.size();
+  EXPECT_GT(marked, 0u);
 }
 
 TEST(MainWindow, SelectingAFindingCentresItsCallsInBothViews) {

@@ -65,6 +65,45 @@ TEST(TimelineIndex, FindingCallsAreMarked) {
   for (CallRef c : s->CallsOfFinding(0)) EXPECT_TRUE(s->marks().MarksOf(c) & mark::kAnyFinding);
 }
 
+// The viewer shows the timeline before the check is done, then adds the findings' marks to a
+// copy of it: the result must be the index built with the findings from the start (in-flight
+// marks of a hang and finding marks on the same calls included).
+TEST(TimelineIndex, MarksAddedAfterTheTimelineAreTheMarksOfOneBuild) {
+  for (const std::string& dir :
+       {testing::WriteSwapTrace("index-later-swap"), testing::WriteHangTrace("index-later-hang")}) {
+    auto whole = Load(dir);
+    ASSERT_TRUE(whole);
+    std::shared_ptr<const TraceSession> first;
+    auto later = TraceSession::Load(
+        dir, {}, [&](std::shared_ptr<const TraceSession> s) { first = std::move(s); });
+    ASSERT_TRUE(later.ok()) << later.status().message();
+    ASSERT_TRUE(first);
+    EXPECT_FALSE(first->checked());
+    EXPECT_TRUE(first->report().findings.empty());
+    EXPECT_TRUE((*later)->checked());
+    EXPECT_EQ(&first->model(), &(*later)->model());  // shared, not loaded twice
+    ASSERT_FALSE(whole->report().findings.empty()) << dir;
+    EXPECT_EQ((*later)->report().findings.size(), whole->report().findings.size());
+    const auto& a = whole->timeline().lanes;
+    const auto& b = (*later)->timeline().lanes;
+    ASSERT_EQ(a.size(), b.size());
+    size_t marked = 0;
+    for (size_t l = 0; l < a.size(); ++l) {
+      EXPECT_EQ(a[l].marked, b[l].marked) << dir << " lane " << l;
+      EXPECT_EQ(a[l].mark_bits, b[l].mark_bits) << dir << " lane " << l;
+      marked += b[l].marked.size();
+    }
+    EXPECT_GT(marked, 0u) << dir;
+    size_t first_marked = 0;  // before the check: only calls that never returned
+    for (const Lane& lane : first->timeline().lanes)
+      for (uint8_t bits : lane.mark_bits) {
+        EXPECT_EQ(bits, mark::kInFlight);
+        ++first_marked;
+      }
+    EXPECT_LT(first_marked, marked);
+  }
+}
+
 TEST(TimelineIndex, FiltersKeepOnlyWhatWasAskedFor) {
   auto s = Load(testing::WriteSwapTrace("index-filter"));
   ASSERT_TRUE(s);

@@ -16,6 +16,8 @@ class FilterBar : public QWidget {
  public:
   explicit FilterBar(QWidget* parent = nullptr);
   void SetSession(std::shared_ptr<const TraceSession> session);
+  // The same trace with its findings: the choices stay.
+  void UpdateSession(std::shared_ptr<const TraceSession> session) { session_ = std::move(session); }
   TimelineFilter Filter() const;
   // Parses "from - to" milliseconds; sets `error` and returns nullopt when malformed.
   static std::optional<std::pair<int64_t, int64_t>> ParseWindow(const QString& from,

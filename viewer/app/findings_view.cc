@@ -37,7 +37,9 @@ void FindingsView::SetSession(std::shared_ptr<const TraceSession> session) {
   tree_->expandAll();
   for (int c = 1; c < FindingsModel::kNumColumns; ++c) tree_->resizeColumnToContents(c);
   message_->clear();
-  if (session_ && session_->report().findings.empty())
+  if (session_ && !session_->checked())
+    message_->setPlainText("Checking\u2026 the findings appear here when the check is done.");
+  else if (session_ && session_->report().findings.empty())
     message_->setPlainText(session_->report().notes.empty()
                                ? "No findings: every rank issued the same collectives in the same "
                                  "order, as far as this trace shows."

@@ -67,10 +67,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setValue(percent);
     ShowStatus("Loading: " + what);
   });
+  connect(loader_, &SessionLoader::timelineReady, this,
+          [this](std::shared_ptr<const TraceSession> s) { SetSession(std::move(s)); });
   connect(loader_, &SessionLoader::loaded, this, [this](std::shared_ptr<const TraceSession> s) {
     progress_->hide();
     AddRecent(QString::fromStdString(s->path()));
-    SetSession(std::move(s));
+    if (session_ && !session_->checked() && &session_->model() == &s->model())
+      ShowFindings(std::move(s));
+    else
+      SetSession(std::move(s));
   });
   connect(loader_, &SessionLoader::failed, this, [this](const QString& path, const QString& text) {
     progress_->hide();
@@ -104,18 +109,41 @@ void MainWindow::SetSession(std::shared_ptr<const TraceSession> session) {
   alignment_->SetSession(session_);
   findings_->SetSession(session_);
   details_->Show(session_, std::nullopt);
+  ShowSessionStatus();
+}
+
+void MainWindow::ShowFindings(std::shared_ptr<const TraceSession> session) {
+  session_ = std::move(session);
+  filter_->UpdateSession(session_);
+  timeline_->UpdateSession(session_);
+  const int comm = alignment_->comm();
+  alignment_->SetSession(session_);
+  if (comm >= 0) alignment_->SetComm(comm);
+  findings_->SetSession(session_);
+  details_->Show(session_, timeline_->scene().selected);
+  if (!filter_->Filter().empty()) ApplyFilter();  // the filtered index takes the marks too
+  ShowSessionStatus();
+}
+
+void MainWindow::ShowSessionStatus() {
   const auto& r = session_->report();
   const auto& t = session_->timings();
-  ShowStatus(QString("%1 calls in %2 files \u00b7 %3 communicators \u00b7 %4 findings, %5 notes "
-                     "\u00b7 read %6 s, check %7 s, index %8 s")
-                 .arg(session_->model().total_calls())
-                 .arg(session_->model().files().size())
-                 .arg(session_->model().comms().size())
-                 .arg(r.findings.size())
-                 .arg(r.notes.size())
-                 .arg(t.read_s, 0, 'f', 2)
-                 .arg(t.check_s, 0, 'f', 2)
-                 .arg(t.index_s, 0, 'f', 2));
+  const QString head = QString("%1 calls in %2 files \u00b7 %3 communicators \u00b7 ")
+                           .arg(session_->model().total_calls())
+                           .arg(session_->model().files().size())
+                           .arg(session_->model().comms().size());
+  if (!session_->checked()) {
+    ShowStatus(head + QString("checking\u2026 \u00b7 read %1 s, index %2 s")
+                          .arg(t.read_s, 0, 'f', 2)
+                          .arg(t.index_s, 0, 'f', 2));
+    return;
+  }
+  ShowStatus(head + QString("%1 findings, %2 notes \u00b7 read %3 s, check %4 s, index %5 s")
+                        .arg(r.findings.size())
+                        .arg(r.notes.size())
+                        .arg(t.read_s, 0, 'f', 2)
+                        .arg(t.check_s, 0, 'f', 2)
+                        .arg(t.index_s, 0, 'f', 2));
 }
 
 bool MainWindow::SelectFinding(int finding) { return findings_->SelectFinding(finding); }

@@ -56,6 +56,9 @@ class MainWindow : public QMainWindow {
   void OnSeq(quint64 seq);
   void ApplyFilter();
   void ShowStatus(const QString& text);
+  // The findings of the trace already shown arrived (the check ran after the timeline).
+  void ShowFindings(std::shared_ptr<const TraceSession> session);
+  void ShowSessionStatus();
 
   std::shared_ptr<const TraceSession> session_;
   SessionLoader* loader_ = nullptr;

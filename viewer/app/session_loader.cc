@@ -31,10 +31,15 @@ void SessionLoader::Start(const QString& path) {
   thread_ = QThread::create([p, path, deliver] {
     StatusOr<std::shared_ptr<const TraceSession>> r = Status(StatusCode::kInternal, "not run");
     try {
-      r = TraceSession::Load(p, [&](int percent, std::string_view what) {
-        const QString text = QString::fromUtf8(what.data(), static_cast<int>(what.size()));
-        deliver([percent, text](SessionLoader* l) { Q_EMIT l->progress(percent, text); });
-      });
+      r = TraceSession::Load(
+          p,
+          [&](int percent, std::string_view what) {
+            const QString text = QString::fromUtf8(what.data(), static_cast<int>(what.size()));
+            deliver([percent, text](SessionLoader* l) { Q_EMIT l->progress(percent, text); });
+          },
+          [&](std::shared_ptr<const TraceSession> first) {
+            deliver([first](SessionLoader* l) { Q_EMIT l->timelineReady(first); });
+          });
     } catch (const std::exception& e) {  // out of memory on a huge trace, mostly
       r = Status(StatusCode::kInternal, std::string("loading stopped: ") + e.what());
     }

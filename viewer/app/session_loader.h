@@ -1,6 +1,7 @@
 #pragma once
-// Loads a trace off the GUI thread. The worker builds an immutable TraceSession and hands it to
-// the GUI thread through a queued call; a newer Start() makes older results be ignored.
+// Loads a trace off the GUI thread. The worker builds immutable TraceSessions and hands them to
+// the GUI thread through queued calls: the timeline first, then the same trace with its
+// findings. A newer Start() makes older results be ignored.
 #include <QObject>
 #include <QString>
 #include <QThread>
@@ -21,6 +22,8 @@ class SessionLoader : public QObject {
 
  Q_SIGNALS:
   void progress(int percent, const QString& what);
+  // The calls, before the check: a session whose checked() is false. `loaded` follows.
+  void timelineReady(std::shared_ptr<const ncclrr::viewer::TraceSession> session);
   void loaded(std::shared_ptr<const ncclrr::viewer::TraceSession> session);
   void failed(const QString& path, const QString& text);
 

@@ -48,6 +48,15 @@ void TimelineWidget::SetSession(std::shared_ptr<const TraceSession> session) {
   Fit();
 }
 
+void TimelineWidget::UpdateSession(std::shared_ptr<const TraceSession> session) {
+  const bool unfiltered = session_ && index_.get() == &session_->timeline();
+  session_ = std::move(session);
+  scene_.session = session_.get();
+  if (unfiltered) index_ = std::shared_ptr<const TimelineIndex>(session_, &session_->timeline());
+  scene_.index = index_.get();
+  update();
+}
+
 void TimelineWidget::SetIndex(std::shared_ptr<const TimelineIndex> index) {
   index_ = std::move(index);
   Relayout();

@@ -20,6 +20,9 @@ class TimelineWidget : public QWidget {
   explicit TimelineWidget(QWidget* parent = nullptr);
 
   void SetSession(std::shared_ptr<const TraceSession> session);
+  // The same trace with its findings (the check finished after the timeline was shown): the
+  // view, rows and selection stay; the unfiltered index is the new session's.
+  void UpdateSession(std::shared_ptr<const TraceSession> session);
   void SetIndex(std::shared_ptr<const TimelineIndex> index);  // after a filter change
   const TimeAxis& axis() const { return scene_.axis; }
   TimeAxis& axis() { return scene_.axis; }

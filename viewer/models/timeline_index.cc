@@ -84,7 +84,7 @@ class IndexBuilder {
       AddGpuTimes(f);
     }
     for (Lane& lane : x_.lanes) FinishLane(lane);
-    MarkCalls();
+    x_.AddMarks(m_, marks_, in_flight_);
     AddGroupScopes();
     LayOutDevices();
   }
@@ -201,37 +201,6 @@ class IndexBuilder {
     x_.boxes += lane.boxes.size();
   }
 
-  void MarkOne(CallRef r, uint8_t bits) {
-    const CallRecord& c = m_.call(r);
-    const int64_t begin = m_.CommonTime(r.file, c.enter_ns) - origin_;
-    for (bool gpu : {false, true}) {
-      auto it = lane_of_.find({r.file, c.device, c.stream, gpu});
-      if (it == lane_of_.end()) continue;
-      Lane& lane = x_.lanes[it->second];
-      int64_t pos = -1;
-      if (!gpu) {
-        pos = lane.Find(r.index, begin);
-      } else {  // GPU intervals start at their own time: search by call
-        auto p = std::find(lane.call.begin(), lane.call.end(), r.index);
-        if (p != lane.call.end()) pos = p - lane.call.begin();
-      }
-      if (pos >= 0) pending_marks_[it->second][static_cast<uint32_t>(pos)] |= bits;
-    }
-  }
-
-  void MarkCalls() {
-    for (const auto& [key, bits] : marks_.all())
-      if (CallFromKey(key).file < m_.dir().files.size()) MarkOne(CallFromKey(key), bits);
-    for (CallRef r : in_flight_) MarkOne(r, mark::kInFlight);
-    for (auto& [l, by_pos] : pending_marks_) {
-      Lane& lane = x_.lanes[l];
-      for (auto [pos, bits] : by_pos) {  // std::map: ascending positions
-        lane.marked.push_back(pos);
-        lane.mark_bits.push_back(bits);
-      }
-    }
-  }
-
   void AddGroupScopes() {
     for (auto& [l, ids] : lane_groups_) {
       Lane& lane = x_.lanes[l];
@@ -325,7 +294,6 @@ class IndexBuilder {
   std::tuple<uint32_t, int32_t, uint64_t, bool> last_key_{};
   uint32_t last_lane_ = UINT32_MAX;
   std::vector<CallRef> in_flight_;
-  std::map<uint32_t, std::map<uint32_t, uint8_t>> pending_marks_;
   std::map<uint32_t, std::unordered_map<uint64_t, std::pair<int64_t, int64_t>>> group_spans_;
   std::map<uint32_t, std::set<uint64_t>> lane_groups_;
 };
@@ -335,9 +303,45 @@ class IndexBuilder {
 TimelineIndex TimelineIndex::Build(const TraceModel& model, const CallMarks& marks,
                                    const TimelineFilter& filter) {
   TimelineIndex x;
-  IndexBuilder(model, marks, filter, &x, &x.lane_of_).Build();
   x.origin_ns_ = model.start_ns();
+  IndexBuilder(model, marks, filter, &x, &x.lane_of_).Build();
   return x;
+}
+
+void TimelineIndex::AddMarks(const TraceModel& model, const CallMarks& marks,
+                             const std::vector<CallRef>& in_flight) {
+  std::map<uint32_t, std::map<uint32_t, uint8_t>> pending;  // lane -> position -> bits
+  auto mark_one = [&](CallRef r, uint8_t bits) {
+    const CallRecord& c = model.call(r);
+    const int64_t begin = model.CommonTime(r.file, c.enter_ns) - origin_ns_;
+    for (bool gpu : {false, true}) {
+      auto it = lane_of_.find({r.file, c.device, c.stream, gpu});
+      if (it == lane_of_.end()) continue;
+      const Lane& lane = lanes[it->second];
+      int64_t pos = -1;
+      if (!gpu) {
+        pos = lane.Find(r.index, begin);
+      } else {  // GPU intervals start at their own time: search by call
+        auto p = std::find(lane.call.begin(), lane.call.end(), r.index);
+        if (p != lane.call.end()) pos = p - lane.call.begin();
+      }
+      if (pos >= 0) pending[it->second][static_cast<uint32_t>(pos)] |= bits;
+    }
+  };
+  for (const auto& [key, bits] : marks.all())
+    if (CallFromKey(key).file < model.dir().files.size()) mark_one(CallFromKey(key), bits);
+  for (CallRef r : in_flight) mark_one(r, mark::kInFlight);
+  for (auto& [l, by_pos] : pending) {
+    Lane& lane = lanes[l];
+    for (size_t k = 0; k < lane.marked.size(); ++k)  // marks already there stay
+      by_pos[lane.marked[k]] |= lane.mark_bits[k];
+    lane.marked.clear();
+    lane.mark_bits.clear();
+    for (auto [pos, bits] : by_pos) {  // std::map: ascending positions
+      lane.marked.push_back(pos);
+      lane.mark_bits.push_back(bits);
+    }
+  }
 }
 
 std::optional<BoxRef> TimelineIndex::Locate(const TraceModel& model, CallRef r) const {

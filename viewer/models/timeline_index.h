@@ -104,6 +104,10 @@ class TimelineIndex {
   int64_t begin_ns = 0, end_ns = 0;  // extent of every box (since start)
   uint64_t boxes = 0;
 
+  // Adds `marks` (and the in-flight mark to `in_flight`) to the calls this index shows, beside
+  // the marks it has: the viewer shows the timeline before the findings are known.
+  void AddMarks(const analysis::TraceModel& model, const CallMarks& marks,
+                const std::vector<CallRef>& in_flight = {});
   // The host-time box of a call, when this index shows it.
   std::optional<BoxRef> Locate(const analysis::TraceModel& model, CallRef r) const;
   CallRef CallAt(BoxRef b) const { return {lanes[b.lane].file, lanes[b.lane].call[b.pos]}; }

@@ -1,6 +1,7 @@
 #include "models/trace_session.h"
 
 #include <chrono>
+#include <future>
 
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/trace/describe.h"
@@ -14,22 +15,35 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-TraceSession::TraceSession(std::string path, analysis::TraceModel model, analysis::Report report)
+TraceSession::TraceSession(std::string path, std::shared_ptr<const analysis::TraceModel> model,
+                           analysis::Report report)
     : path_(std::move(path)), model_(std::move(model)), report_(std::move(report)) {
   marks_ = CallMarks::FromReport(report_);
   const auto t0 = std::chrono::steady_clock::now();
-  timeline_ = TimelineIndex::Build(model_, marks_);
+  timeline_ = TimelineIndex::Build(*model_, marks_);
   timings_.index_s = SecondsSince(t0);
+}
+
+TraceSession::TraceSession(const TraceSession& before, analysis::Report report)
+    : path_(before.path_), model_(before.model_), report_(std::move(report)) {
+  const auto t0 = std::chrono::steady_clock::now();
+  timings_ = before.timings_;
+  timeline_ = before.timeline_;
+  marks_ = CallMarks::FromReport(report_);
+  timeline_.AddMarks(*model_, marks_);
+  timings_.marks_s = SecondsSince(t0);
 }
 
 std::shared_ptr<const TraceSession> TraceSession::Make(std::string path, analysis::TraceModel model,
                                                        analysis::Report report) {
-  return std::shared_ptr<const TraceSession>(
-      new TraceSession(std::move(path), std::move(model), std::move(report)));
+  return std::shared_ptr<const TraceSession>(new TraceSession(
+      std::move(path), std::make_shared<const analysis::TraceModel>(std::move(model)),
+      std::move(report)));
 }
 
 StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::string& path,
-                                                                 const ProgressFn& progress) {
+                                                                 const ProgressFn& progress,
+                                                                 const TimelineFn& timeline) {
   auto say = [&](int percent, std::string_view what) {
     if (progress) progress(percent, what);
   };
@@ -37,20 +51,38 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
   say(0, "reading trace files");
   analysis::LoadOptions lo;
   lo.progress = [&](std::string_view what) { say(30, what); };
-  auto model = analysis::TraceModel::Load(path, lo);
-  if (!model.ok()) return model.status();
+  auto loaded = analysis::TraceModel::Load(path, lo);
+  if (!loaded.ok()) return loaded.status();
   const double read_s = SecondsSince(t0);
+  auto model = std::make_shared<const analysis::TraceModel>(std::move(loaded.value()));
 
   say(60, "checking (the analysis library's findings)");
-  t0 = std::chrono::steady_clock::now();
-  analysis::CheckOptions co;
-  co.progress = [&](std::string_view what) { say(70, what); };
-  analysis::Report report = analysis::Check(*model, co);
-  const double check_s = SecondsSince(t0);
+  double check_s = 0;
+  auto check = [&] {
+    const auto c0 = std::chrono::steady_clock::now();
+    analysis::CheckOptions co;
+    co.progress = [&](std::string_view what) { say(70, what); };
+    analysis::Report r = analysis::Check(*model, co);
+    check_s = SecondsSince(c0);
+    return r;
+  };
+  std::shared_ptr<TraceSession> first;
+  analysis::Report report;
+  if (timeline) {  // the calls first, the findings when the check (run meanwhile) is done
+    auto checked = std::async(std::launch::async, check);
+    first = std::shared_ptr<TraceSession>(new TraceSession(path, model, analysis::Report{}));
+    first->checked_ = false;
+    first->timings_.read_s = read_s;
+    timeline(first);
+    report = checked.get();
+  } else {
+    report = check();
+  }
 
-  say(85, "indexing the timeline");
-  auto session = std::shared_ptr<TraceSession>(
-      new TraceSession(path, std::move(model.value()), std::move(report)));
+  say(85, first ? "marking the findings on the timeline" : "indexing the timeline");
+  auto session = first ? std::shared_ptr<TraceSession>(new TraceSession(*first, std::move(report)))
+                       : std::shared_ptr<TraceSession>(
+                             new TraceSession(path, std::move(model), std::move(report)));
   session->timings_.read_s = read_s;
   session->timings_.check_s = check_s;
   say(100, "done");
@@ -58,13 +90,13 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
 }
 
 std::optional<CommSeq> TraceSession::CommSeqOf(CallRef r) const {
-  if (r.file >= model_.dir().files.size() || r.index >= model_.file(r.file).calls.size())
+  if (r.file >= model_->dir().files.size() || r.index >= model_->file(r.file).calls.size())
     return std::nullopt;
-  const CallRecord& c = model_.call(r);
+  const CallRecord& c = model_->call(r);
   const Api api = static_cast<Api>(c.api);
   if (!IsCollective(api) && !IsP2p(api)) return std::nullopt;
-  for (auto [ci, rank] : model_.files()[r.file].ranks) {
-    const analysis::CommModel& comm = model_.comms()[ci];
+  for (auto [ci, rank] : model_->files()[r.file].ranks) {
+    const analysis::CommModel& comm = model_->comms()[ci];
     if (comm.id != c.comm_id || rank != c.rank) continue;
     CommSeq cs{ci, rank, c.seq, IsP2p(api), IsP2p(api) ? c.root_peer : -1};
     if (!cs.p2p && c.capture != 0) {  // a graph template: its first launched position
@@ -84,14 +116,14 @@ std::vector<CallRef> TraceSession::Linked(CallRef r) const {
   std::vector<CallRef> out;
   const auto cs = CommSeqOf(r);
   if (!cs) return out;
-  const analysis::CommModel& comm = model_.comms()[cs->comm];
+  const analysis::CommModel& comm = model_->comms()[cs->comm];
   if (!cs->p2p) {
     for (const analysis::RankView& rv : comm.ranks)
       if (const analysis::CollectiveSlot* s = rv.AtSeq(cs->seq)) out.push_back(s->call);
     return out;
   }
   out.push_back(r);
-  const bool send = static_cast<Api>(model_.call(r).api) == Api::kSend;
+  const bool send = static_cast<Api>(model_->call(r).api) == Api::kSend;
   if (cs->peer < 0 || cs->peer >= static_cast<int>(comm.ranks.size())) return out;
   for (const analysis::P2pCall& p : comm.ranks[cs->peer].p2p)
     if (p.send != send && p.peer == cs->rank && p.pair_seq == cs->seq) {
@@ -129,12 +161,12 @@ std::string LoadErrorText(const std::string& path, const Status& status) {
 }
 
 std::string TraceSession::CallSite(CallRef r) const {
-  const uint32_t site = model_.call(r).callsite;
-  return site ? model_.file(r.file).String(site) : "";
+  const uint32_t site = model_->call(r).callsite;
+  return site ? model_->file(r.file).String(site) : "";
 }
 
 std::string TraceSession::CallTip(CallRef r) const {
-  std::string tip = DescribeCall(model_.call(r), false);
+  std::string tip = DescribeCall(model_->call(r), false);
   const std::string site = CallSite(r);
   if (!site.empty()) tip += "\nat " + site.substr(0, site.find('<'));
   for (uint32_t f : marks_.FindingsOf(r)) tip += "\n\n" + report_.findings[f].message;

@@ -28,7 +28,12 @@ struct LoadTimings {
   double read_s = 0;   // reading, verifying and modelling the files
   double check_s = 0;  // analysis::Check
   double index_s = 0;  // timeline index
+  double marks_s = 0;  // the findings' marks put on the timeline shown before them
 };
+
+// Called with the session that has the timeline but not yet the findings (checked() false),
+// so that the viewer shows calls while the check runs.
+using TimelineFn = std::function<void(std::shared_ptr<const class TraceSession>)>;
 
 // Where a call sits in NCCL's pairing: the communicator and the position NCCL pairs by.
 struct CommSeq {
@@ -42,15 +47,21 @@ struct CommSeq {
 class TraceSession {
  public:
   // Reads, models, checks and indexes `path` (a trace directory or one .ncclrr file). Call it
-  // from a worker thread; `progress` is called from that thread.
+  // from a worker thread; `timeline` is called from that thread. With `timeline`, the check
+  // runs on a second thread while the index is built, the session without findings is handed
+  // over first, and the one returned shares its model and copies its index, marks added;
+  // `progress` may then be called from either thread.
   static StatusOr<std::shared_ptr<const TraceSession>> Load(const std::string& path,
-                                                            const ProgressFn& progress = {});
+                                                            const ProgressFn& progress = {},
+                                                            const TimelineFn& timeline = {});
   // From a model and report already at hand (tests give hand-written reports).
   static std::shared_ptr<const TraceSession> Make(std::string path, analysis::TraceModel model,
                                                   analysis::Report report);
 
   const std::string& path() const { return path_; }
-  const analysis::TraceModel& model() const { return model_; }
+  const analysis::TraceModel& model() const { return *model_; }
+  // False while the check runs: the report is then empty, not clean.
+  bool checked() const { return checked_; }
   const analysis::Report& report() const { return report_; }
   const CallMarks& marks() const { return marks_; }
   // The call's recorded site, innermost frame first ("train.py:214 in step<train.py:40 in
@@ -69,10 +80,14 @@ class TraceSession {
   std::vector<CallRef> CallsOfFinding(size_t finding) const;
 
  private:
-  TraceSession(std::string path, analysis::TraceModel model, analysis::Report report);
+  TraceSession(std::string path, std::shared_ptr<const analysis::TraceModel> model,
+               analysis::Report report);
+  // The timeline of `before` (same model, no findings yet) with `report`'s marks added.
+  TraceSession(const TraceSession& before, analysis::Report report);
 
   std::string path_;
-  analysis::TraceModel model_;
+  std::shared_ptr<const analysis::TraceModel> model_;  // shared by the session shown first
+  bool checked_ = true;
   analysis::Report report_;
   CallMarks marks_;
   TimelineIndex timeline_;
