@@ -32,8 +32,9 @@ struct PassStats {
 };
 
 // About what a call costs at the check's peak (its packed record, its slot in the model, the
-// logical identity's working arrays): bench/README.md, "Loading and checking".
-inline constexpr uint64_t kCheckBytesPerCall = 100;
+// logical identity's results): 63–71 B measured on synthetic traces (bench/README.md, "Loading
+// and checking"), whose calls pack ~8 B smaller than real jobs' calls; rounded up.
+inline constexpr uint64_t kCheckBytesPerCall = 80;
 
 // What checking the trace at `dir` in one pass would hold at its peak, from its files' footers
 // (a file without one, as a killed job leaves, counted at one call per byte on disk: more than it
