@@ -4,6 +4,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "ncclrr/base/parallel_for.h"
+
 namespace ncclrr::viewer {
 
 using analysis::CommModel;
@@ -69,6 +71,20 @@ bool IsGroupScopeCall(Api a) {
   return a == Api::kGroupStart || a == Api::kGroupEnd || a == Api::kGroupSimulateEnd;
 }
 
+using LaneKey = std::tuple<uint32_t, int32_t, uint64_t, bool>;  // file, device, stream, gpu
+
+// One file's lanes, built on their own (a file's calls never share a lane with another file's),
+// so that files are indexed in parallel and then put together in file order.
+struct FileLanes {
+  std::vector<Lane> lanes;
+  std::map<LaneKey, uint32_t> lane_of;  // into `lanes`
+  LaneKey last_key{};
+  uint32_t last_lane = UINT32_MAX;
+  std::vector<CallRef> in_flight;
+  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> group_spans;  // group id -> extent
+  std::map<uint32_t, std::set<uint64_t>> lane_groups;  // lane -> its calls' group ids
+};
+
 class IndexBuilder {
  public:
   IndexBuilder(const TraceModel& m, const CallMarks& marks, const TimelineFilter& f,
@@ -79,11 +95,13 @@ class IndexBuilder {
   void Build() {
     origin_ = m_.start_ns();
     ChooseDevices();
-    for (uint32_t f = 0; f < m_.dir().files.size(); ++f) {
-      AddHostCalls(f);
-      AddGpuTimes(f);
-    }
-    for (Lane& lane : x_.lanes) FinishLane(lane);
+    std::vector<FileLanes> files(m_.dir().files.size());
+    ParallelFor(files.size(), CoreCount(), [&](size_t f) {
+      AddHostCalls(static_cast<uint32_t>(f), files[f]);
+      AddGpuTimes(static_cast<uint32_t>(f), files[f]);
+      for (Lane& lane : files[f].lanes) FinishLane(lane);
+    });
+    for (uint32_t f = 0; f < files.size(); ++f) Gather(f, files[f]);
     x_.AddMarks(m_, marks_, in_flight_);
     AddGroupScopes();
     LayOutDevices();
@@ -118,26 +136,39 @@ class IndexBuilder {
     return true;
   }
 
-  uint32_t LaneFor(uint32_t f, int32_t device, uint64_t stream, bool gpu) {
+  static uint32_t LaneFor(FileLanes& out, uint32_t f, int32_t device, uint64_t stream, bool gpu) {
     auto key = std::make_tuple(f, device, stream, gpu);
-    if (last_lane_ != UINT32_MAX && last_key_ == key) return last_lane_;
-    auto [it, added] = lane_of_.try_emplace(key, static_cast<uint32_t>(x_.lanes.size()));
+    if (out.last_lane != UINT32_MAX && out.last_key == key) return out.last_lane;
+    auto [it, added] = out.lane_of.try_emplace(key, static_cast<uint32_t>(out.lanes.size()));
     if (added) {
       Lane lane;
       lane.file = f;
       lane.device = device;
       lane.stream = stream;
       lane.gpu = gpu;
-      x_.lanes.push_back(std::move(lane));
+      out.lanes.push_back(std::move(lane));
     }
-    last_key_ = key;
-    return last_lane_ = it->second;
+    out.last_key = key;
+    return out.last_lane = it->second;
   }
 
-  void AddHostCalls(uint32_t f) {
+  // Appends file f's lanes to the index, in the order one pass over the files would give.
+  void Gather(uint32_t f, FileLanes& in) {
+    const auto first = static_cast<uint32_t>(x_.lanes.size());
+    for (Lane& lane : in.lanes) {
+      x_.boxes += lane.boxes.size();
+      x_.lanes.push_back(std::move(lane));
+    }
+    for (const auto& [key, l] : in.lane_of) lane_of_.emplace(key, first + l);
+    for (auto& [l, ids] : in.lane_groups) lane_groups_[first + l] = std::move(ids);
+    in_flight_.insert(in_flight_.end(), in.in_flight.begin(), in.in_flight.end());
+    group_spans_[f] = std::move(in.group_spans);
+  }
+
+  void AddHostCalls(uint32_t f, FileLanes& out) {
     const TraceFile& t = m_.file(f);
     const int64_t alive = m_.files()[f].last_alive_ns - origin_;
-    auto& spans = group_spans_[f];
+    auto& spans = out.group_spans;
     t.calls.ForEachRow([&](size_t row, const CallRecord& c) {
       const auto i = static_cast<uint32_t>(row);
       const Api api = static_cast<Api>(c.api);
@@ -152,17 +183,17 @@ class IndexBuilder {
         }
       }
       if (IsGroupScopeCall(api) || !Accepts(f, c, begin, end)) return;
-      const uint32_t l = LaneFor(f, c.device, c.stream, false);
-      Lane& lane = x_.lanes[l];
+      const uint32_t l = LaneFor(out, f, c.device, c.stream, false);
+      Lane& lane = out.lanes[l];
       lane.boxes.Add(begin, end);
       lane.call.push_back(i);
       lane.style.push_back(static_cast<uint8_t>(StyleOf(api)));
-      if (!returned) in_flight_.push_back({f, i});
-      if (c.group_id != 0) lane_groups_[l].insert(c.group_id);
+      if (!returned) out.in_flight.push_back({f, i});
+      if (c.group_id != 0) out.lane_groups[l].insert(c.group_id);
     });
   }
 
-  void AddGpuTimes(uint32_t f) {
+  void AddGpuTimes(uint32_t f, FileLanes& out) {
     const TraceFile& t = m_.file(f);
     if (t.gpu_times.empty()) return;
     std::unordered_map<uint64_t, uint32_t> by_uid;
@@ -176,14 +207,14 @@ class IndexBuilder {
       const int64_t begin = m_.CommonTime(f, g.start_ns) - origin_;
       const int64_t end = m_.CommonTime(f, g.end_ns) - origin_;
       if (!Accepts(f, c, begin, end)) continue;
-      Lane& lane = x_.lanes[LaneFor(f, c.device, c.stream, true)];
+      Lane& lane = out.lanes[LaneFor(out, f, c.device, c.stream, true)];
       lane.boxes.Add(begin, end);
       lane.call.push_back(it->second);
       lane.style.push_back(static_cast<uint8_t>(StyleOf(static_cast<Api>(c.api))));
     }
   }
 
-  void FinishLane(Lane& lane) {
+  static void FinishLane(Lane& lane) {
     std::vector<uint32_t> perm;
     lane.boxes.Finish(&perm);
     bool identity = true;
@@ -198,7 +229,6 @@ class IndexBuilder {
       lane.call.swap(call);
       lane.style.swap(style);
     }
-    x_.boxes += lane.boxes.size();
   }
 
   void AddGroupScopes() {
@@ -291,8 +321,6 @@ class IndexBuilder {
   int64_t origin_ = 0;
   bool restrict_devices_ = false;
   std::set<std::pair<uint32_t, int32_t>> allowed_;
-  std::tuple<uint32_t, int32_t, uint64_t, bool> last_key_{};
-  uint32_t last_lane_ = UINT32_MAX;
   std::vector<CallRef> in_flight_;
   std::map<uint32_t, std::unordered_map<uint64_t, std::pair<int64_t, int64_t>>> group_spans_;
   std::map<uint32_t, std::set<uint64_t>> lane_groups_;
