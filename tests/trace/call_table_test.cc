@@ -1,6 +1,7 @@
 // CallTable packs call records bit by bit; these check that every field reads back exactly,
 // whatever the values (constant, slowly moving, random, extreme, negative), across blocks and
-// the open block, and that packing on several threads writes the same bytes as one.
+// the open block, read row by row or a block at a time (CallTable::Reader), and that packing on
+// several threads writes the same bytes as one.
 #include "ncclrr/trace/call_table.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,14 @@ void ExpectSame(const CallTable& t, const std::vector<CallRecord>& want) {
       std::memcpy(&w, reinterpret_cast<const char*>(&want[i]) + 8 * k, 8);
       ASSERT_EQ(t.Word(i, k), w) << "row " << i << " word " << k;
     }
+  }
+  // The block reader: in order (the open block's rows included), then backwards by threes.
+  CallTable::Reader reader(t);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(std::memcmp(&reader[i], &want[i], sizeof(CallRecord)), 0) << "reader, row " << i;
+  for (size_t i = want.size(); i-- > 0;) {
+    if (i % 3 != 0) continue;
+    ASSERT_EQ(std::memcmp(&reader[i], &want[i], sizeof(CallRecord)), 0) << "reader, row " << i;
   }
 }
 

@@ -333,9 +333,9 @@ struct RankBuffers {
 void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
   out->keys.resize(r.collectives.size());
   out->addrs.resize(r.collectives.size());
-  const CallTable& calls = m.file(static_cast<uint32_t>(r.file)).calls;
+  CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls);
   for (size_t k = 0; k < r.collectives.size(); ++k) {
-    const CallRecord call = calls[r.collectives[k].call.index];
+    const CallRecord& call = calls[r.collectives[k].call.index];
     out->keys[k] = BufferKey(call);
     out->addrs[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
   }
@@ -399,7 +399,7 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
       auto& sh = out.shapes[r.rank];
       sh.resize(r.collectives.size());
       if (!r.has_file()) return;
-      const CallTable& calls = m.file(static_cast<uint32_t>(r.file)).calls;
+      CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls);
       for (size_t k = 0; k < sh.size(); ++k)
         sh[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
     });

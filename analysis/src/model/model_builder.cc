@@ -296,7 +296,11 @@ class ModelBuilder {
     } else if (IsCollective(api)) {
       // Only a damaged record (or one without a seq) counts past kMaxSeq: the rank is then
       // renumbered in issue order (RenumberIfInconsistent).
-      rv.collectives.push_back({.seq = std::min(c.seq, CollectiveSlot::kMaxSeq), .call = ref});
+      // Built aside and copied whole: constructed in place, the seq bit-field would be a
+      // read-modify-write of fresh memory (a copy-on-write fault per page, a TLB shootdown
+      // across the loading threads).
+      const CollectiveSlot slot{.seq = std::min(c.seq, CollectiveSlot::kMaxSeq), .call = ref};
+      rv.collectives.push_back(slot);
     } else if (IsP2p(api)) {
       rv.p2p.push_back({ref, c.root_peer, api == Api::kSend, c.seq, 0});
     } else if (IsLifecycle(api)) {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,27 @@ class CallTable {
   };
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
+
+  // Rows read in about increasing order (one rank's collectives among a file's calls), a block
+  // decoded at a time: several times faster than operator[] row by row. The reference stays
+  // valid until the next read.
+  class Reader {
+   public:
+    explicit Reader(const CallTable& t) : t_(t), rows_(new CallRecord[kBlockRows]) {}
+    const CallRecord& operator[](size_t i) {
+      if (i >= t_.sealed_rows()) return t_.tail_[i - t_.sealed_rows()];
+      if (i / kBlockRows != block_) {
+        block_ = i / kBlockRows;
+        t_.DecodeBlock(block_, rows_.get());
+      }
+      return rows_[i % kBlockRows];
+    }
+
+   private:
+    const CallTable& t_;
+    size_t block_ = SIZE_MAX;
+    std::unique_ptr<CallRecord[]> rows_;
+  };
 
  private:
   struct Block {
