@@ -267,7 +267,7 @@ class PlanBuilder {
       for (size_t k = 0; k < r.collectives.size(); ++k) {
         const analysis::CollectiveSlot& s = r.collectives[k];
         if (!coverage_[ci].Holds(s.seq)) continue;
-        PlanCall p = MakeCall(ci, r, s.call, s.time_ns);
+        PlanCall p = MakeCall(ci, r, s.call, m_.SlotTime(s));
         p.recorded_seq = s.seq;
         p.launch = s.launch;
         const uint32_t tensor = ids.of_slot[r.rank][k];

@@ -48,7 +48,7 @@ std::shared_ptr<const TraceSession> GpuTimedSession() {
       const int64_t offset = plain.files()[s.call.file].clock_offset_ns;
       GpuTimeRecord g{};
       g.call_uid = plain.call(s.call).uid;
-      g.start_ns = s.time_ns - offset + 20'000 + (s.launch == 0 && r.rank == 1 ? kLate : 0);
+      g.start_ns = plain.SlotTime(s) - offset + 20'000 + (s.launch == 0 && r.rank == 1 ? kLate : 0);
       g.end_ns = g.start_ns + 40'000;
       g.source =
           static_cast<uint8_t>(s.launch == 0 ? GpuTimeSource::kCupti : GpuTimeSource::kEventPair);

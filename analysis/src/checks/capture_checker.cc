@@ -117,7 +117,7 @@ class CaptureChecker : public Checker {
         const uint64_t sig = ShapeSignature(m.call(slot->call));
         if (ranks.empty()) shape = sig;
         agree = agree && sig == shape;
-        b.time_ns = slot->time_ns;
+        b.time_ns = m.SlotTime(*slot);
         ranks.push_back(std::move(b));
       }
       // A mispaired position (a structural finding) has no meaningful result to verify; an

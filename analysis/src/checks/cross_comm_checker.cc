@@ -63,7 +63,7 @@ class CrossCommChecker : public Checker {
       for (uint32_t ci : comms)
         for (const CollectiveSlot& s : m.comms()[ci].ranks[rank_in[view][ci]].collectives)
           if (s.launch == 0)
-            entries.push_back({s.time_ns, s.call, ci, s.seq, m.call(s.call).group_id});
+            entries.push_back({m.CallTime(s.call), s.call, ci, s.seq, m.call(s.call).group_id});
       std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) {
         return std::tie(x.time, x.call) < std::tie(y.time, y.call);
       });
@@ -185,7 +185,7 @@ class CrossCommChecker : public Checker {
       if (sx) {
         f.calls.push_back({sx->call, rx.rank, a});
         xcall = ShortCall(m.call(sx->call));
-        f.first_time = std::min(f.first_time, sx->time_ns);
+        f.first_time = std::min(f.first_time, m.SlotTime(*sx));
       }
     }
     // Did every view of a group issue the call it should have issued second?

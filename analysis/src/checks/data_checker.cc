@@ -87,7 +87,7 @@ class DataChecker : public Checker {
         ro.rank = r.rank;
         ro.call = slot->call;
         ro.seq = seq;
-        ro.time_ns = slot->time_ns;
+        ro.time_ns = m.SlotTime(*slot);
         sk.push_back(SketchesOf(m, slot->call, slot->launch));
         CheckRace(sk.back(), &ro);
         o.ranks.push_back(std::move(ro));

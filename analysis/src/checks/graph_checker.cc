@@ -113,7 +113,7 @@ class GraphChecker : public Checker {
       Finding f = FindingOn(FindingKind::kGraphCaptureMismatch, m, fc.comm_index);
       f.seq = s->seq;
       f.ranks = {r.rank};
-      f.first_time = s->time_ns;
+      f.first_time = m.SlotTime(*s);
       f.calls = {{s->call, r.rank, s->seq}};
       f.pattern = "invalidated";
       f.table.push_back({std::to_string(r.rank), std::to_string(s->seq), ShortCall(call), true});

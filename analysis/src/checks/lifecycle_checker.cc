@@ -64,7 +64,7 @@ class LifecycleChecker : public Checker {
     Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
     f.seq = late.front()->seq;
     f.ranks = {r.rank};
-    f.first_time = late.front()->time_ns;
+    f.first_time = m.SlotTime(*late.front());
     f.pattern = "after " + ender;
     for (const CollectiveSlot* s : late) f.calls.push_back({s->call, r.rank, s->seq});
     const CallRecord& first = m.call(late.front()->call);

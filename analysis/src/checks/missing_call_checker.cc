@@ -42,7 +42,7 @@ class MissingCallChecker : public Checker {
       const CollectiveSlot* best = nullptr;
       for (int l : longer) {
         const CollectiveSlot* s = c.ranks[l].AtSeq(c.ranks[short_rank].issued());
-        if (s && (!best || s->time_ns < best->time_ns)) best = s;
+        if (s && (!best || m.SlotTime(*s) < m.SlotTime(*best))) best = s;
       }
       return best;
     };
@@ -125,9 +125,9 @@ class MissingCallChecker : public Checker {
       f.calls.push_back({s->call, r.rank, stuck});
       f.table.push_back({std::to_string(r.rank), std::to_string(stuck),
                          ShortCall(m.call(s->call)) + "  never completed", false});
-      if (!first || s->time_ns < first->time_ns) first = s;
+      if (!first || m.SlotTime(*s) < m.SlotTime(*first)) first = s;
     }
-    f.first_time = first ? first->time_ns : m.end_ns();
+    f.first_time = first ? m.SlotTime(*first) : m.end_ns();
     const std::string what = first ? ShortCall(m.call(first->call)) : "a collective";
     f.short_text =
         "every rank issued seq " + std::to_string(stuck) + " (" + what + ") and none completed it";
@@ -163,10 +163,10 @@ class MissingCallChecker : public Checker {
       if (!s) continue;
       waiters.push_back(r.rank);
       f.calls.push_back({s->call, r.rank, seq});
-      if (!waiting || s->time_ns < waiting->time_ns) waiting = s;
-      in_flight = std::max(in_flight, m.files()[r.file].last_alive_ns - s->time_ns);
+      if (!waiting || m.SlotTime(*s) < m.SlotTime(*waiting)) waiting = s;
+      in_flight = std::max(in_flight, m.files()[r.file].last_alive_ns - m.SlotTime(*s));
     }
-    f.first_time = waiting ? waiting->time_ns : m.end_ns();
+    f.first_time = waiting ? m.SlotTime(*waiting) : m.end_ns();
     const std::string what = waiting ? ShortCall(m.call(waiting->call)) : "a collective";
     const uint64_t after = c.max_issued() > seq + 1 ? c.max_issued() - seq - 1 : 0;
     f.table.push_back({CompactRanks(waiters), std::to_string(seq),

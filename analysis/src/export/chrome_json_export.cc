@@ -178,7 +178,7 @@ class Exporter {
 
   void GraphLaunchSlices() {
     ForEachGraphLaunch(m_, [&](const CollectiveSlot& s) {
-      Event(Slice(m_.call(s.call), s.call.file, s.time_ns, 1000, s.launch));
+      Event(Slice(m_.call(s.call), s.call.file, m_.SlotTime(s), 1000, s.launch));
     });
   }
 

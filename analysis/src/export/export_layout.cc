@@ -46,9 +46,7 @@ void ForEachGraphLaunch(const TraceModel& m, const std::function<void(const Coll
         if (s.launch) fn(s);
 }
 
-int64_t SlotTime(const TraceModel& m, const CollectiveSlot& s) {
-  return s.launch ? s.time_ns : m.CallTime(s.call);
-}
+int64_t SlotTime(const TraceModel& m, const CollectiveSlot& s) { return m.SlotTime(s); }
 
 void ForEachPairedGroup(
     const TraceModel& m,

@@ -64,7 +64,7 @@ class ProtoExporter {
       });
     ForEachGraphLaunch(m_, [&](const CollectiveSlot& s) {
       auto it = launch_flows_.find({s.call.file, s.call.index, s.launch});
-      CallSlice(m_.call(s.call), s.call.file, s.time_ns, 1000, s.launch,
+      CallSlice(m_.call(s.call), s.call.file, m_.SlotTime(s), 1000, s.launch,
                 it == launch_flows_.end() ? 0 : it->second);
     });
     if (report) Findings(*report);

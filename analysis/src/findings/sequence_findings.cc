@@ -123,8 +123,8 @@ class EventView {
     int64_t t = INT64_MAX;
     for (size_t i = 0; i < e_.ranks.size(); ++i)
       for (uint32_t s : e_.rank_slots[i])
-        t = std::min(t, c_.ranks[e_.ranks[i]].collectives[s].time_ns);
-    for (uint32_t s : e_.ref_slots) t = std::min(t, c_.ranks[sc_.ref].collectives[s].time_ns);
+        t = std::min(t, m_.SlotTime(c_.ranks[e_.ranks[i]].collectives[s]));
+    for (uint32_t s : e_.ref_slots) t = std::min(t, m_.SlotTime(c_.ranks[sc_.ref].collectives[s]));
     return t == INT64_MAX ? 0 : t;
   }
 

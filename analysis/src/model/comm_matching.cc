@@ -27,7 +27,8 @@ std::pair<int64_t, int64_t> CreationTime(const TraceModel& m, const CommModel& c
     const uint32_t f = static_cast<uint32_t>(r.file);
     for (uint32_t i : r.comm_records)
       created = std::min(created, m.CommonTime(f, m.file(f).comms[i].create_ns));
-    if (!r.collectives.empty()) first_call = std::min(first_call, r.collectives.front().time_ns);
+    if (!r.collectives.empty())
+      first_call = std::min(first_call, m.SlotTime(r.collectives.front()));
     if (!r.p2p.empty()) first_call = std::min(first_call, r.p2p.front().time_ns);
   }
   return {created, first_call};

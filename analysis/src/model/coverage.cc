@@ -25,7 +25,8 @@ bool TailMayBeCut(const TraceModel& m, const RankView& r, const CollectiveSlot* 
   if (f.torn) return true;
   if (f.dropped >= missing) return true;  // the dropped records may be the calls that look missing
   if (f.bad_frames > 0) return true;      // so may the calls of a corrupt frame that was skipped
-  return !f.clean && (waited == nullptr || f.last_alive_ns - waited->time_ns < kUnflushedSlackNs);
+  return !f.clean &&
+         (waited == nullptr || f.last_alive_ns - m.SlotTime(*waited) < kUnflushedSlackNs);
 }
 
 bool FileMayLackCalls(const FileView& f) {
@@ -81,7 +82,7 @@ CommCoverage CoverageOf(const TraceModel& m, size_t ci) {
     for (const RankView& l : c.ranks)
       if (l.has_file() && l.issued() == most)
         if (const CollectiveSlot* s = l.AtSeq(r.issued());
-            s && (!waited || s->time_ns < waited->time_ns))
+            s && (!waited || m.SlotTime(*s) < m.SlotTime(*waited)))
           waited = s;
     if (!TailMayBeCut(m, r, waited, most - r.issued())) continue;
     ++cut_ranks;

@@ -32,6 +32,21 @@ TraceModel::TraceModel(TraceModel&&) noexcept = default;
 TraceModel& TraceModel::operator=(TraceModel&&) noexcept = default;
 TraceModel::~TraceModel() = default;
 
+int64_t TraceModel::SlotTime(const CollectiveSlot& s) const {
+  if (s.launch == 0) return CallTime(s.call);
+  // A launch: the time of that launch of the graph that captured the call, as StampTimes
+  // converted it. Graphs are few per rank, and a rank's calls all come from one file.
+  const CallRecord c = call(s.call);
+  for (auto [ci, rank] : files_[s.call.file].ranks) {
+    const CommModel& comm = comms_[ci];
+    if (comm.id != c.comm_id || rank != c.rank) continue;
+    for (const GraphTemplate& g : comm.ranks[rank].graphs)
+      if (g.graph_id == c.graph_id && s.launch <= g.launch_times_ns.size())
+        return g.launch_times_ns[s.launch - 1];
+  }
+  return 0;
+}
+
 int TraceModel::FindComm(uint64_t id, uint32_t lineage) const {
   for (size_t i = 0; i < comms_.size(); ++i)
     if (comms_[i].id == id && comms_[i].lineage == lineage) return static_cast<int>(i);
@@ -456,16 +471,8 @@ class ModelBuilder {
         if (rv.file < 0) continue;
         const uint32_t f = static_cast<uint32_t>(rv.file);
         const CallTable& calls = files[f].calls;
-        for (CollectiveSlot& s : rv.collectives)
-          if (s.launch == 0) s.time_ns = m_.CommonTime(f, calls.EnterNs(s.call.index));
-        for (GraphTemplate& g : rv.graphs)
+        for (GraphTemplate& g : rv.graphs)  // collectives' times: TraceModel::SlotTime
           for (int64_t& lt : g.launch_times_ns) lt = m_.CommonTime(f, lt);
-        for (CollectiveSlot& s : rv.collectives)
-          if (s.launch > 0)
-            for (const GraphTemplate& g : rv.graphs)
-              if (g.graph_id == files[f].calls[s.call.index].graph_id &&
-                  s.launch <= g.launch_times_ns.size())
-                s.time_ns = g.launch_times_ns[s.launch - 1];
         for (P2pCall& p : rv.p2p) p.time_ns = m_.CommonTime(f, calls.EnterNs(p.call.index));
       }
   }

@@ -38,17 +38,17 @@ struct CallRef {
 };
 
 // One position of a rank's per-communicator collective sequence (what NCCL pairs across ranks).
-// 24 bytes: one is held per collective call of the trace, so seq and launch share a word.
+// 16 bytes: one is held per collective call of the trace, so seq and launch share a word and
+// the time is read from the call when asked for (TraceModel::SlotTime).
 struct CollectiveSlot {
   static constexpr uint64_t kMaxSeq = (uint64_t{1} << 40) - 1;
   static constexpr uint64_t kMaxLaunch = (uint64_t{1} << 24) - 1;
-  uint64_t seq : 40 = 0;     // 0-based per-communicator collective index (model_builder.cc
-                             // leaves out calls past kMaxSeq, beyond any real job)
+  uint64_t seq : 40 = 0;     // 0-based per-communicator collective index (a damaged record's
+                             // larger seq is clamped, and its rank renumbered)
   uint64_t launch : 24 = 0;  // 0: issued eagerly; k > 0: from the k-th launch of the call's graph
   CallRef call;              // the call; for a graph launch, the captured template
-  int64_t time_ns = 0;       // enter time (launch time for graph launches), common timeline
 };
-static_assert(sizeof(CollectiveSlot) == 24);
+static_assert(sizeof(CollectiveSlot) == 16);
 
 // A Send or Recv. `pair_seq` is its index among calls of the same direction to the same peer.
 struct P2pCall {
@@ -192,7 +192,12 @@ class TraceModel {
   int64_t CommonTime(uint32_t f, int64_t mono_ns) const {
     return mono_ns + files_[f].clock_offset_ns;
   }
-  int64_t CallTime(CallRef r) const { return CommonTime(r.file, call(r).enter_ns); }
+  int64_t CallTime(CallRef r) const {
+    return CommonTime(r.file, dir_->files[r.file].calls.EnterNs(r.index));
+  }
+  // A collective's time on the common timeline: its call's enter time, or for a graph launch
+  // the launch's time (0 when the trace lost that launch).
+  int64_t SlotTime(const CollectiveSlot& s) const;
   int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
