@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -122,6 +123,41 @@ TEST(CallTable, AppendInPiecesOnThreadsEqualsOneByOne) {
   CallTable single;
   for (const CallRecord& c : rows) single.push_back(c);
   ExpectSame(single, rows);
+}
+
+// Readers that need a few fields decode only their words: those read back exactly, the others
+// as 0 (exit_ns, stored as a delta from enter_ns, brings enter_ns with it).
+TEST(CallTable, OnlyTheWordsAskedForAreDecoded) {
+  std::mt19937_64 rng(11);
+  std::vector<CallRecord> rows;
+  for (size_t i = 0; i < 3 * CallTable::kBlockRows + 5; ++i) rows.push_back(RandomCall(rng));
+  CallTable t;
+  t.Append(rows.data(), rows.size());
+  for (const uint32_t words :
+       {CallTable::WordsOf(offsetof(CallRecord, exit_ns)),
+        CallTable::WordsOf(offsetof(CallRecord, enter_ns)),
+        CallTable::WordsOf(offsetof(CallRecord, count), offsetof(CallRecord, api),
+                           offsetof(CallRecord, root_peer))}) {
+    uint32_t decoded = words;
+    if (words & CallTable::WordsOf(offsetof(CallRecord, exit_ns)))
+      decoded |= CallTable::WordsOf(offsetof(CallRecord, enter_ns));
+    auto expect = [&](size_t i, const CallRecord& got) {
+      uint64_t g[CallTable::kWords], w[CallTable::kWords];
+      std::memcpy(g, &got, sizeof g);
+      std::memcpy(w, &rows[i], sizeof w);
+      const bool open_block = i >= rows.size() - rows.size() % CallTable::kBlockRows;
+      for (int k = 0; k < CallTable::kWords; ++k)
+        if (open_block || (decoded & (1u << k)))
+          ASSERT_EQ(g[k], w[k]) << "row " << i << " word " << k;
+        else
+          ASSERT_EQ(g[k], 0u) << "row " << i << " word " << k;
+    };
+    size_t seen = 0;
+    t.ForEachRow([&](size_t i, const CallRecord& c) { expect(i, c), ++seen; }, words);
+    EXPECT_EQ(seen, rows.size());
+    CallTable::Reader reader(t, words);
+    for (size_t i = 0; i < rows.size(); ++i) expect(i, reader[i]);
+  }
 }
 
 TEST(CallTable, IteratesFiltersAndClears) {

@@ -143,13 +143,18 @@ CallRecord CallTable::operator[](size_t i) const {
   return FromWords(w);
 }
 
-void CallTable::DecodeBlock(size_t bi, CallRecord* out) const {
+void CallTable::DecodeBlock(size_t bi, CallRecord* out, uint32_t words) const {
   const Block& b = blocks_[bi];
   const uint8_t* data = packed_.data() + b.offset;
   alignas(8) uint64_t w[kBlockRows][kWords];
+  if (words & (uint32_t{1} << kExitWord)) words |= uint32_t{1} << kEnterWord;  // exit is a delta
   for (int k = 0; k < kWords; ++k) {
     const int width = b.width[k];
     const uint64_t base = b.base[k], mask = Mask(width);
+    if (!(words & (uint32_t{1} << k))) {
+      for (size_t r = 0; r < kBlockRows; ++r) w[r][k] = 0;
+      continue;
+    }
     if (width == 0) {
       for (size_t r = 0; r < kBlockRows; ++r) w[r][k] = base;
       continue;
@@ -161,7 +166,8 @@ void CallTable::DecodeBlock(size_t bi, CallRecord* out) const {
       w[r][k] = base + ((cur >> (bit % 8)) & mask);
     }
   }
-  for (size_t r = 0; r < kBlockRows; ++r) w[r][kExitWord] += w[r][kEnterWord];
+  if (words & (uint32_t{1} << kExitWord))
+    for (size_t r = 0; r < kBlockRows; ++r) w[r][kExitWord] += w[r][kEnterWord];
   std::memcpy(static_cast<void*>(out), w, sizeof w);
 }
 

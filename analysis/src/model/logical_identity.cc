@@ -14,6 +14,14 @@
 namespace ncclrr::analysis {
 namespace {
 
+// What ShapeSignature and BufferKey read of a call: only these columns are decoded.
+constexpr uint32_t kShapeWords = CallTable::WordsOf(
+    offsetof(CallRecord, api), offsetof(CallRecord, dtype), offsetof(CallRecord, op),
+    offsetof(CallRecord, flags), offsetof(CallRecord, root_peer), offsetof(CallRecord, count));
+constexpr uint32_t kBufferWords = CallTable::WordsOf(
+    offsetof(CallRecord, sendbuff), offsetof(CallRecord, recvbuff), offsetof(CallRecord, count),
+    offsetof(CallRecord, dtype), offsetof(CallRecord, api));
+
 // Per-rank key of a call: its buffer, count and dtype (what "the same tensor" means without
 // call sites).
 uint64_t BufferKey(const CallRecord& c) {
@@ -333,7 +341,7 @@ struct RankBuffers {
 void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
   out->keys.resize(r.collectives.size());
   out->addrs.resize(r.collectives.size());
-  CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls);
+  CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kBufferWords);
   for (size_t k = 0; k < r.collectives.size(); ++k) {
     const CallRecord& call = calls[r.collectives[k].call.index];
     out->keys[k] = BufferKey(call);
@@ -399,7 +407,7 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
       auto& sh = out.shapes[r.rank];
       sh.resize(r.collectives.size());
       if (!r.has_file()) return;
-      CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls);
+      CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kShapeWords);
       for (size_t k = 0; k < sh.size(); ++k)
         sh[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
     });

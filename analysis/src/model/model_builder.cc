@@ -447,10 +447,12 @@ class ModelBuilder {
     for (uint32_t f = 0; f < files.size(); ++f) {
       const TraceFile& t = files[f];
       int64_t last = INT64_MIN;
-      t.calls.ForEachRow([&](size_t, const CallRecord& c) {
-        lo = std::min(lo, m_.CommonTime(f, c.enter_ns));
-        last = std::max(last, std::max(c.exit_ns, c.enter_ns));
-      });
+      t.calls.ForEachRow(
+          [&](size_t, const CallRecord& c) {
+            lo = std::min(lo, m_.CommonTime(f, c.enter_ns));
+            last = std::max(last, std::max(c.exit_ns, c.enter_ns));
+          },
+          CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns)));
       if (f < totals_.size()) {
         if (totals_[f].first_enter_ns != INT64_MAX)
           lo = std::min(lo, m_.CommonTime(f, totals_[f].first_enter_ns));

@@ -45,13 +45,23 @@ class CallTable {
     return *this;
   }
 
+  // Which of a record's 64-bit words a reader needs (bit k: bytes 8k..8k+7 of the record), so
+  // that only those columns are decoded; the others read as 0 (exit_ns, kept as a delta, brings
+  // enter_ns with it). WordsOf(offsetof(CallRecord, a),
+  // offsetof(CallRecord, b), ...) names the words holding those fields.
+  static constexpr uint32_t kAllWords = (uint32_t{1} << kWords) - 1;
+  template <typename... Offsets>
+  static constexpr uint32_t WordsOf(Offsets... field_offsets) {
+    return ((uint32_t{1} << (field_offsets / 8)) | ...);
+  }
+
   // Calls fn(i, row) for every row in order, decoding a block at a time: several times faster
-  // than reading the rows one by one.
+  // than reading the rows one by one. Rows hold the `words` asked for, the rest 0.
   template <typename Fn>
-  void ForEachRow(Fn&& fn) const {
+  void ForEachRow(Fn&& fn, uint32_t words = kAllWords) const {
     CallRecord rows[kBlockRows];
     for (size_t b = 0; b < blocks_.size(); ++b) {
-      DecodeBlock(b, rows);
+      DecodeBlock(b, rows, words);
       for (size_t r = 0; r < kBlockRows; ++r)
         fn(b * kBlockRows + r, static_cast<const CallRecord&>(rows[r]));
     }
@@ -119,21 +129,23 @@ class CallTable {
 
   // Rows read in about increasing order (one rank's collectives among a file's calls), a block
   // decoded at a time: several times faster than operator[] row by row. The reference stays
-  // valid until the next read.
+  // valid until the next read. Rows of sealed blocks hold the `words` asked for, the rest 0.
   class Reader {
    public:
-    explicit Reader(const CallTable& t) : t_(t), rows_(new CallRecord[kBlockRows]) {}
+    explicit Reader(const CallTable& t, uint32_t words = kAllWords)
+        : t_(t), words_(words), rows_(new CallRecord[kBlockRows]) {}
     const CallRecord& operator[](size_t i) {
       if (i >= t_.sealed_rows()) return t_.tail_[i - t_.sealed_rows()];
       if (i / kBlockRows != block_) {
         block_ = i / kBlockRows;
-        t_.DecodeBlock(block_, rows_.get());
+        t_.DecodeBlock(block_, rows_.get(), words_);
       }
       return rows_[i % kBlockRows];
     }
 
    private:
     const CallTable& t_;
+    uint32_t words_;
     size_t block_ = SIZE_MAX;
     std::unique_ptr<CallRecord[]> rows_;
   };
@@ -146,7 +158,7 @@ class CallTable {
     std::array<uint16_t, kWords> start;  // per word: byte offset of its column in the block
   };
   size_t sealed_rows() const { return blocks_.size() * kBlockRows; }
-  void DecodeBlock(size_t b, CallRecord* out) const;
+  void DecodeBlock(size_t b, CallRecord* out, uint32_t words = kAllWords) const;
   static Block Measure(const CallRecord* rows);
   static size_t PackedBytes(const Block& b);
   static void Pack(const CallRecord* rows, const Block& b, uint8_t* out);
