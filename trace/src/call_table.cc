@@ -37,33 +37,23 @@ uint64_t Mask(int width) { return width >= 64 ? ~uint64_t{0} : (uint64_t{1} << w
 
 }  // namespace
 
-namespace {
-
-// A block's rows as the table stores them, column by column.
-using Columns = std::array<std::array<uint64_t, CallTable::kBlockRows>, CallTable::kWords>;
-
-void ToColumns(const CallRecord* rows, Columns* cols) {
-  for (size_t r = 0; r < CallTable::kBlockRows; ++r) {
-    const Words w = ToWords(rows[r]);
-    for (int k = 0; k < CallTable::kWords; ++k) (*cols)[k][r] = w[k];
-  }
-}
-
-}  // namespace
-
 CallTable::Block CallTable::Measure(const CallRecord* rows) {
-  Columns cols;
-  ToColumns(rows, &cols);
+  // Row by row: the bounds need no transposed copy of the block.
+  std::array<int64_t, kWords> lo, hi;  // signed: small negative deltas stay small
+  lo.fill(INT64_MAX);
+  hi.fill(INT64_MIN);
+  for (size_t r = 0; r < kBlockRows; ++r) {
+    const Words w = ToWords(rows[r]);
+    for (int k = 0; k < kWords; ++k) {
+      lo[k] = std::min(lo[k], static_cast<int64_t>(w[k]));
+      hi[k] = std::max(hi[k], static_cast<int64_t>(w[k]));
+    }
+  }
   Block b;
   uint16_t start = 0;
   for (int k = 0; k < kWords; ++k) {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;  // signed: small negative deltas stay small
-    for (const uint64_t v : cols[k]) {
-      lo = std::min(lo, static_cast<int64_t>(v));
-      hi = std::max(hi, static_cast<int64_t>(v));
-    }
-    b.base[k] = static_cast<uint64_t>(lo);
-    int width = std::bit_width(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
+    b.base[k] = static_cast<uint64_t>(lo[k]);
+    int width = std::bit_width(static_cast<uint64_t>(hi[k]) - static_cast<uint64_t>(lo[k]));
     if (width > kMaxPackedWidth) width = 64;
     b.width[k] = static_cast<uint8_t>(width);
     b.start[k] = start;
@@ -77,8 +67,13 @@ size_t CallTable::PackedBytes(const Block& b) {
 }
 
 void CallTable::Pack(const CallRecord* rows, const Block& b, uint8_t* out) {
-  Columns cols;
-  ToColumns(rows, &cols);
+  // Column by column straight from the rows (a strided read), without a transposed copy.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(rows);
+  auto word = [&](size_t r, int k) {
+    uint64_t v;
+    std::memcpy(&v, bytes + r * sizeof(CallRecord) + 8 * k, 8);
+    return v;
+  };
   for (int k = 0; k < kWords; ++k) {
     const int width = b.width[k];
     if (width == 0) continue;
@@ -87,7 +82,8 @@ void CallTable::Pack(const CallRecord* rows, const Block& b, uint8_t* out) {
     uint8_t* p = out + b.start[k];
     uint64_t acc = 0;
     int bits = 0;
-    for (const uint64_t value : cols[k]) {
+    for (size_t r = 0; r < kBlockRows; ++r) {
+      const uint64_t value = k == kExitWord ? word(r, k) - word(r, kEnterWord) : word(r, k);
       const uint64_t v = value - b.base[k];
       if (width == 64) {
         std::memcpy(p, &v, 8), p += 8;
@@ -146,29 +142,32 @@ CallRecord CallTable::operator[](size_t i) const {
 void CallTable::DecodeBlock(size_t bi, CallRecord* out, uint32_t words) const {
   const Block& b = blocks_[bi];
   const uint8_t* data = packed_.data() + b.offset;
-  alignas(8) uint64_t w[kBlockRows][kWords];
+  // Straight into the rows: word k of row r is at byte 8k of out[r].
+  auto* rows = reinterpret_cast<uint8_t*>(out);
+  auto put = [&](size_t r, int k, uint64_t v) {
+    std::memcpy(rows + r * sizeof(CallRecord) + 8 * k, &v, 8);
+  };
   if (words & (uint32_t{1} << kExitWord)) words |= uint32_t{1} << kEnterWord;  // exit is a delta
   for (int k = 0; k < kWords; ++k) {
     const int width = b.width[k];
     const uint64_t base = b.base[k], mask = Mask(width);
     if (!(words & (uint32_t{1} << k))) {
-      for (size_t r = 0; r < kBlockRows; ++r) w[r][k] = 0;
+      for (size_t r = 0; r < kBlockRows; ++r) put(r, k, 0);
       continue;
     }
     if (width == 0) {
-      for (size_t r = 0; r < kBlockRows; ++r) w[r][k] = base;
+      for (size_t r = 0; r < kBlockRows; ++r) put(r, k, base);
       continue;
     }
     const uint8_t* col = data + b.start[k];
     for (size_t r = 0, bit = 0; r < kBlockRows; ++r, bit += width) {
       uint64_t cur;
       std::memcpy(&cur, col + bit / 8, 8);
-      w[r][k] = base + ((cur >> (bit % 8)) & mask);
+      put(r, k, base + ((cur >> (bit % 8)) & mask));
     }
   }
   if (words & (uint32_t{1} << kExitWord))
-    for (size_t r = 0; r < kBlockRows; ++r) w[r][kExitWord] += w[r][kEnterWord];
-  std::memcpy(static_cast<void*>(out), w, sizeof w);
+    for (CallRecord* c = out; c != out + kBlockRows; ++c) c->exit_ns += c->enter_ns;
 }
 
 void CallTable::AppendBlocks(const CallRecord* rows, size_t nblocks, int threads) {

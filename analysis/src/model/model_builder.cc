@@ -239,11 +239,21 @@ class ModelBuilder {
         for (RankView& rv : m_.comms_[fc.index].ranks)
           if (rv.file == static_cast<int32_t>(f)) rv.collectives.reserve(share);
     }
-    t.calls.ForEachRow([&](size_t row, const CallRecord& c) {
-      if (!PlaceCall(f, static_cast<uint32_t>(row), c, *scan, true))
-        scan->deferred.push_back(static_cast<uint32_t>(row));
-    });
+    t.calls.ForEachRow(
+        [&](size_t row, const CallRecord& c) {
+          if (!PlaceCall(f, static_cast<uint32_t>(row), c, *scan, true))
+            scan->deferred.push_back(static_cast<uint32_t>(row));
+        },
+        kPlaceWords);
   }
+
+  // Every field PlaceCall reads, with UnplaceableCall, FileCommOfCall and NewCommOfCall: only
+  // these columns of the packed calls are decoded to place them.
+  static constexpr uint32_t kPlaceWords = CallTable::WordsOf(
+      offsetof(CallRecord, api), offsetof(CallRecord, comm_id), offsetof(CallRecord, rank),
+      offsetof(CallRecord, dtype), offsetof(CallRecord, count), offsetof(CallRecord, enter_ns),
+      offsetof(CallRecord, device), offsetof(CallRecord, result), offsetof(CallRecord, capture),
+      offsetof(CallRecord, graph_id), offsetof(CallRecord, seq), offsetof(CallRecord, root_peer));
 
   void ApplyScan(uint32_t f, FileScan* scan) {
     size_t p = 0, g = 0;
@@ -263,6 +273,7 @@ class ModelBuilder {
   // Places call `i` of file f. On a worker thread, returns false before changing anything
   // shared when the call needs that, and records problems and flagged calls in the scan;
   // otherwise does it all.
+  // Reads only the fields of kPlaceWords: add any other it comes to need there.
   bool PlaceCall(uint32_t f, uint32_t i, const CallRecord& c, FileScan& scan, bool on_worker) {
     if (UnplaceableCall(c)) {
       ++m_.files_[f].unplaceable_calls;
