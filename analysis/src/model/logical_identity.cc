@@ -384,6 +384,34 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
     if (only && !(*only)[ci]) continue;
     const CommModel& c = m.comms()[ci];
     CommIdentity& out = li.comms_[ci];
+    // Threads pay off only for big communicators.
+    size_t calls_in_comm = 0;
+    for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
+    const int t = calls_in_comm >= 200'000 ? threads : 1;
+    // Shapes: hashed per rank on threads, the reference rank chosen from the hashes, then
+    // numbered per communicator (4 bytes kept per call instead of 8), before the per-call
+    // results below are allocated, so the hashes and those never coexist.
+    std::vector<std::vector<uint64_t>> hashes(c.ranks.size());
+    ParallelFor(c.ranks.size(), t, [&](size_t i) {
+      const RankView& r = c.ranks[i];
+      auto& h = hashes[r.rank];
+      h.resize(r.collectives.size());
+      if (!r.has_file()) return;
+      CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kShapeWords);
+      for (size_t k = 0; k < h.size(); ++k)
+        h[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
+    });
+    out.reference_rank = ReferenceRank(c, hashes);
+    out.shapes.resize(c.ranks.size());
+    FlatMap64 numbers(64);
+    for (const RankView& r : c.ranks) {
+      std::vector<uint64_t>& h = hashes[r.rank];
+      std::vector<uint32_t>& sh = out.shapes[r.rank];
+      sh.resize(h.size());
+      for (size_t k = 0; k < h.size(); ++k)
+        sh[k] = h[k] ? numbers.FindOrInsert(h[k], static_cast<uint32_t>(numbers.size() + 1)) : 0;
+      std::vector<uint64_t>().swap(h);
+    }
     out.ids.resize(c.ranks.size());
     out.confidence.resize(c.ranks.size());
     out.support.resize(c.ranks.size());
@@ -397,21 +425,6 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
       out.evidence[r.rank].assign(r.collectives.size(), IdentityEvidence::kVotes);
     }
     if (c.ranks.empty()) continue;
-    // Threads pay off only for big communicators.
-    size_t calls_in_comm = 0;
-    for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
-    const int t = calls_in_comm >= 200'000 ? threads : 1;
-    out.shapes.resize(c.ranks.size());
-    ParallelFor(c.ranks.size(), t, [&](size_t i) {
-      const RankView& r = c.ranks[i];
-      auto& sh = out.shapes[r.rank];
-      sh.resize(r.collectives.size());
-      if (!r.has_file()) return;
-      CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kShapeWords);
-      for (size_t k = 0; k < sh.size(); ++k)
-        sh[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
-    });
-    out.reference_rank = ReferenceRank(c, out.shapes);
     out.source = IdentitySource::kBuffers;
     FromBuffers(m, c, &out, t);
     if (AllHaveCallSites(m, c)) {

@@ -52,9 +52,10 @@ struct CommIdentity {
   std::vector<float> buffer_agreement;
   std::vector<uint32_t> aligned_calls;
   uint32_t tensors = 0;  // number of logical tensors
-  // shapes[rank][slot]: 64-bit hash of (op, count, dtype, reduction, root), never 0: what the
-  // alignment compares besides the logical id.
-  std::vector<std::vector<uint64_t>> shapes;
+  // shapes[rank][slot]: (op, count, dtype, reduction, root) numbered per communicator from 1
+  // (equal shapes, equal numbers; 0 only for a rank without a file): what the alignment
+  // compares besides the logical id.
+  std::vector<std::vector<uint32_t>> shapes;
 };
 
 class LogicalIdentity {
