@@ -24,11 +24,14 @@ TraceSession::TraceSession(std::string path, std::shared_ptr<const analysis::Tra
   timings_.index_s = SecondsSince(t0);
 }
 
-TraceSession::TraceSession(const TraceSession& before, analysis::Report report)
-    : path_(before.path_), model_(before.model_), report_(std::move(report)) {
+TraceSession::TraceSession(const TraceSession& before, TimelineIndex timeline,
+                           analysis::Report report)
+    : path_(before.path_),
+      model_(before.model_),
+      report_(std::move(report)),
+      timeline_(std::move(timeline)),
+      timings_(before.timings_) {
   const auto t0 = std::chrono::steady_clock::now();
-  timings_ = before.timings_;
-  timeline_ = before.timeline_;
   marks_ = CallMarks::FromReport(report_);
   timeline_.AddMarks(*model_, marks_);
   timings_.marks_s = SecondsSince(t0);
@@ -67,6 +70,7 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
     return r;
   };
   std::shared_ptr<TraceSession> first;
+  TimelineIndex copy;
   analysis::Report report;
   if (timeline) {  // the calls first, the findings when the check (run meanwhile) is done
     auto checked = std::async(std::launch::async, check);
@@ -74,13 +78,17 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
     first->checked_ = false;
     first->timings_.read_s = read_s;
     timeline(first);
+    // The copy that will take the marks, made while the check still runs (memory-bound beside
+    // a CPU-bound check).
+    copy = first->timeline_;
     report = checked.get();
   } else {
     report = check();
   }
 
   say(85, first ? "marking the findings on the timeline" : "indexing the timeline");
-  auto session = first ? std::shared_ptr<TraceSession>(new TraceSession(*first, std::move(report)))
+  auto session = first ? std::shared_ptr<TraceSession>(
+                             new TraceSession(*first, std::move(copy), std::move(report)))
                        : std::shared_ptr<TraceSession>(
                              new TraceSession(path, std::move(model), std::move(report)));
   session->timings_.read_s = read_s;

@@ -82,8 +82,9 @@ class TraceSession {
  private:
   TraceSession(std::string path, std::shared_ptr<const analysis::TraceModel> model,
                analysis::Report report);
-  // The timeline of `before` (same model, no findings yet) with `report`'s marks added.
-  TraceSession(const TraceSession& before, analysis::Report report);
+  // The session `before` (same model, no findings yet) with `report`, and `timeline` (a copy of
+  // before's) with the report's marks added.
+  TraceSession(const TraceSession& before, TimelineIndex timeline, analysis::Report report);
 
   std::string path_;
   std::shared_ptr<const analysis::TraceModel> model_;  // shared by the session shown first
