@@ -31,10 +31,8 @@ TraceSession::TraceSession(const TraceSession& before, TimelineIndex timeline,
       report_(std::move(report)),
       timeline_(std::move(timeline)),
       timings_(before.timings_) {
-  const auto t0 = std::chrono::steady_clock::now();
   marks_ = CallMarks::FromReport(report_);
   timeline_.AddMarks(*model_, marks_);
-  timings_.marks_s = SecondsSince(t0);
 }
 
 std::shared_ptr<const TraceSession> TraceSession::Make(std::string path, analysis::TraceModel model,
@@ -78,10 +76,15 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
     first->checked_ = false;
     first->timings_.read_s = read_s;
     timeline(first);
-    // The copy that will take the marks, made while the check still runs (memory-bound beside
-    // a CPU-bound check).
-    copy = first->timeline_;
+    // The copy that will take the marks: made while the check still runs (memory-bound beside a
+    // CPU-bound check) for traces that fit easily; after it for huge ones, so that the copy and
+    // the check's working memory never add up.
+    constexpr uint64_t kCopyBesideCheckUpTo = 20'000'000;
+    const bool early = model->total_calls() <= kCopyBesideCheckUpTo;
+    if (early) copy = first->timeline_;
     report = checked.get();
+    t0 = std::chrono::steady_clock::now();
+    if (!early) copy = first->timeline_;
   } else {
     report = check();
   }
@@ -93,6 +96,7 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
                              new TraceSession(path, std::move(model), std::move(report)));
   session->timings_.read_s = read_s;
   session->timings_.check_s = check_s;
+  if (first) session->timings_.marks_s = SecondsSince(t0);
   say(100, "done");
   return std::shared_ptr<const TraceSession>(std::move(session));
 }

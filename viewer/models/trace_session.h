@@ -28,7 +28,8 @@ struct LoadTimings {
   double read_s = 0;   // reading, verifying and modelling the files
   double check_s = 0;  // analysis::Check
   double index_s = 0;  // timeline index
-  double marks_s = 0;  // the findings' marks put on the timeline shown before them
+  double marks_s = 0;  // after the check: the timeline shown before it, copied (for huge
+                       // traces) and given the findings' marks
 };
 
 // Called with the session that has the timeline but not yet the findings (checked() false),
