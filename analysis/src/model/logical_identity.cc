@@ -1,6 +1,7 @@
 #include "ncclrr/analysis/logical_identity.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -101,6 +102,39 @@ bool AllHaveCallSites(const TraceModel& m, const CommModel& c) {
   return any;
 }
 
+// One rank's weights (CommIdentity::Weight) slot by slot while its calls are mapped, then
+// stored as indices into its distinct weights.
+struct RankWeights {
+  std::vector<CommIdentity::Weight> of_slot;
+
+  explicit RankWeights(size_t slots) : of_slot(slots) {}
+  void Set(size_t slot, float confidence, uint32_t support) {
+    of_slot[slot] = {confidence, support};
+  }
+  void StoreInto(CommIdentity* out, int rank) const {
+    std::vector<uint32_t>& index = out->weight[rank];
+    std::vector<CommIdentity::Weight>& distinct = out->weights[rank];
+    FlatMap64 seen(16);
+    for (uint32_t i = 0; i < distinct.size(); ++i) seen.FindOrInsert(Key(distinct[i]), i);
+    index.resize(of_slot.size());
+    uint64_t last_key = 0;
+    uint32_t last = 0;  // neighbours mostly share a weight: skip the lookup then
+    for (size_t k = 0; k < of_slot.size(); ++k) {
+      const uint64_t key = Key(of_slot[k]);
+      if (k == 0 || key != last_key) {
+        bool added = false;
+        last = seen.FindOrInsert(key, static_cast<uint32_t>(distinct.size()), &added);
+        if (added) distinct.push_back(of_slot[k]);
+        last_key = key;
+      }
+      index[k] = last;
+    }
+  }
+  static uint64_t Key(const CommIdentity::Weight& w) {
+    return (uint64_t{std::bit_cast<uint32_t>(w.confidence)} << 32) | w.support;
+  }
+};
+
 // Call sites refine the buffer identity: two calls are the same tensor only when both their
 // buffers and their sites say so. A loop issues every tensor from one line, so a site shared by
 // all calls changes nothing; different lines tell tensors apart even where buffers could not.
@@ -113,6 +147,11 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
   };
   for (const RankView& r : c.ranks) {
     if (!r.has_file()) continue;
+    RankWeights weights(r.collectives.size());
+    for (size_t k = 0; k < r.collectives.size(); ++k) {
+      const uint32_t w = out->weight[r.rank][k];
+      weights.of_slot[k] = out->weights[r.rank][w];
+    }
     for (size_t k = 0; k < r.collectives.size(); ++k) {
       const std::string s = site(r, k);
       auto [it, added] =
@@ -123,11 +162,11 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
         const CollectiveSlot* at = ref.AtSeq(r.collectives[k].seq);
         if (at != nullptr && site(ref, static_cast<size_t>(at - ref.collectives.data())) != s) {
           out->evidence[r.rank][k] = IdentityEvidence::kCallSite;
-          out->confidence[r.rank][k] = 1.0f;
-          out->support[r.rank][k] = kCertainSupport;
+          weights.Set(k, 1.0f, kCertainSupport);
         }
       }
     }
+    weights.StoreInto(out, r.rank);
   }
   out->tensors = static_cast<uint32_t>(ids.size());
 }
@@ -140,7 +179,7 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
 // otherwise agrees with the reference buffer for buffer.
 void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
                            const std::vector<uint64_t>& ref_addrs, const RankView& r,
-                           const RankView& ref, CommIdentity* out) {
+                           const RankView& ref, CommIdentity* out, RankWeights* weights) {
   std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (slot of r, slot of ref), in order
   ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
     pairs.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
@@ -205,8 +244,7 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
       done[c] = 1;
       const uint32_t slot = pairs[c].first;
       out->ids[r.rank][slot] = out->ids[ref.rank][pairs[partner[c]].second];
-      out->confidence[r.rank][slot] = agreement;
-      out->support[r.rank][slot] = static_cast<uint32_t>(n);
+      weights->Set(slot, agreement, static_cast<uint32_t>(n));
       out->evidence[r.rank][slot] = IdentityEvidence::kCrossed;
     }
   }
@@ -216,7 +254,8 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
 // out because calls of different shapes were reordered there) are the reference's call of the
 // same shape that the alignment also left out, nearest in seq: a reordering of calls of
 // different shapes then reads as one, rather than as mismatched counts.
-void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* out) {
+void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* out,
+                         RankWeights* weights) {
   std::vector<uint8_t> ref_paired(ref.collectives.size(), 0), paired(r.collectives.size(), 0);
   ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
     paired[i] = 1;
@@ -245,15 +284,14 @@ void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* o
     if (best == ~size_t{0}) continue;
     taken[best] = 1;
     out->ids[r.rank][i] = out->ids[ref.rank][best];
-    out->confidence[r.rank][i] = 0.5f;
-    out->support[r.rank][i] = 1;
+    weights->Set(i, 0.5f, 1);
   }
 }
 
 // Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
 void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const RankView& ref,
              const FlatMap64& tensor_of_key, const std::vector<uint32_t>& ref_tensor,
-             CommIdentity* out) {
+             CommIdentity* out, RankWeights* weights) {
   // Number this rank's keys, then count which reference tensor sits at each key's positions.
   FlatMap64 key_index(r.collectives.size() / 4 + 16);
   std::vector<uint32_t> key_of_slot(r.collectives.size());
@@ -325,8 +363,7 @@ void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const Ra
       conf = same ? 0.5f : 0.0f;
     }
     out->ids[r.rank][k] = id;
-    out->confidence[r.rank][k] = conf;
-    out->support[r.rank][k] = occurrences[key];
+    weights->Set(k, conf, occurrences[key]);
   }
 }
 
@@ -355,22 +392,25 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int
   if (ref.has_file()) ReadBuffers(m, ref, &ref_buffers);
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
   std::vector<uint32_t> ref_tensor(ref.collectives.size());
+  RankWeights ref_weights(ref.collectives.size());
   for (size_t k = 0; k < ref_buffers.keys.size(); ++k) {
     const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
     ref_tensor[k] = tensor_of_key.FindOrInsert(ref_buffers.keys[k], fresh);
     out->ids[ref.rank][k] = ref_tensor[k];
-    out->confidence[ref.rank][k] = 1.0f;
-    out->support[ref.rank][k] = kCertainSupport;
+    ref_weights.Set(k, 1.0f, kCertainSupport);
   }
+  ref_weights.StoreInto(out, ref.rank);
   out->tensors = static_cast<uint32_t>(tensor_of_key.size());
   ParallelFor(c.ranks.size(), threads, [&](size_t i) {
     const RankView& r = c.ranks[i];
     if (r.rank == ref.rank || !r.has_file()) return;
     RankBuffers buffers;
     ReadBuffers(m, r, &buffers);
-    MapRank(buffers.keys, r, ref, tensor_of_key, ref_tensor, out);
-    CorrectCrossedBuffers(buffers.addrs, ref_buffers.addrs, r, ref, out);
-    PlaceUnknownByShape(r, ref, out);
+    RankWeights weights(r.collectives.size());
+    MapRank(buffers.keys, r, ref, tensor_of_key, ref_tensor, out, &weights);
+    CorrectCrossedBuffers(buffers.addrs, ref_buffers.addrs, r, ref, out, &weights);
+    PlaceUnknownByShape(r, ref, out, &weights);
+    weights.StoreInto(out, r.rank);
   });
 }
 
@@ -413,15 +453,14 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
       std::vector<uint64_t>().swap(h);
     }
     out.ids.resize(c.ranks.size());
-    out.confidence.resize(c.ranks.size());
-    out.support.resize(c.ranks.size());
+    out.weight.resize(c.ranks.size());
+    out.weights.assign(c.ranks.size(), {CommIdentity::Weight{}});
     out.evidence.resize(c.ranks.size());
     out.buffer_agreement.assign(c.ranks.size(), 1.0f);
     out.aligned_calls.assign(c.ranks.size(), 0);
     for (const RankView& r : c.ranks) {
       out.ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
-      out.confidence[r.rank].assign(r.collectives.size(), 0.0f);
-      out.support[r.rank].assign(r.collectives.size(), 0);
+      out.weight[r.rank].assign(r.collectives.size(), 0);
       out.evidence[r.rank].assign(r.collectives.size(), IdentityEvidence::kVotes);
     }
     if (c.ranks.empty()) continue;
@@ -449,18 +488,26 @@ IdentityEvidence LogicalIdentity::Evidence(size_t comm_index, int rank, size_t s
   return e[rank][slot];
 }
 
+namespace {
+
+const CommIdentity::Weight* WeightOf(const CommIdentity& c, int rank, size_t slot) {
+  if (rank < 0 || static_cast<size_t>(rank) >= c.weight.size() || slot >= c.weight[rank].size())
+    return nullptr;
+  return &c.weights[rank][c.weight[rank][slot]];
+}
+
+}  // namespace
+
 float LogicalIdentity::Confidence(size_t comm_index, int rank, size_t slot) const {
-  const auto& c = comms_[comm_index].confidence;
-  if (rank < 0 || static_cast<size_t>(rank) >= c.size() || slot >= c[rank].size()) return 0;
-  return c[rank][slot];
+  const CommIdentity::Weight* w = WeightOf(comms_[comm_index], rank, slot);
+  return w ? w->confidence : 0;
 }
 
 float LogicalIdentity::ConfidenceLowerBound(size_t comm_index, int rank, size_t slot) const {
-  const float p = Confidence(comm_index, rank, slot);
-  const auto& support = comms_[comm_index].support;
-  if (rank < 0 || static_cast<size_t>(rank) >= support.size() || slot >= support[rank].size())
-    return 0;
-  const uint32_t n = support[rank][slot];
+  const CommIdentity::Weight* w = WeightOf(comms_[comm_index], rank, slot);
+  if (!w) return 0;
+  const float p = w->confidence;
+  const uint32_t n = w->support;
   if (n == kCertainSupport) return p;
   if (n == 0) return 0;
   constexpr double kZ = 1.645;  // one-sided 95%

@@ -38,12 +38,20 @@ struct CommIdentity {
   int reference_rank = 0;  // the rank whose keys name the logical tensors
   // ids[rank][slot index into RankView::collectives]: dense logical tensor id, or kNoLogicalId.
   std::vector<std::vector<uint32_t>> ids;
-  // confidence[rank][slot]: share of the key's occurrences that sit where its tensor does
-  // (1 = the key always co-occurs with the same reference tensor).
-  std::vector<std::vector<float>> confidence;
-  // support[rank][slot]: how many occurrences of the key that share is taken over
-  // (kCertainSupport for call sites and the reference rank's own keys).
-  std::vector<std::vector<uint32_t>> support;
+  // How much the id of a call is to be believed.
+  struct Weight {
+    // Share of the key's occurrences that sit where its tensor does (1 = the key always
+    // co-occurs with the same reference tensor).
+    float confidence = 0;
+    // How many occurrences of the key that share is taken over (kCertainSupport for call
+    // sites and the reference rank's own keys).
+    uint32_t support = 0;
+  };
+  // weight[rank][slot]: index into weights[rank], the rank's distinct weights ([0] is {0, 0}).
+  // A key's occurrences share one and fresh buffers give a handful, so a call costs 4 bytes
+  // rather than 8.
+  std::vector<std::vector<uint32_t>> weight;
+  std::vector<std::vector<Weight>> weights;
   // evidence[rank][slot]: what decided ids[rank][slot].
   std::vector<std::vector<IdentityEvidence>> evidence;
   // buffer_agreement[rank]: share of the rank's shape-aligned calls whose buffer equals the
