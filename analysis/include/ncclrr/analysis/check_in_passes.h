@@ -32,7 +32,7 @@ struct PassStats {
 };
 
 // About what a call costs at the check's peak (its packed record, its slot in the model, the
-// logical identity's results): 51–60 B measured on synthetic traces (bench/README.md, "Loading
+// logical identity's results): 47–56 B measured on synthetic traces (bench/README.md, "Loading
 // and checking"), whose calls pack ~8 B smaller than real jobs' calls; rounded up.
 inline constexpr uint64_t kCheckBytesPerCall = 80;
 
