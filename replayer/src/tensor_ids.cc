@@ -87,7 +87,8 @@ TensorIds ReplayTensorIds(const analysis::TraceModel& model,
   const analysis::CommModel& c = model.comms()[comm_index];
   const analysis::CommIdentity& ci = identity.comm(comm_index);
   TensorIds out;
-  out.of_slot = ci.ids;
+  out.of_slot.reserve(ci.ids.size());
+  for (const analysis::NarrowUints& ids : ci.ids) out.of_slot.push_back(ids.ToVector());
   out.reference_rank =
       ci.reference_rank >= 0 && ci.reference_rank < static_cast<int>(c.ranks.size())
           ? ci.reference_rank

@@ -189,6 +189,7 @@ void CallTable::AppendBlocks(const CallRecord* rows, size_t nblocks, int threads
 }
 
 void CallTable::Append(const CallRecord* rows, size_t n, int threads) {
+  Unseal();
   if (!tail_.empty()) {
     const size_t take = std::min(n, kBlockRows - tail_.size());
     tail_.insert(tail_.end(), rows, rows + take);
@@ -203,6 +204,7 @@ void CallTable::Append(const CallRecord* rows, size_t n, int threads) {
 }
 
 void CallTable::push_back(const CallRecord& c) {
+  Unseal();
   tail_.push_back(c);
   if (tail_.size() < kBlockRows) return;
   AppendBlocks(tail_.data(), 1, 1);
@@ -210,7 +212,7 @@ void CallTable::push_back(const CallRecord& c) {
 }
 
 void CallTable::Save(std::string* out) const {
-  const uint64_t counts[3] = {blocks_.size(), packed_.size(), tail_.size()};
+  const uint64_t counts[4] = {blocks_.size(), packed_.size(), tail_.size(), padding_};
   auto put = [&](const void* p, size_t n) { out->append(static_cast<const char*>(p), n); };
   put(counts, sizeof counts);
   put(blocks_.data(), blocks_.size() * sizeof(Block));
@@ -219,12 +221,12 @@ void CallTable::Save(std::string* out) const {
 }
 
 bool CallTable::Load(const char* data, size_t n, size_t* used) {
-  uint64_t counts[3];
+  uint64_t counts[4];
   if (n < sizeof counts) return false;
   std::memcpy(counts, data, sizeof counts);
-  const auto [nblocks, npacked, ntail] = counts;
+  const auto [nblocks, npacked, ntail, padding] = counts;
   if (nblocks > n / sizeof(Block) || npacked > n || ntail > n / sizeof(CallRecord) ||
-      ntail >= kBlockRows)
+      ntail >= kBlockRows || padding >= kBlockRows || (padding > 0 && (ntail > 0 || nblocks == 0)))
     return false;
   const size_t bytes =
       sizeof counts + nblocks * sizeof(Block) + npacked + ntail * sizeof(CallRecord);
@@ -238,6 +240,7 @@ bool CallTable::Load(const char* data, size_t n, size_t* used) {
   p += npacked;
   tail_.resize(ntail);
   std::memcpy(tail_.data(), p, ntail * sizeof(CallRecord));
+  padding_ = padding;
   // Every block's columns must lie inside the packed bytes, as Measure lays them out, so that
   // decoding never reads past them (8 bytes of slack at the end).
   for (const Block& b : blocks_) {
@@ -257,6 +260,29 @@ void CallTable::clear() {
   blocks_.clear();
   packed_.clear();
   tail_.clear();
+  padding_ = 0;
+}
+
+void CallTable::Seal() {
+  if (!tail_.empty()) {
+    // Copies of the last row widen no column.
+    padding_ = kBlockRows - tail_.size();
+    tail_.resize(kBlockRows, tail_.back());
+    AppendBlocks(tail_.data(), 1, 1);
+  }
+  std::vector<CallRecord>().swap(tail_);
+  blocks_.shrink_to_fit();
+  packed_.shrink_to_fit();
+}
+
+void CallTable::Unseal() {
+  if (padding_ == 0) return;
+  CallRecord rows[kBlockRows];
+  DecodeBlock(blocks_.size() - 1, rows);
+  packed_.resize(blocks_.back().offset + 8);  // the block's columns go; the slack stays
+  blocks_.pop_back();
+  tail_.assign(rows, rows + kBlockRows - padding_);
+  padding_ = 0;
 }
 
 void CallTable::reserve(size_t n) {

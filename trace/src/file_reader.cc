@@ -129,6 +129,7 @@ StatusOr<TraceFile> FileReader::Read(const std::string& path) {
                          " timestamp(s) outside any clock's range were clamped: the file is "
                          "damaged, and times in it are not to be trusted");
   if (in_flight) DropSupersededInFlight(&t);
+  t.calls.Seal();
   if (!t.footer && !t.torn)
     t.warnings.push_back(path +
                          ": no closing footer: the recording process did not finish "

@@ -102,7 +102,9 @@ class EventView {
     const auto& ref_ids = id.ids[sc_.ref];
     if (ref_ids.empty()) return true;
     auto count = [&](uint32_t t) {
-      return static_cast<size_t>(std::count(ref_ids.begin(), ref_ids.end(), t));
+      size_t n = 0;
+      for (size_t k = 0; k < ref_ids.size(); ++k) n += ref_ids[k] == t;
+      return n;
     };
     for (uint32_t s : e_.ref_slots)
       if (count(ref_ids[s]) < 2 || count(ref_ids[s]) * 2 > ref_ids.size()) return true;

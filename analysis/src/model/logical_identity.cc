@@ -112,11 +112,11 @@ struct RankWeights {
     of_slot[slot] = {confidence, support};
   }
   void StoreInto(CommIdentity* out, int rank) const {
-    std::vector<uint32_t>& index = out->weight[rank];
+    NarrowUints& index = out->weight[rank];
     std::vector<CommIdentity::Weight>& distinct = out->weights[rank];
     FlatMap64 seen(16);
     for (uint32_t i = 0; i < distinct.size(); ++i) seen.FindOrInsert(Key(distinct[i]), i);
-    index.resize(of_slot.size());
+    index.assign(of_slot.size(), 0);
     uint64_t last_key = 0;
     uint32_t last = 0;  // neighbours mostly share a weight: skip the lookup then
     for (size_t k = 0; k < of_slot.size(); ++k) {
@@ -127,7 +127,7 @@ struct RankWeights {
         if (added) distinct.push_back(of_slot[k]);
         last_key = key;
       }
-      index[k] = last;
+      index.set(k, last);
     }
   }
   static uint64_t Key(const CommIdentity::Weight& w) {
@@ -156,7 +156,7 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
       const std::string s = site(r, k);
       auto [it, added] =
           ids.try_emplace({s, out->ids[r.rank][k]}, static_cast<uint32_t>(ids.size()));
-      out->ids[r.rank][k] = it->second;
+      out->ids[r.rank].set(k, it->second);
       // Evidence of a difference: the reference issued another site at this position.
       if (r.rank != ref.rank && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
         const CollectiveSlot* at = ref.AtSeq(r.collectives[k].seq);
@@ -243,7 +243,7 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
     for (size_t c : cycle) {
       done[c] = 1;
       const uint32_t slot = pairs[c].first;
-      out->ids[r.rank][slot] = out->ids[ref.rank][pairs[partner[c]].second];
+      out->ids[r.rank].set(slot, out->ids[ref.rank][pairs[partner[c]].second]);
       weights->Set(slot, agreement, static_cast<uint32_t>(n));
       out->evidence[r.rank][slot] = IdentityEvidence::kCrossed;
     }
@@ -283,7 +283,7 @@ void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* o
     }
     if (best == ~size_t{0}) continue;
     taken[best] = 1;
-    out->ids[r.rank][i] = out->ids[ref.rank][best];
+    out->ids[r.rank].set(i, out->ids[ref.rank][best]);
     weights->Set(i, 0.5f, 1);
   }
 }
@@ -362,7 +362,7 @@ void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const Ra
       id = same ? *same : kNoLogicalId;
       conf = same ? 0.5f : 0.0f;
     }
-    out->ids[r.rank][k] = id;
+    out->ids[r.rank].set(k, id);
     weights->Set(k, conf, occurrences[key]);
   }
 }
@@ -396,7 +396,7 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int
   for (size_t k = 0; k < ref_buffers.keys.size(); ++k) {
     const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
     ref_tensor[k] = tensor_of_key.FindOrInsert(ref_buffers.keys[k], fresh);
-    out->ids[ref.rank][k] = ref_tensor[k];
+    out->ids[ref.rank].set(k, ref_tensor[k]);
     ref_weights.Set(k, 1.0f, kCertainSupport);
   }
   ref_weights.StoreInto(out, ref.rank);
@@ -446,10 +446,10 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
     FlatMap64 numbers(64);
     for (const RankView& r : c.ranks) {
       std::vector<uint64_t>& h = hashes[r.rank];
-      std::vector<uint32_t>& sh = out.shapes[r.rank];
-      sh.resize(h.size());
+      NarrowUints& sh = out.shapes[r.rank];
+      sh.assign(h.size(), 0);
       for (size_t k = 0; k < h.size(); ++k)
-        sh[k] = h[k] ? numbers.FindOrInsert(h[k], static_cast<uint32_t>(numbers.size() + 1)) : 0;
+        if (h[k]) sh.set(k, numbers.FindOrInsert(h[k], static_cast<uint32_t>(numbers.size() + 1)));
       std::vector<uint64_t>().swap(h);
     }
     out.ids.resize(c.ranks.size());

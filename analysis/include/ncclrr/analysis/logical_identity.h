@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ncclrr/analysis/model.h"
+#include "ncclrr/analysis/narrow_uints.h"
 
 namespace ncclrr::analysis {
 
@@ -37,7 +38,8 @@ struct CommIdentity {
   IdentitySource source = IdentitySource::kNone;
   int reference_rank = 0;  // the rank whose keys name the logical tensors
   // ids[rank][slot index into RankView::collectives]: dense logical tensor id, or kNoLogicalId.
-  std::vector<std::vector<uint32_t>> ids;
+  // The per-call arrays here are NarrowUints: most of a check's memory beyond the model.
+  std::vector<NarrowUints> ids;
   // How much the id of a call is to be believed.
   struct Weight {
     // Share of the key's occurrences that sit where its tensor does (1 = the key always
@@ -48,9 +50,9 @@ struct CommIdentity {
     uint32_t support = 0;
   };
   // weight[rank][slot]: index into weights[rank], the rank's distinct weights ([0] is {0, 0}).
-  // A key's occurrences share one and fresh buffers give a handful, so a call costs 4 bytes
-  // rather than 8.
-  std::vector<std::vector<uint32_t>> weight;
+  // A key's occurrences share one and fresh buffers give a handful, so a call costs a byte or
+  // two rather than 8.
+  std::vector<NarrowUints> weight;
   std::vector<std::vector<Weight>> weights;
   // evidence[rank][slot]: what decided ids[rank][slot].
   std::vector<std::vector<IdentityEvidence>> evidence;
@@ -63,7 +65,7 @@ struct CommIdentity {
   // shapes[rank][slot]: (op, count, dtype, reduction, root) numbered per communicator from 1
   // (equal shapes, equal numbers; 0 only for a rank without a file): what the alignment
   // compares besides the logical id.
-  std::vector<std::vector<uint32_t>> shapes;
+  std::vector<NarrowUints> shapes;
 };
 
 class LogicalIdentity {
