@@ -31,14 +31,13 @@ uint64_t BufferKey(const CallRecord& c) {
 }
 
 // The reference rank: the lowest rank of the largest group of ranks with identical shape
-// sequences (ties: the group holding the lowest rank).
-int ReferenceRank(const CommModel& c, const std::vector<std::vector<uint64_t>>& shapes) {
+// sequences (ties: the group holding the lowest rank). `sequence[rank]` hashes the rank's
+// first seq and shapes (RankShapes).
+int ReferenceRank(const CommModel& c, const std::vector<uint64_t>& sequence) {
   std::map<uint64_t, std::pair<int, int>> groups;  // hash -> (members, lowest rank)
   for (const RankView& r : c.ranks) {
     if (!r.has_file() || r.collectives.empty()) continue;
-    uint64_t h = r.first_seq();
-    for (uint64_t s : shapes[r.rank]) h = Mix64(h, s);
-    auto [it, added] = groups.try_emplace(h, 0, r.rank);
+    auto [it, added] = groups.try_emplace(sequence[r.rank], 0, r.rank);
     it->second.first++;
   }
   int best = -1, members = 0;
@@ -48,6 +47,48 @@ int ReferenceRank(const CommModel& c, const std::vector<std::vector<uint64_t>>& 
       best = g.second;
     }
   return best < 0 ? 0 : best;
+}
+
+// One rank's shapes, numbered on its own thread in the order it first issues them (its slots
+// hold those numbers until NumberShapes makes them the communicator's), so that no 8-byte hash
+// per call is ever held for a whole communicator: that was the check's peak.
+struct RankShapes {
+  std::vector<uint64_t> distinct;  // shape hash of each rank-local number - 1
+  uint64_t sequence = 0;           // the rank's first seq and shapes, hashed
+};
+
+RankShapes ReadShapes(const TraceModel& m, const RankView& r, NarrowUints* local) {
+  RankShapes out;
+  local->assign(r.collectives.size(), 0);
+  if (!r.has_file()) return out;
+  out.sequence = r.first_seq();
+  FlatMap64 seen(64);
+  CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kShapeWords);
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const uint64_t h = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
+    out.sequence = Mix64(out.sequence, h);
+    bool added = false;
+    const uint32_t n = seen.FindOrInsert(h, static_cast<uint32_t>(out.distinct.size() + 1), &added);
+    if (added) out.distinct.push_back(h);
+    local->set(k, n);
+  }
+  return out;
+}
+
+// The ranks' local numbers made the communicator's: equal shapes, equal numbers, from 1 in the
+// order the ranks (in rank order) first issue them.
+void NumberShapes(const CommModel& c, const std::vector<RankShapes>& ranks,
+                  std::vector<NarrowUints>* shapes) {
+  FlatMap64 numbers(64);
+  for (const RankView& r : c.ranks) {
+    const RankShapes& rs = ranks[r.rank];
+    std::vector<uint32_t> number(rs.distinct.size() + 1, 0);
+    for (size_t i = 0; i < rs.distinct.size(); ++i)
+      number[i + 1] =
+          numbers.FindOrInsert(rs.distinct[i], static_cast<uint32_t>(numbers.size() + 1));
+    NarrowUints& sh = (*shapes)[r.rank];
+    for (size_t k = 0; k < sh.size(); ++k) sh.set(k, number[sh[k]]);
+  }
 }
 
 // Calls f(i, j) for slots of `r` and `ref` that hold the same position once the shape
@@ -428,30 +469,19 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
     size_t calls_in_comm = 0;
     for (const RankView& r : c.ranks) calls_in_comm += r.collectives.size();
     const int t = calls_in_comm >= 200'000 ? threads : 1;
-    // Shapes: hashed per rank on threads, the reference rank chosen from the hashes, then
-    // numbered per communicator (4 bytes kept per call instead of 8), before the per-call
-    // results below are allocated, so the hashes and those never coexist.
-    std::vector<std::vector<uint64_t>> hashes(c.ranks.size());
+    // Shapes: numbered per rank on threads, then per communicator (RankShapes), before the
+    // per-call results below are allocated.
+    out.shapes.resize(c.ranks.size());
+    std::vector<RankShapes> rank_shapes(c.ranks.size());
     ParallelFor(c.ranks.size(), t, [&](size_t i) {
       const RankView& r = c.ranks[i];
-      auto& h = hashes[r.rank];
-      h.resize(r.collectives.size());
-      if (!r.has_file()) return;
-      CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kShapeWords);
-      for (size_t k = 0; k < h.size(); ++k)
-        h[k] = ShapeSignature(calls[r.collectives[k].call.index]) | 1;
+      rank_shapes[r.rank] = ReadShapes(m, r, &out.shapes[r.rank]);
     });
-    out.reference_rank = ReferenceRank(c, hashes);
-    out.shapes.resize(c.ranks.size());
-    FlatMap64 numbers(64);
-    for (const RankView& r : c.ranks) {
-      std::vector<uint64_t>& h = hashes[r.rank];
-      NarrowUints& sh = out.shapes[r.rank];
-      sh.assign(h.size(), 0);
-      for (size_t k = 0; k < h.size(); ++k)
-        if (h[k]) sh.set(k, numbers.FindOrInsert(h[k], static_cast<uint32_t>(numbers.size() + 1)));
-      std::vector<uint64_t>().swap(h);
-    }
+    std::vector<uint64_t> sequence(c.ranks.size());
+    for (size_t i = 0; i < c.ranks.size(); ++i) sequence[i] = rank_shapes[i].sequence;
+    out.reference_rank = ReferenceRank(c, sequence);
+    NumberShapes(c, rank_shapes, &out.shapes);
+    std::vector<RankShapes>().swap(rank_shapes);
     out.ids.resize(c.ranks.size());
     out.weight.resize(c.ranks.size());
     out.weights.assign(c.ranks.size(), {CommIdentity::Weight{}});
