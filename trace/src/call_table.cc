@@ -18,14 +18,6 @@ constexpr int kMaxPackedWidth = 57;
 
 using Words = std::array<uint64_t, CallTable::kWords>;
 
-// The record as the words the table stores: the exit time as its distance from the enter time.
-Words ToWords(const CallRecord& c) {
-  Words w;
-  std::memcpy(w.data(), &c, sizeof c);
-  w[kExitWord] -= w[kEnterWord];
-  return w;
-}
-
 CallRecord FromWords(Words w) {
   w[kExitWord] += w[kEnterWord];
   CallRecord c;
@@ -37,23 +29,50 @@ uint64_t Mask(int width) { return width >= 64 ? ~uint64_t{0} : (uint64_t{1} << w
 
 }  // namespace
 
-CallTable::Block CallTable::Measure(const CallRecord* rows) {
-  // Row by row: the bounds need no transposed copy of the block.
-  std::array<int64_t, kWords> lo, hi;  // signed: small negative deltas stay small
-  lo.fill(INT64_MAX);
-  hi.fill(INT64_MIN);
-  for (size_t r = 0; r < kBlockRows; ++r) {
-    const Words w = ToWords(rows[r]);
-    for (int k = 0; k < kWords; ++k) {
-      lo[k] = std::min(lo[k], static_cast<int64_t>(w[k]));
-      hi[k] = std::max(hi[k], static_cast<int64_t>(w[k]));
-    }
+// Where Measure and Pack read a block's words: plain records (row r's word k at byte 8k of
+// rows[r]), or a decoded frame's columns (word k of row r at cols[k * stride + r]), which need
+// no rows built first.
+struct CallTable::RowSource {
+  const CallRecord* rows;
+  uint64_t Word(size_t r, int k) const {
+    uint64_t v;
+    std::memcpy(&v, reinterpret_cast<const uint8_t*>(rows + r) + 8 * k, 8);
+    return v;
   }
+  RowSource At(size_t r) const { return {rows + r}; }
+};
+
+struct CallTable::ColumnSource {
+  const uint64_t* cols;
+  size_t stride;
+  uint64_t Word(size_t r, int k) const { return cols[k * stride + r]; }
+  ColumnSource At(size_t r) const { return {cols + r, stride}; }
+};
+
+template <typename Source>
+CallTable::Block CallTable::Measure(const Source& src) {
   Block b;
+  // Padding too: a table's saved bytes are the same every time.
+  std::memset(static_cast<void*>(&b), 0, sizeof b);
   uint16_t start = 0;
   for (int k = 0; k < kWords; ++k) {
-    b.base[k] = static_cast<uint64_t>(lo[k]);
-    int width = std::bit_width(static_cast<uint64_t>(hi[k]) - static_cast<uint64_t>(lo[k]));
+    int64_t lo = INT64_MAX, hi = INT64_MIN;  // signed: small negative deltas stay small
+    // Two loops rather than a test per row: the exit time is stored as a delta.
+    if (k == kExitWord) {
+      for (size_t r = 0; r < kBlockRows; ++r) {
+        const auto w = static_cast<int64_t>(src.Word(r, k) - src.Word(r, kEnterWord));
+        lo = std::min(lo, w);
+        hi = std::max(hi, w);
+      }
+    } else {
+      for (size_t r = 0; r < kBlockRows; ++r) {
+        const auto w = static_cast<int64_t>(src.Word(r, k));
+        lo = std::min(lo, w);
+        hi = std::max(hi, w);
+      }
+    }
+    b.base[k] = static_cast<uint64_t>(lo);
+    int width = std::bit_width(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
     if (width > kMaxPackedWidth) width = 64;
     b.width[k] = static_cast<uint8_t>(width);
     b.start[k] = start;
@@ -66,29 +85,30 @@ size_t CallTable::PackedBytes(const Block& b) {
   return b.start[kWords - 1] + kBlockRows * b.width[kWords - 1] / 8;
 }
 
-void CallTable::Pack(const CallRecord* rows, const Block& b, uint8_t* out) {
-  // Column by column straight from the rows (a strided read), without a transposed copy.
-  const auto* bytes = reinterpret_cast<const uint8_t*>(rows);
-  auto word = [&](size_t r, int k) {
-    uint64_t v;
-    std::memcpy(&v, bytes + r * sizeof(CallRecord) + 8 * k, 8);
-    return v;
-  };
+template <typename Source>
+void CallTable::Pack(const Source& src, const Block& b, uint8_t* out) {
   for (int k = 0; k < kWords; ++k) {
     const int width = b.width[k];
     if (width == 0) continue;
     // A little-endian bit stream: row r's bits at [r * width, (r + 1) * width). 128 rows of any
     // width fill whole 64-bit words, so the column ends on a word and writes nothing past it.
     uint8_t* p = out + b.start[k];
+    const uint64_t base = b.base[k];
+    auto value = [&](size_t r) {
+      return k == kExitWord ? src.Word(r, k) - src.Word(r, kEnterWord) - base
+                            : src.Word(r, k) - base;
+    };
+    if (width == 64) {
+      for (size_t r = 0; r < kBlockRows; ++r) {
+        const uint64_t v = value(r);
+        std::memcpy(p + 8 * r, &v, 8);
+      }
+      continue;
+    }
     uint64_t acc = 0;
     int bits = 0;
     for (size_t r = 0; r < kBlockRows; ++r) {
-      const uint64_t value = k == kExitWord ? word(r, k) - word(r, kEnterWord) : word(r, k);
-      const uint64_t v = value - b.base[k];
-      if (width == 64) {
-        std::memcpy(p, &v, 8), p += 8;
-        continue;
-      }
+      const uint64_t v = value(r);
       acc |= v << bits;
       bits += width;
       if (bits >= 64) {
@@ -151,10 +171,7 @@ void CallTable::DecodeBlock(size_t bi, CallRecord* out, uint32_t words) const {
   for (int k = 0; k < kWords; ++k) {
     const int width = b.width[k];
     const uint64_t base = b.base[k], mask = Mask(width);
-    if (!(words & (uint32_t{1} << k))) {
-      for (size_t r = 0; r < kBlockRows; ++r) put(r, k, 0);
-      continue;
-    }
+    if (!(words & (uint32_t{1} << k))) continue;  // the caller's rows hold 0 there
     if (width == 0) {
       for (size_t r = 0; r < kBlockRows; ++r) put(r, k, base);
       continue;
@@ -170,12 +187,13 @@ void CallTable::DecodeBlock(size_t bi, CallRecord* out, uint32_t words) const {
     for (CallRecord* c = out; c != out + kBlockRows; ++c) c->exit_ns += c->enter_ns;
 }
 
-void CallTable::AppendBlocks(const CallRecord* rows, size_t nblocks, int threads) {
+template <typename Source>
+void CallTable::AppendBlocks(const Source& src, size_t nblocks, int threads) {
   if (nblocks == 0) return;
   const size_t first = blocks_.size();
   blocks_.resize(first + nblocks);
   ParallelFor(nblocks, threads,
-              [&](size_t i) { blocks_[first + i] = Measure(rows + i * kBlockRows); });
+              [&](size_t i) { blocks_[first + i] = Measure(src.At(i * kBlockRows)); });
   size_t end = packed_.empty() ? 0 : packed_.size() - 8;  // the slack is not data
   for (size_t i = first; i < blocks_.size(); ++i) {
     blocks_[i].offset = end;
@@ -184,8 +202,13 @@ void CallTable::AppendBlocks(const CallRecord* rows, size_t nblocks, int threads
   packed_.resize(end + 8);
   ParallelFor(nblocks, threads, [&](size_t i) {
     const Block& b = blocks_[first + i];
-    Pack(rows + i * kBlockRows, b, packed_.data() + b.offset);
+    Pack(src.At(i * kBlockRows), b, packed_.data() + b.offset);
   });
+}
+
+void CallTable::PackTail() {
+  AppendBlocks(RowSource{tail_.data()}, 1, 1);
+  tail_.clear();
 }
 
 void CallTable::Append(const CallRecord* rows, size_t n, int threads) {
@@ -195,20 +218,38 @@ void CallTable::Append(const CallRecord* rows, size_t n, int threads) {
     tail_.insert(tail_.end(), rows, rows + take);
     rows += take, n -= take;
     if (tail_.size() < kBlockRows) return;
-    AppendBlocks(tail_.data(), 1, 1);
-    tail_.clear();
+    PackTail();
   }
   const size_t full = n / kBlockRows;
-  AppendBlocks(rows, full, threads);
+  AppendBlocks(RowSource{rows}, full, threads);
   tail_.assign(rows + full * kBlockRows, rows + n);
+}
+
+void CallTable::AppendColumns(const uint64_t* columns, size_t stride, size_t n, int threads) {
+  Unseal();
+  const ColumnSource src{columns, stride};
+  auto row = [&](size_t r) {
+    uint64_t w[kWords];
+    for (int k = 0; k < kWords; ++k) w[k] = src.Word(r, k);
+    CallRecord c;
+    std::memcpy(&c, w, sizeof c);
+    return c;
+  };
+  size_t i = 0;
+  if (!tail_.empty()) {
+    while (i < n && tail_.size() < kBlockRows) tail_.push_back(row(i++));
+    if (tail_.size() < kBlockRows) return;
+    PackTail();
+  }
+  const size_t full = (n - i) / kBlockRows;
+  AppendBlocks(src.At(i), full, threads);
+  for (i += full * kBlockRows; i < n; ++i) tail_.push_back(row(i));
 }
 
 void CallTable::push_back(const CallRecord& c) {
   Unseal();
   tail_.push_back(c);
-  if (tail_.size() < kBlockRows) return;
-  AppendBlocks(tail_.data(), 1, 1);
-  tail_.clear();
+  if (tail_.size() == kBlockRows) PackTail();
 }
 
 void CallTable::Save(std::string* out) const {
@@ -268,7 +309,7 @@ void CallTable::Seal() {
     // Copies of the last row widen no column.
     padding_ = kBlockRows - tail_.size();
     tail_.resize(kBlockRows, tail_.back());
-    AppendBlocks(tail_.data(), 1, 1);
+    AppendBlocks(RowSource{tail_.data()}, 1, 1);
   }
   std::vector<CallRecord>().swap(tail_);
   blocks_.shrink_to_fit();

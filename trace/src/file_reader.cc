@@ -44,21 +44,62 @@ void DropSupersededInFlight(TraceFile* t) {
 
 }  // namespace
 
+// Whether a frame's calls, left in columns, can be packed as they are: their times are sane
+// (else they are made rows and clamped) and whether any is in flight.
+bool ColumnTimesSane(const uint64_t* columns, size_t n, bool* in_flight) {
+  constexpr size_t kEnter = offsetof(CallRecord, enter_ns) / 8;
+  constexpr size_t kExit = offsetof(CallRecord, exit_ns) / 8;
+  constexpr size_t kFlags = offsetof(CallRecord, flags) / 8;
+  constexpr int kFlagsShift = (offsetof(CallRecord, flags) % 8) * 8;
+  bool sane = true;
+  uint64_t flags = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sane &= TimeSane(static_cast<int64_t>(columns[kEnter * n + i])) &
+            TimeSane(static_cast<int64_t>(columns[kExit * n + i]));
+    flags |= columns[kFlags * n + i] >> kFlagsShift;
+  }
+  *in_flight = (flags & call_flags::kInFlight) != 0;
+  return sane;
+}
+
 void FileReader::Slot::Decode(const ByteView& f, size_t off) {
   records = TraceFile{};
   calls = nullptr;
+  columns = nullptr;
   ncalls = 0;
+  in_flight = false;
   FrameHeader h;
   const uint8_t* payload = nullptr;
   size_t psize = 0;
-  check = CheckFrame(f, off, &h, scratch, &payload, &psize, &bytes);
+  TransposedRegion region;
+  check = CheckFrame(f, off, &h, scratch, &payload, &psize, &bytes, &region);
   if (check != FrameCheck::kOk) return;
-  const fb::Batch& b = *flatbuffers::GetRoot<fb::Batch>(payload);
-  CollectBatch(b, &records, nullptr);
-  if (!b.calls() || b.calls()->size() == 0) return;
+  const fb::Batch* b = flatbuffers::GetRoot<fb::Batch>(payload);
   static_assert(sizeof(CallRecord) == sizeof(fb::CallRec));
-  calls = reinterpret_cast<const CallRecord*>(b.calls()->Data());
-  ncalls = b.calls()->size();
+  if (!region.empty()) {
+    // The writer transposes exactly the calls; a frame transposed otherwise is read as rows.
+    const bool whole_calls = b->calls() && b->calls()->size() == region.rows &&
+                             region.row_words == CallTable::kWords &&
+                             b->calls()->Data() == payload + region.offset &&
+                             reinterpret_cast<uintptr_t>(payload + region.offset) % 8 == 0;
+    if (whole_calls) {
+      const auto* cols = reinterpret_cast<const uint64_t*>(payload + region.offset);
+      if (ColumnTimesSane(cols, region.rows, &in_flight)) {
+        CollectBatch(*b, &records, nullptr);
+        columns = cols;
+        ncalls = region.rows;
+        return;
+      }
+    }
+    check = CheckFrame(f, off, &h, scratch, &payload, &psize, &bytes);
+    if (check != FrameCheck::kOk) return;
+    b = flatbuffers::GetRoot<fb::Batch>(payload);
+  }
+  CollectBatch(*b, &records, nullptr);
+  if (!b->calls() || b->calls()->size() == 0) return;
+  calls = reinterpret_cast<const CallRecord*>(b->calls()->Data());
+  ncalls = b->calls()->size();
+  in_flight = std::any_of(calls, calls + ncalls, InFlight);
   if (CallTimesSane(calls, ncalls)) return;
   clamped.assign(calls, calls + ncalls);
   records.clamped_times += ClampCallTimes(clamped.data(), ncalls);
@@ -103,8 +144,11 @@ StatusOr<TraceFile> FileReader::Read(const std::string& path) {
     for (; i < offs.size() && slots_[i].check == FrameCheck::kOk; ++i) {
       Slot& s = slots_[i];
       s.MoveInto(&t);
-      in_flight = in_flight || std::any_of(s.calls, s.calls + s.ncalls, InFlight);
-      t.calls.Append(s.calls, s.ncalls, threads_);
+      in_flight = in_flight || s.in_flight;
+      if (s.columns)
+        t.calls.AppendColumns(s.columns, s.ncalls, s.ncalls, threads_);
+      else
+        t.calls.Append(s.calls, s.ncalls, threads_);
       ++w.frames;
       w.off += s.bytes;
     }

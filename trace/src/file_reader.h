@@ -26,7 +26,9 @@ class FileReader {
     size_t bytes = 0;
     TraceFile records;
     const CallRecord* calls = nullptr;
+    const uint64_t* columns = nullptr;  // or the calls in columns (CallTable::AppendColumns)
     size_t ncalls = 0;
+    bool in_flight = false;           // some call was written while in flight
     std::vector<CallRecord> clamped;  // the calls, when some times needed clamping
     std::vector<uint8_t> scratch[2];
 

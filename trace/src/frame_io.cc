@@ -87,6 +87,18 @@ void UntransposeDelta(const uint8_t* in, uint8_t* out, uint32_t rows, uint32_t r
   }
 }
 
+void UndeltaColumns(const uint8_t* in, uint8_t* out, uint32_t rows, uint32_t row_words) {
+  for (size_t i = 0; i < size_t{rows} * row_words; i += rows) {
+    uint64_t p = 0;
+    for (size_t j = i; j < i + rows; ++j) {
+      uint64_t d;
+      std::memcpy(&d, in + j * 8, 8);
+      p += d;
+      std::memcpy(out + j * 8, &p, 8);
+    }
+  }
+}
+
 void EncodeFrame(const uint8_t* payload, uint32_t size, bool compress, void* zstd_cctx,
                  TransposedRegion region, std::vector<uint8_t>* scratch,
                  std::vector<uint8_t>* out) {

@@ -30,6 +30,9 @@ void TransposeDelta(const uint8_t* rows_in, uint8_t* columns_out, uint32_t rows,
                     uint32_t row_words);
 void UntransposeDelta(const uint8_t* columns_in, uint8_t* rows_out, uint32_t rows,
                       uint32_t row_words);
+// Delta-coded columns to the columns' values (UntransposeDelta without the transposing).
+void UndeltaColumns(const uint8_t* columns_in, uint8_t* columns_out, uint32_t rows,
+                    uint32_t row_words);
 
 struct FrameHeader {
   uint32_t magic;

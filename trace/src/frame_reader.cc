@@ -104,7 +104,9 @@ Status ParseHeader(const std::string& path, const ByteView& f, HeaderData* out, 
 }
 
 FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector<uint8_t>* scratch,
-                      const uint8_t** payload, size_t* psize, size_t* frame_bytes) {
+                      const uint8_t** payload, size_t* psize, size_t* frame_bytes,
+                      TransposedRegion* columns) {
+  if (columns) *columns = {};
   if (off + format::kFrameHeaderSize > f.size()) return FrameCheck::kTorn;
   std::memcpy(h, f.data() + off, sizeof *h);
   if (h->magic != format::kFrameMagic || h->stored_size > format::kMaxFrameBytes ||
@@ -145,7 +147,12 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector
     if (scratch[1].size() < *psize) scratch[1].resize(*psize);
     uint8_t* out = scratch[1].data();
     std::memcpy(out, *payload, r.offset);
-    UntransposeDelta(*payload + r.offset, out + r.offset, r.rows, r.row_words);
+    if (columns) {
+      UndeltaColumns(*payload + r.offset, out + r.offset, r.rows, r.row_words);
+      *columns = r;
+    } else {
+      UntransposeDelta(*payload + r.offset, out + r.offset, r.rows, r.row_words);
+    }
     const size_t tail = r.offset + r.bytes();
     std::memcpy(out + tail, *payload + tail, *psize - tail);
     *payload = out;

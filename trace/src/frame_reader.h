@@ -32,9 +32,12 @@ Status ParseHeader(const std::string& path, const ByteView& f, HeaderData* out, 
 
 enum class FrameCheck { kOk, kTorn, kBad };
 // Checks the frame at `off`; on success sets the decoded payload (which may live in `scratch`,
-// two buffers) and the frame's size in the file.
+// two buffers) and the frame's size in the file. With `columns`, a transposed region is left in
+// columns (its values, no longer deltas) and described there, for a reader that packs straight
+// from columns; otherwise (and always without it) the region is rows again.
 FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector<uint8_t>* scratch,
-                      const uint8_t** payload, size_t* psize, size_t* frame_bytes);
+                      const uint8_t** payload, size_t* psize, size_t* frame_bytes,
+                      TransposedRegion* columns = nullptr);
 
 // The next offset after `from` where a valid frame starts, or f.size().
 size_t Resync(const ByteView& f, size_t from, std::vector<uint8_t>* scratch);

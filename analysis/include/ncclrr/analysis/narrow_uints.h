@@ -55,23 +55,38 @@ class NarrowUints {
 
  private:
   static uint32_t Stored(uint32_t v) { return v + 1; }
-  static uint8_t WidthFor(uint32_t stored) {
-    return stored <= 0xff ? 1 : stored <= 0xffff ? 2 : 4;
-  }
+  static uint8_t WidthFor(uint32_t stored) { return stored <= 0xff ? 1 : stored <= 0xffff ? 2 : 4; }
   uint32_t Get(size_t i) const {
     const uint8_t* p = bytes_.data() + i * width_;
     switch (width_) {
-      case 1: return *p;
-      case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-      default: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+      case 1:
+        return *p;
+      case 2: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return v;
+      }
+      default: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
     }
   }
   void Put(size_t i, uint32_t stored) {
     uint8_t* p = bytes_.data() + i * width_;
     switch (width_) {
-      case 1: *p = static_cast<uint8_t>(stored); break;
-      case 2: { const uint16_t v = static_cast<uint16_t>(stored); std::memcpy(p, &v, 2); break; }
-      default: std::memcpy(p, &stored, 4); break;
+      case 1:
+        *p = static_cast<uint8_t>(stored);
+        break;
+      case 2: {
+        const uint16_t v = static_cast<uint16_t>(stored);
+        std::memcpy(p, &v, 2);
+        break;
+      }
+      default:
+        std::memcpy(p, &stored, 4);
+        break;
     }
   }
   void Widen(uint8_t width) {

@@ -60,7 +60,7 @@ class CallTable {
   // than reading the rows one by one. Rows hold the `words` asked for, the rest 0.
   template <typename Fn>
   void ForEachRow(Fn&& fn, uint32_t words = kAllWords) const {
-    CallRecord rows[kBlockRows];
+    CallRecord rows[kBlockRows]{};  // zeroed once: DecodeBlock writes only the words asked for
     for (size_t b = 0; b < blocks_.size(); ++b) {
       DecodeBlock(b, rows, words);
       const size_t n = b + 1 == blocks_.size() ? kBlockRows - padding_ : kBlockRows;
@@ -73,6 +73,10 @@ class CallTable {
   void push_back(const CallRecord& c);
   // Appends n rows; the full blocks among them are packed on up to `threads` threads.
   void Append(const CallRecord* rows, size_t n, int threads = 1);
+  // The same from a decoded frame's columns: word k of row i at columns[k * stride + i]
+  // (kWords columns of `stride` values, rows [0, n)). Full blocks are packed from the columns
+  // with no rows built.
+  void AppendColumns(const uint64_t* columns, size_t stride, size_t n, int threads = 1);
   void clear();
   // Packs the open block too and gives back spare capacity: a complete file's table keeps ~20
   // bytes a row rather than 136 for each row of its open block (the open block was most of a
@@ -140,7 +144,7 @@ class CallTable {
   class Reader {
    public:
     explicit Reader(const CallTable& t, uint32_t words = kAllWords)
-        : t_(t), words_(words), rows_(new CallRecord[kBlockRows]) {}
+        : t_(t), words_(words), rows_(new CallRecord[kBlockRows]()) {}  // zeroed: see DecodeBlock
     const CallRecord& operator[](size_t i) {
       if (i >= t_.sealed_rows()) return t_.tail_[i - t_.sealed_rows()];
       if (i / kBlockRows != block_) {
@@ -165,17 +169,25 @@ class CallTable {
     std::array<uint16_t, kWords> start;  // per word: byte offset of its column in the block
   };
   size_t sealed_rows() const { return blocks_.size() * kBlockRows; }
+  // Block b's rows into out[0, kBlockRows): only the `words` asked for are written, so a caller
+  // that asks for a few zeroes its rows once and the others stay 0 block after block.
   void DecodeBlock(size_t b, CallRecord* out, uint32_t words = kAllWords) const;
-  static Block Measure(const CallRecord* rows);
+  struct RowSource;
+  struct ColumnSource;
+  template <typename Source>
+  static Block Measure(const Source& src);
   static size_t PackedBytes(const Block& b);
-  static void Pack(const CallRecord* rows, const Block& b, uint8_t* out);
-  void AppendBlocks(const CallRecord* rows, size_t nblocks, int threads);
-  void Unseal();  // the last block back into tail_ when Seal padded it
+  template <typename Source>
+  static void Pack(const Source& src, const Block& b, uint8_t* out);
+  template <typename Source>
+  void AppendBlocks(const Source& src, size_t nblocks, int threads);
+  void PackTail();  // the open block, full, packed
+  void Unseal();    // the last block back into tail_ when Seal padded it
 
   std::vector<Block> blocks_;
   std::vector<uint8_t> packed_;   // every block's columns; 8 bytes of slack at the end
   std::vector<CallRecord> tail_;  // the open block, fewer than kBlockRows rows
-  size_t padding_ = 0;  // rows of the last block that Seal added (then tail_ is empty)
+  size_t padding_ = 0;            // rows of the last block that Seal added (then tail_ is empty)
 };
 
 }  // namespace ncclrr
