@@ -127,7 +127,7 @@ StatusOr<TraceFile> FileReader::Read(const std::string& path) {
   TraceFile t;
   t.path = path;
   MappedFile file;
-  NCCLRR_RETURN_IF_ERROR(file.Open(path));
+  NCCLRR_RETURN_IF_ERROR(file.Open(path, &file_bytes_));
   FrameWalk w(path, file.view(), &t.warnings);
   NCCLRR_RETURN_IF_ERROR(ParseHeader(path, w.f, &t.header, &w.off));
   // Room for the calls the footer counts (a count the file could not hold is ignored).

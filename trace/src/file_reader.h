@@ -37,6 +37,7 @@ class FileReader {
   };
   int threads_;
   std::vector<Slot> slots_;
+  std::vector<uint8_t> file_bytes_;  // a small file read whole (MappedFile::Open)
 };
 
 }  // namespace ncclrr::internal

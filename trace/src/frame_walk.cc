@@ -12,7 +12,7 @@
 
 namespace ncclrr::internal {
 
-Status MappedFile::Open(const std::string& path) {
+Status MappedFile::Open(const std::string& path, std::vector<uint8_t>* buffer) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
@@ -21,7 +21,27 @@ Status MappedFile::Open(const std::string& path) {
     return InvalidArgument("'" + path + "' is not a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
+  if (buffer && size_ <= kReadBytes) {
+    if (buffer->size() < size_) buffer->resize(size_);
+    size_t got = 0;
+    while (got < size_) {
+      const ssize_t n = pread(fd, buffer->data() + got, size_ - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int e = errno;
+        close(fd);
+        return IoError("cannot read '" + path + "': " + std::strerror(e));
+      }
+      if (n == 0) break;  // cut short while being read: what is there
+      got += static_cast<size_t>(n);
+    }
+    close(fd);
+    size_ = got;
+    data_ = buffer->data();
+    return Status::Ok();
+  }
   if (size_ > 0) data_ = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  mapped_ = size_ > 0;
   close(fd);
   if (data_ == MAP_FAILED) return IoError("cannot map '" + path + "': " + std::strerror(errno));
   return Status::Ok();

@@ -24,9 +24,14 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile() {
-    if (data_ && data_ != MAP_FAILED) munmap(data_, size_);
+    if (mapped_ && data_ != MAP_FAILED) munmap(data_, size_);
   }
-  Status Open(const std::string& path);
+  // With `buffer`, a file of up to kReadBytes is read into it instead of mapped: a loader of
+  // thousands of small files (a large job's ring dumps) spent more on mapping and unmapping
+  // them (a TLB shootdown across its threads at each munmap) than on decoding. The caller keeps
+  // the buffer from file to file, and must not change it while this view is in use.
+  static constexpr size_t kReadBytes = size_t{8} << 20;
+  Status Open(const std::string& path, std::vector<uint8_t>* buffer = nullptr);
   const uint8_t* data() const { return static_cast<const uint8_t*>(data_); }
   size_t size() const { return size_; }
   ByteView view() const { return {data(), size_}; }
@@ -34,6 +39,7 @@ class MappedFile {
  private:
   void* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;
 };
 
 struct FrameWalk {
