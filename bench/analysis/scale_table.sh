@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The scale table of bench/README.md: bench-analysis --quick for ranks x calls per rank, one
 # process per row (so each peak RSS is its own). A row whose records would not fit in memory
-# at ~60 B per call (the check's peak is 47–56 B, bench/README.md) is reported as such rather
+# at ~45 B per call (the check's peak is 38–39 B, bench/README.md) is reported as such rather
 # than run.
 #
 #   bench/analysis/scale_table.sh [BUILD_DIR] [THREADS]
@@ -19,7 +19,7 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for r in $ranks; do
   for c in $calls; do
     n=$((r * c))
-    if (( n / 1024 * 60 > avail_kb * 9 / 10 )); then
+    if (( n / 1024 * 45 > avail_kb * 9 / 10 )); then
       echo "| $r | $c | $n | — | — | — | — | — | does not fit in $((avail_kb / 1048576)) GiB |"
       continue
     fi

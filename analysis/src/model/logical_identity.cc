@@ -91,18 +91,21 @@ void NumberShapes(const CommModel& c, const std::vector<RankShapes>& ranks,
   }
 }
 
+// The common case of ForEachShapeAlignedPair: same seqs without gaps, same shapes, so slot k
+// of `r` pairs with slot k of `ref`.
+bool PairedByIndex(const RankView& r, const RankView& ref, const CommIdentity& id) {
+  return id.shapes[r.rank] == id.shapes[ref.rank] && r.first_seq() == ref.first_seq() &&
+         r.issued() == ref.issued() && r.collectives.size() == r.issued() - r.first_seq();
+}
+
 // Calls f(i, j) for slots of `r` and `ref` that hold the same position once the shape
 // sequences are aligned (a call one rank skipped shifts every later position; a reordering of
 // calls of different shapes says nothing about which tensor is which), and have the same shape.
 template <typename F>
 void ForEachShapeAlignedPair(const RankView& r, const RankView& ref, const CommIdentity& id,
                              F&& f) {
-  // The common case: same seqs, same shapes; pair by index without building anything.
-  const auto& rs = id.shapes[r.rank];
-  const auto& fs = id.shapes[ref.rank];
-  if (rs == fs && r.first_seq() == ref.first_seq() && r.issued() == ref.issued() &&
-      r.collectives.size() == r.issued() - r.first_seq()) {
-    for (size_t k = 0; k < rs.size(); ++k) f(k, k);
+  if (PairedByIndex(r, ref, id)) {
+    for (size_t k = 0; k < r.collectives.size(); ++k) f(k, k);
     return;
   }
   const uint64_t lo = std::max(r.first_seq(), ref.first_seq());
@@ -143,37 +146,46 @@ bool AllHaveCallSites(const TraceModel& m, const CommModel& c) {
   return any;
 }
 
-// One rank's weights (CommIdentity::Weight) slot by slot while its calls are mapped, then
-// stored as indices into its distinct weights.
-struct RankWeights {
-  std::vector<CommIdentity::Weight> of_slot;
-
-  explicit RankWeights(size_t slots) : of_slot(slots) {}
+// One rank's weights (CommIdentity::Weight) while its calls are mapped, kept as they are
+// stored: an index per slot into the rank's distinct weights. A key's occurrences share one, so
+// a slot costs a byte or two here too, where a weight per slot (8 bytes) alive for every rank
+// mapped at once was the check's peak with few, long ranks on many threads.
+class RankWeights {
+ public:
+  explicit RankWeights(size_t slots) : index_(slots, 0) { seen_.FindOrInsert(Key({}), 0); }
+  // The weights `out` holds for `rank`, to change some.
+  static RankWeights Of(CommIdentity* out, int rank) {
+    RankWeights w(0);
+    w.index_ = std::move(out->weight[rank]);
+    w.distinct_ = std::move(out->weights[rank]);
+    for (uint32_t i = 0; i < w.distinct_.size(); ++i) w.seen_.FindOrInsert(Key(w.distinct_[i]), i);
+    return w;
+  }
   void Set(size_t slot, float confidence, uint32_t support) {
-    of_slot[slot] = {confidence, support};
-  }
-  void StoreInto(CommIdentity* out, int rank) const {
-    NarrowUints& index = out->weight[rank];
-    std::vector<CommIdentity::Weight>& distinct = out->weights[rank];
-    FlatMap64 seen(16);
-    for (uint32_t i = 0; i < distinct.size(); ++i) seen.FindOrInsert(Key(distinct[i]), i);
-    index.assign(of_slot.size(), 0);
-    uint64_t last_key = 0;
-    uint32_t last = 0;  // neighbours mostly share a weight: skip the lookup then
-    for (size_t k = 0; k < of_slot.size(); ++k) {
-      const uint64_t key = Key(of_slot[k]);
-      if (k == 0 || key != last_key) {
-        bool added = false;
-        last = seen.FindOrInsert(key, static_cast<uint32_t>(distinct.size()), &added);
-        if (added) distinct.push_back(of_slot[k]);
-        last_key = key;
-      }
-      index.set(k, last);
+    const CommIdentity::Weight w{confidence, support};
+    const uint64_t key = Key(w);
+    if (key != last_key_) {  // neighbours mostly share a weight: skip the lookup then
+      bool added = false;
+      last_ = seen_.FindOrInsert(key, static_cast<uint32_t>(distinct_.size()), &added);
+      if (added) distinct_.push_back(w);
+      last_key_ = key;
     }
+    index_.set(slot, last_);
   }
+  void StoreInto(CommIdentity* out, int rank) {
+    out->weight[rank] = std::move(index_);
+    out->weights[rank] = std::move(distinct_);
+  }
+
+ private:
   static uint64_t Key(const CommIdentity::Weight& w) {
     return (uint64_t{std::bit_cast<uint32_t>(w.confidence)} << 32) | w.support;
   }
+  NarrowUints index_;
+  std::vector<CommIdentity::Weight> distinct_{CommIdentity::Weight{}};  // [0]: {0, 0}
+  FlatMap64 seen_{16};
+  uint64_t last_key_ = 0;  // Key({0, 0}), index 0
+  uint32_t last_ = 0;
 };
 
 // Call sites refine the buffer identity: two calls are the same tensor only when both their
@@ -188,11 +200,7 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
   };
   for (const RankView& r : c.ranks) {
     if (!r.has_file()) continue;
-    RankWeights weights(r.collectives.size());
-    for (size_t k = 0; k < r.collectives.size(); ++k) {
-      const uint32_t w = out->weight[r.rank][k];
-      weights.of_slot[k] = out->weights[r.rank][w];
-    }
+    RankWeights weights = RankWeights::Of(out, r.rank);
     for (size_t k = 0; k < r.collectives.size(); ++k) {
       const std::string s = site(r, k);
       auto [it, added] =
@@ -221,14 +229,28 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
 void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
                            const std::vector<uint64_t>& ref_addrs, const RankView& r,
                            const RankView& ref, CommIdentity* out, RankWeights* weights) {
-  std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (slot of r, slot of ref), in order
-  ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
-    pairs.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
-  });
+  // (slot of r, slot of ref), in order; not stored when paired by index (8 bytes a call).
+  struct Pairs {
+    size_t by_index = 0;
+    std::vector<std::pair<uint32_t, uint32_t>> list;
+    size_t size() const { return by_index ? by_index : list.size(); }
+    std::pair<uint32_t, uint32_t> operator[](size_t k) const {
+      return by_index ? std::pair{static_cast<uint32_t>(k), static_cast<uint32_t>(k)} : list[k];
+    }
+  } pairs;
+  if (PairedByIndex(r, ref, *out))
+    pairs.by_index = r.collectives.size();
+  else
+    ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
+      pairs.list.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
+    });
   constexpr size_t kMinPairs = 8;
   if (pairs.size() < kMinPairs) return;
   std::unordered_map<uint64_t, uint32_t> delta_count;
-  for (const auto& [i, j] : pairs) delta_count[addrs[i] - ref_addrs[j]]++;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const auto [i, j] = pairs[k];
+    delta_count[addrs[i] - ref_addrs[j]]++;
+  }
   // The most common offset, and others only as common as a segment of the allocator is: the
   // offsets between two crossed buffers recur at every swapped step, and must not pass for one.
   std::vector<std::pair<uint32_t, uint64_t>> frequent;  // (count, delta)
@@ -248,7 +270,7 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
     return false;
   };
   size_t equal = 0;
-  for (const auto& [i, j] : pairs) equal += same(i, j);
+  for (size_t k = 0; k < pairs.size(); ++k) equal += same(pairs[k].first, pairs[k].second);
   const float agreement = static_cast<float>(equal) / pairs.size();
   out->buffer_agreement[r.rank] = agreement;
   out->aligned_calls[r.rank] = static_cast<uint32_t>(pairs.size());
@@ -329,20 +351,38 @@ void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* o
   }
 }
 
+// A rank's buffer keys, numbered in the order the rank first uses them, and its buffer
+// addresses, slot by slot. They are computed for one rank at a time (the reference's, and one
+// per thread) rather than held for the whole communicator, and keys are numbered as they are
+// read (4 bytes a slot, not a 64-bit hash): this is most of what a mapped rank holds.
+struct RankBuffers {
+  std::vector<uint32_t> key_of_slot;  // index into keys
+  std::vector<uint64_t> keys;         // BufferKey, distinct
+  std::vector<uint64_t> addrs;        // send buffer, else receive buffer
+};
+
+void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
+  out->key_of_slot.resize(r.collectives.size());
+  out->addrs.resize(r.collectives.size());
+  FlatMap64 key_index(r.collectives.size() / 4 + 16);
+  CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kBufferWords);
+  for (size_t k = 0; k < r.collectives.size(); ++k) {
+    const CallRecord& call = calls[r.collectives[k].call.index];
+    bool added = false;
+    out->key_of_slot[k] =
+        key_index.FindOrInsert(BufferKey(call), static_cast<uint32_t>(out->keys.size()), &added);
+    if (added) out->keys.push_back(BufferKey(call));
+    out->addrs[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
+  }
+}
+
 // Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
-void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const RankView& ref,
+void MapRank(const RankBuffers& buffers, const RankView& r, const RankView& ref,
              const FlatMap64& tensor_of_key, const std::vector<uint32_t>& ref_tensor,
              CommIdentity* out, RankWeights* weights) {
-  // Number this rank's keys, then count which reference tensor sits at each key's positions.
-  FlatMap64 key_index(r.collectives.size() / 4 + 16);
-  std::vector<uint32_t> key_of_slot(r.collectives.size());
-  std::vector<uint64_t> keys;
-  for (size_t k = 0; k < r.collectives.size(); ++k) {
-    const uint64_t key = slot_keys[k];
-    bool added = false;
-    key_of_slot[k] = key_index.FindOrInsert(key, static_cast<uint32_t>(keys.size()), &added);
-    if (added) keys.push_back(key);
-  }
+  // Count which reference tensor sits at each key's positions.
+  const std::vector<uint32_t>& key_of_slot = buffers.key_of_slot;
+  const std::vector<uint64_t>& keys = buffers.keys;
   // (key index, tensor) -> co-occurrences: a dense matrix when small (training loops reuse a
   // few buffers), a hash map when every call has its own buffer.
   const uint64_t cells = uint64_t{keys.size()} * out->tensors;
@@ -408,35 +448,20 @@ void MapRank(const std::vector<uint64_t>& slot_keys, const RankView& r, const Ra
   }
 }
 
-// A rank's buffer keys and buffer addresses, slot by slot. They are computed for one rank at a
-// time (the reference's, and one per thread) rather than held for the whole communicator: at
-// 16 bytes per call they would be the largest part of the check's memory.
-struct RankBuffers {
-  std::vector<uint64_t> keys;   // BufferKey
-  std::vector<uint64_t> addrs;  // send buffer, else receive buffer
-};
-
-void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
-  out->keys.resize(r.collectives.size());
-  out->addrs.resize(r.collectives.size());
-  CallTable::Reader calls(m.file(static_cast<uint32_t>(r.file)).calls, kBufferWords);
-  for (size_t k = 0; k < r.collectives.size(); ++k) {
-    const CallRecord& call = calls[r.collectives[k].call.index];
-    out->keys[k] = BufferKey(call);
-    out->addrs[k] = call.sendbuff ? call.sendbuff : call.recvbuff;
-  }
-}
-
 void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int threads) {
   const RankView& ref = c.ranks[out->reference_rank];
   RankBuffers ref_buffers;
-  if (ref.has_file()) ReadBuffers(m, ref, &ref_buffers);
+  if (ref.has_file())
+    ReadBuffers(m, ref, &ref_buffers);
+  else
+    ref_buffers.key_of_slot.assign(ref.collectives.size(), 0);
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
-  std::vector<uint32_t> ref_tensor(ref.collectives.size());
+  // The reference's keys are its tensors, numbered as it first uses them.
+  const std::vector<uint32_t>& ref_tensor = ref_buffers.key_of_slot;
+  for (size_t t = 0; t < ref_buffers.keys.size(); ++t)
+    tensor_of_key.FindOrInsert(ref_buffers.keys[t], static_cast<uint32_t>(t));
   RankWeights ref_weights(ref.collectives.size());
-  for (size_t k = 0; k < ref_buffers.keys.size(); ++k) {
-    const uint32_t fresh = static_cast<uint32_t>(tensor_of_key.size());
-    ref_tensor[k] = tensor_of_key.FindOrInsert(ref_buffers.keys[k], fresh);
+  for (size_t k = 0; k < ref_buffers.addrs.size(); ++k) {
     out->ids[ref.rank].set(k, ref_tensor[k]);
     ref_weights.Set(k, 1.0f, kCertainSupport);
   }
@@ -448,7 +473,9 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int
     RankBuffers buffers;
     ReadBuffers(m, r, &buffers);
     RankWeights weights(r.collectives.size());
-    MapRank(buffers.keys, r, ref, tensor_of_key, ref_tensor, out, &weights);
+    MapRank(buffers, r, ref, tensor_of_key, ref_tensor, out, &weights);
+    std::vector<uint32_t>().swap(buffers.key_of_slot);
+    std::vector<uint64_t>().swap(buffers.keys);
     CorrectCrossedBuffers(buffers.addrs, ref_buffers.addrs, r, ref, out, &weights);
     PlaceUnknownByShape(r, ref, out, &weights);
     weights.StoreInto(out, r.rank);
