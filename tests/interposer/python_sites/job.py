@@ -26,6 +26,7 @@ def side_worker(comm):
     buf = (ctypes.c_float * 8)()
     for _ in range(3):
         dist.all_reduce(buf, comm)  # site:thread
+    dist.synchronize()  # buf is freed on return; the other thread may not have run the call yet
 
 
 def main():
@@ -36,6 +37,7 @@ def main():
     for _ in range(3):
         trainer.step()  # site:main
     side.join()
+    dist.synchronize()
     for c in comms:
         dist.destroy(c)
     print("done")

@@ -28,5 +28,11 @@ def all_reduce(buf, comm):
         raise RuntimeError("ncclAllReduce failed")
 
 
+def synchronize():
+    """Waits for the work queued on the default stream, as torch.cuda.synchronize() does: the
+    host NCCL runs a call whenever some caller drives the streams, so a buffer must outlive it."""
+    _nccl.ncclrrHostStreamSynchronize(None)
+
+
 def destroy(comm):
     _nccl.ncclCommDestroy(ctypes.c_void_p(comm))
