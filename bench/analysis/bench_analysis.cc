@@ -2,6 +2,7 @@
 //
 //   bench-analysis [--ranks R] [--calls N] [--groups G] [--threads T] [--quick]
 //                  [--write-only] [--spread P] [--export-ranks R2] [--export-calls N2] [--dir D]
+//                  [--trace T]
 //
 // Writes an R-rank trace of N allreduces per rank (a training loop of 4 tensors per step, with
 // one same-shape swap and one count mismatch injected so the checkers have work), then measures
@@ -13,7 +14,10 @@
 // --groups G splits the ranks into G communicators (as tensor-parallel groups); --write-only
 // writes the trace to D/check, keeps it, and stops (for `mpirun ... ncclrr check D/check --mpi`,
 // bench/analysis/mpi_check.sh). --spread P checks as `check --mpi` does, over P members on
-// threads of this process (T/P threads each), and prints where the time goes.
+// threads of this process (T/P threads each), and prints where the time goes. --trace T
+// measures the trace already at T (one --write-only wrote) instead of writing one: a process
+// that has just written thousands of files loads them while the kernel writes them back, and
+// its heap is warm, so scale_table.sh writes in one process and measures in another.
 // bench/README.md records the last numbers.
 #include <sys/resource.h>
 #include <time.h>
@@ -130,12 +134,13 @@ int main(int argc, char** argv) {
   int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount(), groups = 1, spread = 0;
   bool quick = false, write_only = false;
   long long calls = 125'000, export_calls = 25'000;
-  std::string dir = "/tmp/ncclrr-bench-analysis";
+  std::string dir = "/tmp/ncclrr-bench-analysis", trace;
   try {
     ncclrr::Args args("bench-analysis", argc, argv);
     args.Option("--ranks").Option("--calls").Option("--export-ranks").Option("--export-calls");
     args.Option("--dir").Option("--threads").Option("--groups").Flag("--quick");
-    args.Flag("--write-only").Option("--spread").Parse();
+    args.Flag("--write-only").Option("--spread").Option("--trace").Parse();
+    trace = args.GetOr("--trace", "");
     spread = static_cast<int>(args.GetInt("--spread", 0));
     groups = static_cast<int>(args.GetInt("--groups", groups));
     write_only = args.Has("--write-only");
@@ -150,12 +155,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-analysis: %s\n", e.what());
     return 2;
   }
-  const auto big = Options(dir + "/check", ranks, calls, groups);
-  if (!Generate(big)) return 2;
+  auto big = Options(dir + "/check", ranks, calls, groups);
+  if (!trace.empty()) {
+    big.dir = trace;
+  } else if (!Generate(big)) {
+    return 2;
+  }
   if (write_only) return 0;
+  // Only what this process wrote is removed.
+  auto remove_written = [&] {
+    if (trace.empty()) std::filesystem::remove_all(dir);
+  };
   if (spread > 0) {
     const int rc = Spread(big.dir, spread, threads);
-    std::filesystem::remove_all(dir);
+    remove_written();
     return rc;
   }
   const double rss0 = PeakRssMb();
@@ -212,7 +225,7 @@ int main(int argc, char** argv) {
         "peak_mb %.0f b_per_call %.1f findings %zu\n",
         ranks, calls, threads, n, load_s, check_s, PeakRssMb(),
         (PeakRssMb() - rss0) * 1024 * 1024 / n, report.findings.size());
-    std::filesystem::remove_all(dir);
+    remove_written();
     return 0;
   }
   model = ncclrr::Status(ncclrr::StatusCode::kInternal, "released");  // free before measuring more
@@ -225,13 +238,13 @@ int main(int argc, char** argv) {
     c0 = CpuSeconds();
     if (d.ok()) (void)ncclrr::analysis::TraceModel::Build(std::move(d.value()));
     const double build_cpu = CpuSeconds() - c0;
-    const double calls_n = static_cast<double>(big.ranks) * big.steps * 4;
+    const double calls_n = n;
     std::printf(
         "  of which: TraceReader %.2f CPU s (%.1f M records per CPU-second), model build "
         "%.2f CPU s (%.1f M records per CPU-second)\n",
         read_cpu, calls_n / read_cpu / 1e6, build_cpu, calls_n / build_cpu / 1e6);
   }
-  std::filesystem::remove_all(big.dir);
+  if (trace.empty()) std::filesystem::remove_all(big.dir);
 
   const auto small = Options(dir + "/export", export_ranks, export_calls);
   if (!Generate(small)) return 2;
@@ -256,6 +269,6 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(st.events), static_cast<unsigned long long>(st.flows),
       st.bytes / 1e6, static_cast<double>(st.bytes) / m2->total_calls(), export_s,
       m2->total_calls() / export_s / 1e6);
-  std::filesystem::remove_all(dir);
+  remove_written();
   return 0;
 }

@@ -21,6 +21,18 @@ T Load(const uint8_t* p) {
 
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
+// One decompression context per thread, kept: ZSTD_decompress makes and frees one (~100 KB,
+// its tables initialized) per call, which for the many small frames of a ring dump was a
+// good part of reading them.
+ZSTD_DCtx* ThreadDCtx() {
+  struct Owner {
+    ZSTD_DCtx* dctx = ZSTD_createDCtx();
+    ~Owner() { ZSTD_freeDCtx(dctx); }
+  };
+  thread_local Owner owner;
+  return owner.dctx;
+}
+
 template <typename Pod, typename Fb>
 void AppendStructs(const flatbuffers::Vector<const Fb*>* v, std::vector<Pod>* out) {
   static_assert(sizeof(Pod) == sizeof(Fb));
@@ -128,7 +140,10 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector
   } else if (h->codec == static_cast<uint16_t>(format::Codec::kZstd)) {
     // Buffers only grow: a reader reuses them frame after frame, touching fresh memory once.
     if (scratch[0].size() < h->raw_size) scratch[0].resize(h->raw_size);
-    const size_t n = ZSTD_decompress(scratch[0].data(), h->raw_size, stored, h->stored_size);
+    ZSTD_DCtx* dctx = ThreadDCtx();
+    const size_t n = dctx ? ZSTD_decompressDCtx(dctx, scratch[0].data(), h->raw_size, stored,
+                                                h->stored_size)
+                          : ZSTD_decompress(scratch[0].data(), h->raw_size, stored, h->stored_size);
     if (ZSTD_isError(n) || n != h->raw_size) return FrameCheck::kBad;
     *payload = scratch[0].data();
     *psize = n;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,7 +13,8 @@
 
 namespace ncclrr::internal {
 
-Status MappedFile::Open(const std::string& path, std::vector<uint8_t>* buffer) {
+Status MappedFile::Open(const std::string& path, std::vector<uint8_t>* buffer,
+                        size_t read_limit) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
@@ -21,7 +23,7 @@ Status MappedFile::Open(const std::string& path, std::vector<uint8_t>* buffer) {
     return InvalidArgument("'" + path + "' is not a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
-  if (buffer && size_ <= kReadBytes) {
+  if (buffer && size_ <= std::min(read_limit, kReadBytes)) {
     if (buffer->size() < size_) buffer->resize(size_);
     size_t got = 0;
     while (got < size_) {

@@ -30,8 +30,10 @@ class MappedFile {
   // thousands of small files (a large job's ring dumps) spent more on mapping and unmapping
   // them (a TLB shootdown across its threads at each munmap) than on decoding. The caller keeps
   // the buffer from file to file, and must not change it while this view is in use.
+  // `read_limit` lowers that size for a caller that needs only a little of a larger file.
   static constexpr size_t kReadBytes = size_t{8} << 20;
-  Status Open(const std::string& path, std::vector<uint8_t>* buffer = nullptr);
+  Status Open(const std::string& path, std::vector<uint8_t>* buffer = nullptr,
+              size_t read_limit = kReadBytes);
   const uint8_t* data() const { return static_cast<const uint8_t*>(data_); }
   size_t size() const { return size_; }
   ByteView view() const { return {data(), size_}; }

@@ -67,8 +67,12 @@ StatusOr<FileSummary> ReadFileSummary(const std::string& path, uint64_t scan_byt
   FileSummary s;
   s.path = path;
   {
+    // Its footer is all that is read of a closed file: a small one (a ring dump of a large job,
+    // thousands of them) is read whole, cheaper than mapping and unmapping it.
+    constexpr size_t kSmallFile = 64 << 10;
+    std::vector<uint8_t> small;
     internal::MappedFile file;
-    NCCLRR_RETURN_IF_ERROR(file.Open(path));
+    NCCLRR_RETURN_IF_ERROR(file.Open(path, &small, kSmallFile));
     size_t start = 0;
     NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, file.view(), &s.header, &start));
     s.file_bytes = file.size();
