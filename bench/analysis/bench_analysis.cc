@@ -193,12 +193,14 @@ int main(int argc, char** argv) {
   std::string phase = "logical identity";
   auto phase_start = Clock::now();
   co.progress = [&](std::string_view next) {  // "checking: <name>" before each checker
-    std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
+    std::printf("  %-34s %.3f s, peak RSS so far %.0f MB\n", phase.c_str(), Since(phase_start),
+                PeakRssMb());
     phase = std::string(next.substr(next.find(':') + 2));
     phase_start = Clock::now();
   };
   const auto report = ncclrr::analysis::Check(*model, co);
-  std::printf("  %-34s %.3f s\n", phase.c_str(), Since(phase_start));
+  std::printf("  %-34s %.3f s, peak RSS so far %.0f MB\n", phase.c_str(), Since(phase_start),
+              PeakRssMb());
   const double check_s = Since(t);
   const double check_cpu = CpuSeconds() - cpu;
   const double n = static_cast<double>(model->total_calls());

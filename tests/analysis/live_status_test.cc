@@ -4,6 +4,7 @@
 // written is no warning).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -334,6 +335,66 @@ TEST(LiveStatus, FollowsAGrowingFileReadingOnlyWhatWasAppended) {
   EXPECT_EQ(follower.bytes_read(), bytes.size());
   EXPECT_EQ(follower.bad_frames(), 0u);
   EXPECT_GT(polls, 3u);
+}
+
+// A job of thousands of ranks has more files than a process may hold open (ulimit -n is 1,024
+// by default): following them all must not keep one open each.
+TEST(LiveStatus, FollowsMoreFilesThanItMayHoldOpen) {
+  constexpr int kRanks = 128;
+  ScriptBuilder b(kRanks);
+  std::vector<int> ranks(kRanks);
+  for (int r = 0; r < kRanks; ++r) ranks[r] = r;
+  const int c = b.Comm(0xd2, "dp", ranks);
+  for (int step = 0; step < 3; ++step) b.All(c, AllReduce(1024, 1));
+  const std::string dir = Write(b.s, "many-files");
+  const int64_t now = LatestIssuePlus(dir, 1);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  size_t open_now = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd");
+       it != std::filesystem::directory_iterator(); ++it)
+    ++open_now;
+  rlimit low = saved;
+  low.rlim_cur = open_now + 16;  // room for a few more, far fewer than the files
+  ASSERT_LT(low.rlim_cur, rlim_t{kRanks});
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  LiveStatus live(dir);
+  auto first = live.Refresh(now);
+  auto again = live.Refresh(now);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  for (const LiveReport* r : {&*first, &*again}) {
+    EXPECT_EQ(r->files, kRanks);
+    EXPECT_EQ(r->calls, kRanks * 3u);
+    EXPECT_THAT(r->notes, Not(::testing::Contains(HasSubstr("cannot open"))));
+    EXPECT_EQ(r->verdict, LiveVerdict::kFinished);
+  }
+}
+
+// A file replaced under its name (another run writing to the same directory) is read from its
+// start, even when the new one is already longer than what was read of the old.
+TEST(LiveStatus, AFileReplacedUnderItsNameIsReadFromItsStart) {
+  const std::string small = Write(SkippedCollective(true), "replace-small");
+  ScriptBuilder b(3);
+  const int c = b.Comm(0xd3, "dp", {0, 1, 2});
+  for (int step = 0; step < 40; ++step) b.All(c, AllReduce(4096, 1));
+  for (ScriptProcess& p : b.s.processes) p.close = true;
+  const std::string big = Write(b.s, "replace-big");
+  const std::string name = "synthetic-rank0.ncclrr";
+  const std::string dst = Dir("replace") + "/rank0.ncclrr";
+  std::filesystem::copy_file(small + "/" + name, dst);
+  TraceFollower follower(dst);
+  TraceFile delta;
+  ASSERT_TRUE(follower.Poll(&delta).ok());
+  EXPECT_EQ(delta.calls.size(), ReadTraceFile(dst)->calls.size());
+  ASSERT_GT(std::filesystem::file_size(big + "/" + name), std::filesystem::file_size(dst));
+  std::filesystem::copy_file(big + "/" + name, dst + ".new");
+  std::filesystem::rename(dst + ".new", dst);  // as a writer replaces a file: a new inode
+  ASSERT_TRUE(follower.Poll(&delta).ok());
+  EXPECT_EQ(delta.calls.size(), 40u);
+  EXPECT_EQ(delta.bad_frames, 0u);
+  EXPECT_EQ(follower.bytes_read(), std::filesystem::file_size(dst));
 }
 
 TEST(LiveStatus, ADumpRequestIsWrittenWholeIntoTheDirectory) {

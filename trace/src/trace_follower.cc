@@ -14,15 +14,29 @@
 
 namespace ncclrr {
 
+namespace {
+
+// Closes the descriptor when a poll ends, however it ends.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// A partial frame kept between polls larger than this gives its memory back once it is read.
+constexpr size_t kKeptPendingBytes = 1u << 20;
+
+}  // namespace
+
 TraceFollower::TraceFollower(std::string path) : path_(std::move(path)) {}
 
-TraceFollower::~TraceFollower() {
-  if (fd_ >= 0) close(fd_);
-}
+TraceFollower::~TraceFollower() = default;
 
 TraceFollower::TraceFollower(TraceFollower&& o) noexcept
     : path_(std::move(o.path_)),
-      fd_(std::exchange(o.fd_, -1)),
+      dev_(o.dev_),
+      ino_(o.ino_),
       header_(std::move(o.header_)),
       have_header_(o.have_header_),
       offset_(o.offset_),
@@ -51,19 +65,27 @@ Status TraceFollower::ReadHeader() {
   return Status::Ok();
 }
 
+void TraceFollower::StartOver() {
+  have_header_ = false;
+  offset_ = 0;
+  std::vector<uint8_t>().swap(pending_);
+}
+
 Status TraceFollower::Poll(TraceFile* delta) {
   *delta = TraceFile{};
   delta->path = path_;
-  if (fd_ < 0 && (fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC)) < 0)
-    return IoError("cannot open '" + path_ + "': " + std::strerror(errno));
+  const Fd file{open(path_.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return IoError("cannot open '" + path_ + "': " + std::strerror(errno));
   struct stat st {};
-  if (fstat(fd_, &st) != 0) return IoError("cannot stat '" + path_ + "': " + std::strerror(errno));
+  if (fstat(file.fd, &st) != 0)
+    return IoError("cannot stat '" + path_ + "': " + std::strerror(errno));
+  if (ino_ != 0 && (st.st_dev != dev_ || st.st_ino != ino_)) StartOver();  // another file now
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   uint64_t have = offset_ + pending_.size();
-  if (size < have) {  // replaced or truncated: start over
-    have_header_ = false;
-    offset_ = 0;
-    pending_.clear();
+  if (size < have) {  // truncated: start over
+    StartOver();
     have = 0;
   }
   // Only what was appended since the last poll.
@@ -71,8 +93,8 @@ Status TraceFollower::Poll(TraceFile* delta) {
   pending_.resize(old + (size - have));
   size_t got = 0;
   while (got < size - have) {
-    const ssize_t n =
-        pread(fd_, pending_.data() + old + got, size - have - got, static_cast<off_t>(have + got));
+    const ssize_t n = pread(file.fd, pending_.data() + old + got, size - have - got,
+                            static_cast<off_t>(have + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);
@@ -83,13 +105,15 @@ Status TraceFollower::Poll(TraceFile* delta) {
     if (!have_header_) return Status::Ok();
   }
   delta->header = header_;
+  // The decoding buffers are the thread's, kept from file to file and poll to poll.
+  thread_local std::vector<uint8_t> scratch[2];
   const internal::ByteView v{pending_.data(), pending_.size()};
   size_t pos = 0;
   while (pos < v.size()) {
     internal::FrameHeader h;
     const uint8_t* payload = nullptr;
     size_t psize = 0, frame_bytes = 0;
-    const auto c = internal::CheckFrame(v, pos, &h, scratch_, &payload, &psize, &frame_bytes);
+    const auto c = internal::CheckFrame(v, pos, &h, scratch, &payload, &psize, &frame_bytes);
     if (c == internal::FrameCheck::kOk) {
       internal::CollectBatch(*flatbuffers::GetRoot<fb::Batch>(payload), delta);
       ++delta->frames;
@@ -97,7 +121,7 @@ Status TraceFollower::Poll(TraceFile* delta) {
       continue;
     }
     if (c == internal::FrameCheck::kTorn) break;  // still being written
-    const size_t next = internal::Resync(v, pos + 1, scratch_);
+    const size_t next = internal::Resync(v, pos + 1, scratch);
     ++bad_frames_;
     ++delta->bad_frames;
     // Nothing valid after it yet: keep the bytes from just past the bad start for a later poll.
@@ -105,6 +129,8 @@ Status TraceFollower::Poll(TraceFile* delta) {
     if (next >= v.size()) break;
   }
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pos));
+  if (pending_.capacity() > kKeptPendingBytes && pending_.size() < pending_.capacity() / 4)
+    pending_.shrink_to_fit();  // a whole file was read at once: keep only its unfinished tail
   offset_ += pos;
   delta->file_bytes = size;
   return Status::Ok();
