@@ -141,9 +141,9 @@ FrameCheck CheckFrame(const ByteView& f, size_t off, FrameHeader* h, std::vector
     // Buffers only grow: a reader reuses them frame after frame, touching fresh memory once.
     if (scratch[0].size() < h->raw_size) scratch[0].resize(h->raw_size);
     ZSTD_DCtx* dctx = ThreadDCtx();
-    const size_t n = dctx ? ZSTD_decompressDCtx(dctx, scratch[0].data(), h->raw_size, stored,
-                                                h->stored_size)
-                          : ZSTD_decompress(scratch[0].data(), h->raw_size, stored, h->stored_size);
+    const size_t n =
+        dctx ? ZSTD_decompressDCtx(dctx, scratch[0].data(), h->raw_size, stored, h->stored_size)
+             : ZSTD_decompress(scratch[0].data(), h->raw_size, stored, h->stored_size);
     if (ZSTD_isError(n) || n != h->raw_size) return FrameCheck::kBad;
     *payload = scratch[0].data();
     *psize = n;

@@ -13,8 +13,7 @@
 
 namespace ncclrr::internal {
 
-Status MappedFile::Open(const std::string& path, std::vector<uint8_t>* buffer,
-                        size_t read_limit) {
+Status MappedFile::Open(const std::string& path, std::vector<uint8_t>* buffer, size_t read_limit) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
