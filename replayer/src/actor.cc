@@ -375,7 +375,7 @@ class Actor {
       st_.Fail(actor_.label + ": " + s.message());
       return;
     }
-    out.check = CheckCall(plan_, st_.data, c, host.data());
+    out.check = CheckCall(plan_, st_.data, c, host.data(), st_.references.get());
   }
 
   void Drain() {

@@ -63,6 +63,7 @@ ExecResult Execute(const ReplayPlan& plan, Backend& backend, const DataSource& d
     for (uint32_t a = 0; a < plan.actors.size(); ++a) run.push_back(a);
   const int actors = static_cast<int>(run.size());
   st->running = actors;
+  st->references = std::make_unique<SharedReferences>(run.size() == plan.actors.size());
   std::vector<std::thread> threads;
   for (uint32_t a : run) threads.emplace_back([st, a] { RunActor(*st, a); });
 

@@ -14,6 +14,7 @@
 #include "explain.h"
 #include "gpu_sharing.h"
 #include "mpi.h"
+#include "ncclrr/base/memory_use.h"
 #include "order.h"
 #include "plan.h"
 #include "replay_env.h"
@@ -122,7 +123,7 @@ class Replayer {
          {&std::as_const(plan_.notes), &data_->notes(), &backend_->notes()})
       report_.warnings.insert(report_.warnings.end(), list->begin(), list->end());
     budget_ = opt_.memory_budget_bytes ? opt_.memory_budget_bytes : Env().memory_budget;
-    if (budget_ == 0) budget_ = opt_.backend == BackendKind::kHost ? (1ull << 30) : (8ull << 30);
+    if (budget_ == 0) budget_ = DefaultBudget();
     if (group_ == nullptr && spawn_) return StartChildren();
     if (mpi_ != nullptr) {
       NCCLRR_RETURN_IF_ERROR(CheckMemoryFits(plan_, placement_, budget_));
@@ -131,6 +132,21 @@ class Replayer {
                      MemoryText(mpi_->memory_budget(budget_));
     }
     return Status::Ok();
+  }
+
+  // Buffer memory for calls in flight when NCCLRR_REPLAY_MEMORY_MB does not say: per GPU on
+  // NCCL. On the host, per actor, 1 GiB, but where one process replays every rank all their
+  // arenas are this machine's memory: no more than a quarter of what it has available, shared
+  // (64 ranks took 19 GB at 1 GiB each). A smaller arena only makes a rank wait for its oldest
+  // calls sooner; a call larger than it still gets its own room.
+  uint64_t DefaultBudget() const {
+    if (opt_.backend != BackendKind::kHost) return 8ull << 30;
+    const uint64_t per_actor = 1ull << 30;
+    if (group_ != nullptr || mpi_ != nullptr || spawn_) return per_actor;
+    const uint64_t available = AvailableMemoryBytes();
+    if (available == 0) return per_actor;
+    const uint64_t share = available / 4 / std::max<uint64_t>(plan_.actors.size(), 1);
+    return std::clamp<uint64_t>(share, 16ull << 20, per_actor);
   }
 
   // One process replays every rank (a thread each), or one process per rank: under mpirun, as

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "executor.h"
+#include "verify.h"
 
 namespace ncclrr::replay {
 
@@ -39,6 +41,8 @@ struct RunState {
   std::atomic<uint64_t> issued_calls{0}, done_calls{0};
   std::atomic<int> ready{0}, finished{0}, exited{0}, snapshots{0};
   int running = 0;  // actors that run in this process
+  // Allreduce references shared by this process's ranks: only when it replays every rank.
+  std::unique_ptr<SharedReferences> references;
   std::atomic<int64_t> last_done_ns{0};
 
   std::vector<CallOutcome> outcomes;
