@@ -16,6 +16,24 @@ namespace {
 
 constexpr unsigned char kSentinel = 0xA5;  // never a small sum in any type wider than a byte
 
+// `bytes` of a kept host buffer for the span of one call; a buffer past 64 MiB is let go after
+// it, so that one large call does not pin its size for the rest of the replay.
+class HostScratch {
+ public:
+  HostScratch(std::vector<char>* kept, size_t bytes) : kept_(kept) {
+    if (kept_->size() < bytes) kept_->resize(bytes);
+  }
+  ~HostScratch() {
+    if (kept_->size() > (size_t{64} << 20)) std::vector<char>().swap(*kept_);
+  }
+  HostScratch(const HostScratch&) = delete;
+  HostScratch& operator=(const HostScratch&) = delete;
+  char* data() { return kept_->data(); }
+
+ private:
+  std::vector<char>* kept_;
+};
+
 class Actor {
  public:
   Actor(RunState& st, uint32_t index)
@@ -253,7 +271,7 @@ class Actor {
   Status Fill(const PlanCall& c, char* base) {
     const CallLayout l = LayoutOf(c);
     const cudaStream_t s = stream_of_[c.stream];
-    std::vector<char> host(std::max(l.recv_bytes, l.send_bytes));
+    HostScratch host(&fill_scratch_, std::max(l.recv_bytes, l.send_bytes));
     if (l.recv_bytes) {
       std::memset(host.data(), kSentinel, l.recv_bytes);
       NCCLRR_RETURN_IF_ERROR(dev_->Upload(base + l.recv_offset, host.data(), l.recv_bytes, s));
@@ -369,7 +387,7 @@ class Actor {
       offset += LayoutOf(plan_.calls[other]).bytes;
     }
     const CallLayout l = LayoutOf(c);
-    std::vector<char> host(l.recv_bytes);
+    HostScratch host(&check_scratch_, l.recv_bytes);
     if (Status s = dev_->Download(host.data(), arena_base_ + offset + l.recv_offset, l.recv_bytes);
         !s.ok()) {
       st_.Fail(actor_.label + ": " + s.message());
@@ -445,6 +463,9 @@ class Actor {
   std::map<uint64_t, cudaStream_t> stream_of_;
   char* arena_base_ = nullptr;
   RingArena arena_;
+  // Host copies of the buffers being filled and checked, kept from call to call: a fresh vector
+  // per call had its pages mapped and cleared each time (a fifth of a 64-rank host replay).
+  std::vector<char> fill_scratch_, check_scratch_;
   std::map<size_t, char*> shared_;
   std::deque<InFlight> in_flight_;
   bool aborted_ = false;
