@@ -204,7 +204,23 @@ class Actor {
       report_.issued_units = k + 1;
       st_.Progressed();
       Retire(false);
+      Pace();
     }
+  }
+
+  // Waits, when the backend asks for it, until fewer than its PacedUnits() are in flight. When
+  // every rank issues its communicators' calls in one order, the oldest unit always completes
+  // without later ones; a trace whose ranks disagree on that order hangs unpaced as well. Still,
+  // pacing must never be what hangs a replay: once the whole replay stopped moving for
+  // kPaceStallNs, the actor issues on.
+  void Pace() {
+    static constexpr int64_t kPaceStallNs = 20'000'000;
+    const size_t cap = st_.backend.PacedUnits();
+    if (cap == 0 || in_flight_.size() < cap) return;
+    WaitFor([&] {
+      return Retire(false) ||
+             SteadyNs() - st_.last_done_ns.load(std::memory_order_relaxed) > kPaceStallNs;
+    });
   }
 
   // Room for the unit's block: retires older units while the arena is full.

@@ -36,6 +36,10 @@ class Backend {
   const NcclApi& nccl() const { return nccl_; }
   virtual std::string Describe() const = 0;  // "host NCCL 2.28.9 (/path/libncclrr-hostnccl.so)"
   virtual int MaxActors() const = 0;         // GPUs on the nccl backend
+  // Units an actor keeps in flight before it waits for its oldest to complete (0: as many as its
+  // buffers allow). The host NCCL runs calls on the threads that poll it, and every poll walks
+  // what is queued: an actor that queued its whole trace at once made a 32-rank replay 3x slower.
+  virtual size_t PacedUnits() const { return 0; }
   // Called on the actor's thread before anything else (selects its device).
   virtual StatusOr<std::unique_ptr<ActorDevice>> BindActor(int slot, int recorded_device) = 0;
   // Settings the replay pinned or could not pin (NCCL_ALGO, ...), for the report.

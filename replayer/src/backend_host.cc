@@ -144,6 +144,7 @@ class HostBackend : public Backend {
     return "host NCCL " + NcclVersionString(nccl_.version) + " (" + nccl_.path + ")";
   }
   int MaxActors() const override { return INT_MAX; }
+  size_t PacedUnits() const override { return 32; }
   StatusOr<std::unique_ptr<ActorDevice>> BindActor(int, int recorded_device) override {
     host_.SetDevice(recorded_device);
     return std::unique_ptr<ActorDevice>(new HostActor(nccl_, host_));
