@@ -74,6 +74,27 @@ TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
   ncclrr::testing::ExpectGolden(golden, text);
 }
 
+// Uneven inputs in a real DDP job: rank 0's shard held an 11th step. Its buffer broadcast met the
+// other ranks' all_gather_object after the loop (seq 63); their gather got garbage sizes, rank 2
+// raised, torchrun killed the rest, and rank 0 saw ncclRemoteError. One finding tells the cause
+// at seq 63 -- rank 0 went on with the loop, ranks 1-3 did not -- and covers the calls rank 0
+// issued after it (no second missing_call for them); the remote error is reported as it is.
+TEST(RealTraces, UnevenInputsAreToldWhereTheRanksPart) {
+  const Checked c = CheckReal("accum-uneven");
+  ASSERT_TRUE(c.model.has_value());
+  ASSERT_EQ(c.report.findings.size(), 2u) << c.text;
+  const Finding& f = c.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kOpMismatch) << c.text;
+  EXPECT_EQ(f.seq, 63u);
+  EXPECT_EQ(f.ranks, std::vector<int>{0});
+  EXPECT_NE(f.short_text.find("rank 0 went on with the loop at seq 63"), std::string::npos)
+      << c.text;
+  EXPECT_NE(f.message.find("uneven inputs"), std::string::npos) << c.text;
+  EXPECT_NE(f.message.find("3 later calls had no partner"), std::string::npos) << c.text;
+  EXPECT_EQ(c.report.findings[1].kind, FindingKind::kNcclError) << c.text;
+  ncclrr::testing::ExpectGolden(RealDir() / "accum-uneven.check.txt", c.text);
+}
+
 // nccl-tests' alltoall_perf (32 MB to 256 MB, float) under `record --sketch`: its in-place runs
 // receive into the buffer they send from, which NCCL does not support (nccl-tests prints N/A
 // for them): the outputs really are not copies, and check must say why, never blame a race.
@@ -114,6 +135,14 @@ INSTANTIATE_TEST_SUITE_P(
         // Four PyTorch processes sharing one GPU; rank 1 swaps two same-size allreduces on odd
         // steps: one finding, repeated twice.
         RealTrace{"torch4-swap", FindingKind::kSuspectedSwap, 2, 2},
+        // Four ranks: 2 pipeline stages (activations sent with batch_isend_irecv) x 2
+        // tensor-parallel groups split off the world; clean, then the second stage's rank 1
+        // all-reducing two same-size LayerNorm gradients in swapped order at steps 4 and 9.
+        RealTrace{"pptp-clean", std::nullopt},
+        RealTrace{"pptp-swap-same", FindingKind::kSuspectedSwap, 96, 1},
+        // DDP with gradient accumulation (no_sync), BatchNorm buffer broadcasts and object
+        // collectives (accum-uneven, its buggy run, has a test of its own).
+        RealTrace{"accum-clean", std::nullopt},
         // C++ data-parallel SGD with NCCL linked statically (recorded through NCCL's profiler
         // plugin, which reports no reduction op): gradients in fresh cudaMallocAsync buffers,
         // rank 1 swaps two same-size gradients at steps 5, 12 and 20 ...

@@ -299,6 +299,39 @@ SyntheticScript MissingCallBlocked() {
   return b.s;
 }
 
+// Uneven inputs: rank 0's share of the data holds one more step than the others'. Each step
+// broadcasts the model's buffers, all-reduces two gradient buckets and the loss, and every third
+// step gathers metrics (an all_gather_object: sizes, then bytes). Rank 0 begins a seventh step
+// while ranks 1-3 go on to the gather after the loop: NCCL pairs rank 0's broadcast with their
+// gather, and rank 0's next call hangs.
+SyntheticScript UnevenSteps() {
+  ScriptBuilder b(4);
+  const int dp = b.Comm(0x45, "dp", Range(4));
+  auto on = [&](int p, ScriptCall c, Dtype dtype = Dtype::kFloat32) {
+    c.comm = dp;
+    c.dtype = dtype;
+    b.On(p, c);
+  };
+  for (int p = 0; p < 4; ++p) {
+    const int steps = p == 0 ? 7 : 6;
+    for (int step = 0; step < steps; ++step) {
+      on(p, Collective(Api::kBroadcast, 384, 1, 0));
+      on(p, AllReduce(1728, 2));
+      if (step == 6) break;  // the extra step: hung in its first all-reduce
+      on(p, AllReduce(36864, 3));
+      on(p, AllReduce(1, 4));
+      if (step % 3 == 0) {
+        on(p, Collective(Api::kAllGather, 1, 5, -1), Dtype::kInt64);
+        on(p, Collective(Api::kAllGather, 40 + static_cast<uint64_t>(step), 6, -1), Dtype::kUint8);
+      }
+    }
+    if (p != 0) on(p, Collective(Api::kAllGather, 1, 5, -1), Dtype::kInt64);
+  }
+  b.s.processes[0].calls.back().in_flight = true;
+  for (int p = 1; p < 4; ++p) b.s.processes[p].calls.back().in_flight = true;
+  return b.s;
+}
+
 SyntheticScript ExtraCall() {
   ScriptBuilder b(3);
   const int dp = b.Comm(0x43, "dp", Range(3));
@@ -515,6 +548,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"missing_call_skip", MissingCallSkip},
       {"missing_call_blocked", MissingCallBlocked},
       {"extra_call", ExtraCall},
+      {"uneven_steps", UnevenSteps},
       {"p2p_mismatch", P2pMismatch},
       {"fresh_buffers_clean", [] { return FreshBuffers({}, false, false); }},
       {"fresh_buffers_swap",

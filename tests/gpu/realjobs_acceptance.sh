@@ -39,6 +39,7 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$NGPU" -lt 1 ]; then echo "needs a GPU (found none)"; exit 2; fi
 TORCHRUN=("$(dirname "$PY")/torchrun")
 [ -x "${TORCHRUN[0]}" ] || TORCHRUN=("$PY" -m torch.distributed.run)
+TORCHRUN4=("${TORCHRUN[@]}" --nnodes 1 --nproc-per-node 4 --master-addr 127.0.0.1)
 TORCHRUN+=(--nnodes 1 --nproc-per-node 2 --master-addr 127.0.0.1)
 
 say "== realjobs on $(hostname): $NGPU GPU(s), 2 ranks per job; build $BUILD; python $PY"
@@ -172,6 +173,15 @@ if [ "$HAVE_TORCH" = 1 ]; then
   # Opposite orders from the first collective: each rank blocks inside it (lazy connection).
   variant two-groups-first "$HANG_S" cross_comm_order yes -- \
     "$PY" "$J/torch_two_groups.py" --port $((P + 10)) --bug opposite --bug-step 0
+  # Four ranks: pipeline stages exchanging activations, tensor-parallel groups split off the world.
+  variant pptp-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 12)) "$J/torch_pipeline_tp.py" --bug none
+  variant pptp-swap-same "$RUN_S" "suspected_swap|order_swap" yes -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 13)) "$J/torch_pipeline_tp.py" --bug swap-same
+  variant accum-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 14)) "$J/torch_ddp_accum.py" --bug none
+  variant accum-uneven "$HANG_S" "missing_call|op_mismatch|count_mismatch" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 15)) "$J/torch_ddp_accum.py" --bug uneven
 else
   say "SKIP the PyTorch jobs: $PY cannot import torch"
 fi

@@ -71,12 +71,16 @@ class SequenceChecker : public Checker {
   // the longest earlier repeat of the calls just before `end` (the most recent one of that
   // length). Training loops repeat their calls every step but with extras every few steps, so a
   // plain period does not hold, while the calls around any place of a step do. 0 (unknown) when
-  // no earlier stretch of at least two calls matches.
-  static uint64_t PredictAt(const std::vector<uint64_t>& sig, size_t end) {
+  // no earlier stretch of at least two calls matches. With `by_majority`, the call that more
+  // than half of the repeats at least half as long were followed by (else 0): an extra every
+  // few steps (a metrics gather, whose size varies) then does not pass for what follows a step.
+  static uint64_t PredictAt(const std::vector<uint64_t>& sig, size_t end,
+                            bool by_majority = false) {
     constexpr size_t kLookBack = 4096, kLongest = 64, kShortest = 2;
     end = std::min(end, sig.size());
     size_t best_len = 0;
     uint64_t best = kUnknownSignature;
+    std::vector<std::pair<size_t, uint64_t>> repeats;  // (length, call that followed)
     for (size_t j = end == 0 ? 0 : end - 1; j >= 1 && end - j <= kLookBack; --j) {
       size_t len = 0;
       while (len < kLongest && len < j && sig[j - 1 - len] == sig[end - 1 - len]) ++len;
@@ -84,8 +88,20 @@ class SequenceChecker : public Checker {
         best_len = len;
         best = sig[j];
       }
+      if (by_majority && len >= kShortest) repeats.push_back({len, sig[j]});
     }
-    return best_len >= kShortest ? best : kUnknownSignature;
+    if (best_len < kShortest) return kUnknownSignature;
+    if (!by_majority) return best;
+    std::map<uint64_t, size_t> votes;
+    size_t total = 0;
+    for (const auto& [len, next] : repeats)
+      if (2 * len >= best_len) {
+        ++votes[next];
+        ++total;
+      }
+    for (const auto& [next, n] : votes)
+      if (2 * n > total) return next;
+    return kUnknownSignature;
   }
 
   // A rank blocked in a mispaired collective never issues the calls after it. When both sides
@@ -116,6 +132,45 @@ class SequenceChecker : public Checker {
       last = {AlignOp::kSkip, last.pos, last.ref_pos, 0, 1};
   }
 
+  // Where the sequences part for good after the same calls on both sides: one side goes on with
+  // what its own history says comes next, call after call to its end, while the other's first
+  // call there is not that. Ranks that ran their loop a different number of times (uneven
+  // inputs) part like this, as do ranks where one took a branch the other did not and the job
+  // hung there; either way the side that went on is the one that did what its steps do. Shapes,
+  // not tensors: fresh buffers every step make the ids of a cut-short stretch unreliable.
+  static void ExplainParting(std::vector<AlignOp>* ops, const DenseSequence& a,
+                             const DenseSequence& b) {
+    if (ops->empty()) return;
+    size_t first = ops->size() - 1;
+    while (first > 0 && (*ops)[first - 1].type == AlignOp::kMismatch &&
+           (*ops)[first - 1].pos + 1 == (*ops)[first].pos)
+      --first;
+    const AlignOp& at = (*ops)[first];
+    const AlignOp& last = ops->back();
+    if (at.type != AlignOp::kMismatch || last.type != AlignOp::kMismatch || at.pos != at.ref_pos ||
+        (last.pos + 1 != b.shape.size() && last.ref_pos + 1 != a.shape.size()))
+      return;
+    const size_t p = at.pos;
+    for (size_t i = 0; i < p; ++i)
+      if (a.shape[i] != b.shape[i] && a.shape[i] != kUnknownSignature &&
+          b.shape[i] != kUnknownSignature)
+        return;
+    auto went_on = [p](const DenseSequence& d) {
+      constexpr size_t kChecked = 256;  // calls of a long tail that must follow the steps
+      for (size_t k = p; k < std::min(d.shape.size(), p + kChecked); ++k) {
+        const uint64_t next = PredictAt(d.shape, k, /*by_majority=*/true);
+        if (next == kUnknownSignature || next != d.shape[k]) return false;
+      }
+      return true;
+    };
+    const bool rank_on = went_on(b), ref_on = went_on(a);
+    if (rank_on == ref_on) return;
+    AlignOp op = at;
+    op.type = rank_on ? AlignOp::kRankWentOn : AlignOp::kRefWentOn;
+    ops->resize(first);
+    ops->push_back(op);
+  }
+
   // The rank's last collective never returned: the job hung there (the watchdog's or a signal's
   // record, or a Flight Recorder entry not completed).
   static bool EndsInFlight(const TraceModel& m, const RankView& r) {
@@ -143,6 +198,7 @@ class SequenceChecker : public Checker {
       params.ends_in_hang = EndsInFlight(ctx.model(), r) || EndsInFlight(ctx.model(), rv_ref);
       std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
       ExplainBlockedTail(&ops, a, b);
+      ExplainParting(&ops, a, b);
       for (const AlignOp& op : ops) {
         RawEvent e;
         e.op = op;

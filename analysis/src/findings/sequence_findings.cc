@@ -427,6 +427,51 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           "they become ready).";
       break;
     }
+    case AlignOp::kRankWentOn:
+    case AlignOp::kRefWentOn: {
+      // A per-position mismatch (its kind as such) from which the ranks never agree again: who
+      // went on with the loop, who did not, and that the later calls are part of it.
+      const bool rank_on = e.op.type == AlignOp::kRankWentOn;
+      const std::string& on = rank_on ? who : others;
+      const std::string& off = rank_on ? others : who;
+      const std::string on_call = rank_on ? my_side : ref_side;
+      const std::string off_call = rank_on ? ref_side : my_side;
+      const uint64_t later = c.ranks[rank_on ? r0 : sc.ref].issued() - e.seq - 1;
+      const bool on_one = (rank_on ? e.ranks.size() : agreeing.size()) == 1;
+      const bool off_one = (rank_on ? agreeing.size() : e.ranks.size()) == 1;
+      const std::string ref_its = (rank_on ? off_one : on_one) ? "its" : "their";
+      const std::string my_its = (rank_on ? on_one : off_one) ? "its" : "their";
+      sc.ctx.Claim(sc.ci, e.seq, kNoSeq);
+      f.kind = MismatchKind(v.Mine(0), v.Ref(0));
+      if (f.kind == FindingKind::kSuspectedSwap) f.kind = FindingKind::kOpMismatch;
+      f.pattern = "parting:" + e.pattern;
+      f.table[0].what = ref_side + (rank_on ? "  (not what " + ref_its + " steps issue here)"
+                                            : "  (what " + ref_its + " steps issue next)");
+      f.table[1].what = my_side + (rank_on ? "  (what " + my_its + " steps issue next)"
+                                           : "  (not what " + my_its + " steps issue here)");
+      f.short_text = on + " went on with the loop at seq " + std::to_string(e.seq) + " (" +
+                     on_call + ") where " + off + " issued " + off_call;
+      f.message =
+          "Every rank issued the same calls up to seq " + std::to_string(e.seq) + ". There " + on +
+          " issued " + on_call + ", the call " + (on_one ? "its" : "their") +
+          " earlier steps issue next (and went on that way to the end of the trace), while " + off +
+          " issued " + off_call + ", which " + (off_one ? "its" : "their") +
+          " steps do not issue there, and the ranks " +
+          "never agreed again. NCCL paired the two: " + PairingConsequence(v.Mine(0), v.Ref(0)) +
+          (later == 1 ? "; " + on + "'s next call had no partner: a hang"
+           : later    ? "; " + on + "'s " + Plural(later, "later call", "later calls") +
+                         " had no partner: a hang"
+                   : "") +
+          ". So " + off + " left the loop or took a branch " + on +
+          " did not take. Ranks that run the loop a different number of times do this: " +
+          "uneven inputs (one rank's share of the data holds more batches) or a stopping " +
+          "condition each rank decides alone (a loss threshold, a time limit); give every rank " +
+          "the same number of steps (shard the data evenly, e.g. DistributedSampler with " +
+          "drop_last=True; decide to stop on one rank and broadcast it) or use DDP's join() for " +
+          "uneven inputs. If " + off + " took a rank-dependent branch instead, make every rank " +
+          "issue the same collectives there.";
+      break;
+    }
     case AlignOp::kSkip:
     case AlignOp::kExtra: {
       const bool skip = e.op.type == AlignOp::kSkip;

@@ -27,7 +27,11 @@ struct AlignOp {
   // kBlockedSwap: the last call of both sides differs, and each side's call is what the other
   // side's own history says comes at the other's place: two calls issued in the opposite order,
   // with the job hung at the first of them (the second never reached NCCL).
-  enum Type { kReorder, kSkip, kExtra, kMismatch, kBlockedSwap } type;
+  // kRankWentOn / kRefWentOn: a mismatch from which the sequences never agree again, after the
+  // same calls on both sides: one side (the rank's, or the reference's) went on issuing what its
+  // own earlier steps issue next, the other issued something else there (it left the loop, or
+  // took a branch the first did not).
+  enum Type { kReorder, kSkip, kExtra, kMismatch, kBlockedSwap, kRankWentOn, kRefWentOn } type;
   size_t pos = 0;      // index into `seq` where it starts
   size_t ref_pos = 0;  // index into `ref` where it starts
   size_t len = 1;      // calls on the rank's side (kSkip: 0)

@@ -1,0 +1,122 @@
+"""DistributedDataParallel with gradient accumulation over 4 ranks (torchrun-launched), with the
+traffic real loops have around it: the run's settings sent from rank 0 with
+`broadcast_object_list`, a BatchNorm model (DDP broadcasts its buffers before every forward),
+`no_sync()` on all but the last micro-batch of a step, the loss averaged for the log line, every
+--stats-every steps each rank's sample count gathered with `all_gather_object`, and a `barrier`
+at the end of the epoch.
+
+Each rank reads its own shard of the data set, `samples[rank::world]`, in batches of --batch; a
+step takes --accum batches.
+
+--bug uneven: the data set does not divide evenly: rank 0's shard holds one more step than the
+  others' (the classic "uneven inputs" hang: nothing joins the ranks that ran out). Rank 0 starts
+  a step the others never take: its buffer broadcast and gradient bucket all-reduces meet the
+  others' end-of-epoch `all_gather_object` and `barrier`, and the job hangs; the driver ends it
+  with a timeout.
+--bug none: the data set divides evenly; the job finishes with 0 wrong results.
+
+Independent reference: the loss average of every step is compared with the ranks' losses
+all-gathered over a gloo group (no NCCL call). Rank 0 prints "#wrong N"; exit status 0 when
+N == 0.
+
+  torchrun --nproc-per-node 4 --master-port 29632 torch_ddp_accum.py [--bug uneven]
+"""
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (finish, gather_cpu, log, off_by, torch_env, torchrun_ranks,  # noqa: E402
+                    total_wrong, use_gpu)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=10, help="steps per rank on even data")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--accum", type=int, default=2)
+    ap.add_argument("--stats-every", type=int, default=4)
+    ap.add_argument("--bug", choices=["uneven", "none"], default="none")
+    args = ap.parse_args()
+
+    rank, world, local_rank = torchrun_ranks()
+    torch_env(rank)  # several ranks on one GPU
+    dev = use_gpu(local_rank)
+    dist.init_process_group("nccl", device_id=dev)
+    check_pg = dist.new_group(backend="gloo")
+
+    settings = [{"lr": 0.05, "seed": 11, "classes": 10} if rank == 0 else None]
+    dist.broadcast_object_list(settings, src=0)
+    cfg = settings[0]
+
+    per_step = args.batch * args.accum
+    n = per_step * args.steps * world
+    if args.bug == "uneven":  # rank 0's shard gets one more full step, the others' a part of one
+        n += (per_step - 1) * world + 1
+    g = torch.Generator().manual_seed(cfg["seed"])
+    data_x = torch.randn(n, 48, generator=g)
+    data_y = (data_x @ torch.randn(48, cfg["classes"], generator=g)).argmax(dim=1)
+    shard = torch.arange(n)[rank::world]
+    steps = len(shard) // per_step
+    log(rank, f"{len(shard)} samples: {steps} steps of {args.accum} x {args.batch}")
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(48, 96), nn.BatchNorm1d(96), nn.ReLU(),
+                          nn.Linear(96, 96), nn.BatchNorm1d(96), nn.ReLU(),
+                          nn.Linear(96, cfg["classes"])).to(dev)
+    ddp = DDP(model, device_ids=[dev.index], bucket_cap_mb=0.02)  # a few buckets per step
+    opt = torch.optim.SGD(ddp.parameters(), lr=cfg["lr"], momentum=0.9)
+    wrong = 0
+    seen = 0
+
+    for step in range(steps):
+        opt.zero_grad()
+        losses = []
+        for k in range(args.accum):
+            idx = shard[(step * args.accum + k) * args.batch:(step * args.accum + k + 1) * args.batch]
+            x, y = data_x[idx].to(dev), data_y[idx].to(dev)
+            last = k == args.accum - 1
+            if last:
+                loss = F.cross_entropy(ddp(x), y) / args.accum
+                loss.backward()  # gradient buckets all-reduced here
+            else:
+                with ddp.no_sync():
+                    loss = F.cross_entropy(ddp(x), y) / args.accum
+                    loss.backward()
+            losses.append(loss.detach())
+            seen += len(idx)
+        opt.step()
+
+        step_loss = torch.stack(losses).sum()
+        mine = step_loss.reshape(1).cpu()
+        avg = step_loss.clone()
+        dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+        err, bad = off_by(avg.reshape(1).cpu(), gather_cpu(mine, check_pg, world).mean(dim=0))
+        if bad:
+            wrong += 1
+            log(rank, f"WRONG: step {step} loss average off by {err:.3g}")
+        if step % args.stats_every == 0:
+            counts = [None] * world
+            dist.all_gather_object(counts, {"rank": rank, "seen": seen})
+            if rank == 0:
+                log(rank, f"step {step:3d} loss {avg.item():.4f} samples seen "
+                          f"{sum(c['seen'] for c in counts)}")
+
+    counts = [None] * world
+    dist.all_gather_object(counts, {"rank": rank, "seen": seen, "steps": steps})
+    dist.barrier()
+    torch.cuda.synchronize()
+    total = total_wrong(wrong, check_pg)
+    log(rank, f"done: {wrong} wrong results here; steps per rank {[c['steps'] for c in counts]}")
+    dist.destroy_process_group()
+    finish(total, show=rank == 0)
+
+
+if __name__ == "__main__":
+    main()
