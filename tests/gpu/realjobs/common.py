@@ -87,6 +87,18 @@ def finish(total, show=True):
     sys.exit(0 if total == 0 else 1)
 
 
+def end_job(rank, wrong, check_pg, detail=""):
+    """The end of a torchrun job: wait for the GPU, sum every rank's wrong count over the gloo
+    check group, say so, leave the process group and exit through finish (rank 0 prints)."""
+    import torch
+    import torch.distributed as dist
+    torch.cuda.synchronize()
+    total = total_wrong(wrong, check_pg)
+    log(rank, f"done: {wrong} wrong results{detail}")
+    dist.destroy_process_group()
+    finish(total, show=rank == 0)
+
+
 def spawn_parser(doc, port):
     """An argument parser with the flags of a spawn-launched job's launcher: --port, --world."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])

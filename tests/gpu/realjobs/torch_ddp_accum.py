@@ -32,8 +32,8 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (finish, gather_cpu, log, off_by, torch_env, torchrun_ranks,  # noqa: E402
-                    total_wrong, use_gpu)
+from common import (end_job, gather_cpu, log, off_by, torch_env, torchrun_ranks,  # noqa: E402
+                    use_gpu)
 
 
 def main():
@@ -111,11 +111,7 @@ def main():
     counts = [None] * world
     dist.all_gather_object(counts, {"rank": rank, "seen": seen, "steps": steps})
     dist.barrier()
-    torch.cuda.synchronize()
-    total = total_wrong(wrong, check_pg)
-    log(rank, f"done: {wrong} wrong results here; steps per rank {[c['steps'] for c in counts]}")
-    dist.destroy_process_group()
-    finish(total, show=rank == 0)
+    end_job(rank, wrong, check_pg, f" here; steps per rank {[c['steps'] for c in counts]}")
 
 
 if __name__ == "__main__":

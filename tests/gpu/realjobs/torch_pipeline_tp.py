@@ -34,8 +34,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (finish, gather_cpu, log, mismatch, torch_env, torchrun_ranks,  # noqa: E402
-                    total_wrong, use_gpu)
+from common import (end_job, gather_cpu, log, mismatch, torch_env, torchrun_ranks,  # noqa: E402
+                    use_gpu)
 
 TP = 2
 STAGES = 2
@@ -184,11 +184,7 @@ def main():
         if rank == 0 and step % 4 == 0:
             log(rank, f"step {step:3d} loss {loss.item():.4f}")
 
-    torch.cuda.synchronize()
-    total = total_wrong(wrong, check_pg)
-    log(rank, f"done: {wrong} wrong results")
-    dist.destroy_process_group()
-    finish(total, show=rank == 0)
+    end_job(rank, wrong, check_pg)
 
 
 if __name__ == "__main__":
