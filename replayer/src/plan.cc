@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "loop_steps.h"
+#include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/collective_shape.h"
 #include "ncclrr/analysis/coverage.h"
 #include "ncclrr/analysis/logical_identity.h"
@@ -44,7 +45,9 @@ bool InPlace(const CallRecord& c, const PlanCall& p) {
 class PlanBuilder {
  public:
   explicit PlanBuilder(const analysis::TraceModel& m)
-      : m_(m), identity_(analysis::LogicalIdentity::Compute(m)) {}
+      : m_(m),
+        identity_(analysis::LogicalIdentity::Compute(m)),
+        explained_(analysis::ExplainedPositions(m)) {}
 
   StatusOr<ReplayPlan> Build() {
     plan_.model = &m_;
@@ -270,7 +273,8 @@ class PlanBuilder {
         PlanCall p = MakeCall(ci, r, s.call, m_.SlotTime(s));
         p.recorded_seq = s.seq;
         p.launch = s.launch;
-        const uint32_t tensor = ids.of_slot[r.rank][k];
+        const uint32_t tensor =
+            Credible(ids, ci, r, k) ? ids.of_slot[r.rank][k] : analysis::kNoLogicalId;
         const uint32_t idx = static_cast<uint32_t>(plan_.calls.size());
         plan_.calls.push_back(p);
         if (r.rank == ids.reference_rank) reference_calls.push_back({k, idx});
@@ -366,6 +370,30 @@ class PlanBuilder {
       pc.logical[l].loop_step = loop.step_of[k];
       pc.logical[l].loop_call = loop.call_of[k];
     }
+  }
+
+  // Whether slot k of rank r keeps its tensor id where it differs from the reference rank's at
+  // the same position: only where the check explained a difference there (a reordering, a
+  // skipped call, a hang; analysis::ExplainedPositions). Real jobs reuse the addresses of fresh
+  // buffers (a loss tensor one step, the same block four steps later), and the identity then
+  // gives a call a tensor that only its key's other occurrence is; replaying on that, a clean
+  // DDP job's calls came out "wrong" and a pipeline job's canonical order hung. The check weighs
+  // that evidence (confidence floors, crossed buffers, call sites, data) and reports nothing
+  // there; the replay follows it, so the call means what NCCL paired it with.
+  bool Credible(const TensorIds& ids, size_t ci, const RankView& r, size_t k) const {
+    const uint32_t tensor = ids.of_slot[r.rank][k];
+    if (r.rank == ids.reference_rank || tensor == analysis::kNoLogicalId) return true;
+    const uint64_t seq = r.collectives[k].seq;
+    const RankView& ref = m_.comms()[ci].ranks[ids.reference_rank];
+    const analysis::CollectiveSlot* at = ref.AtSeq(seq);
+    if (at == nullptr) return true;
+    const uint32_t ref_tensor =
+        ids.of_slot[ref.rank][static_cast<size_t>(at - ref.collectives.data())];
+    if (ref_tensor == tensor) return true;
+    auto comm = explained_.find(ci);
+    if (comm == explained_.end()) return false;
+    auto it = comm->second.upper_bound(seq);
+    return it != comm->second.begin() && std::prev(it)->second >= seq;
   }
 
   // Adds call `idx` to the logical call (tensor, step), creating it on first use.
@@ -559,6 +587,7 @@ class PlanBuilder {
   uint64_t unknown_roots_ = 0;
   const analysis::TraceModel& m_;
   const analysis::LogicalIdentity identity_;
+  const std::map<size_t, std::map<uint64_t, uint64_t>> explained_;  // the check's claims
   ReplayPlan plan_;
   std::map<std::pair<uint32_t, int>, uint32_t> actor_index_;
   bool any_calls_ = false;

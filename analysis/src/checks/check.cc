@@ -96,6 +96,15 @@ Report Check(const TraceModel& model, const CheckOptions& options) {
   return report;
 }
 
+std::map<size_t, std::map<uint64_t, uint64_t>> ExplainedPositions(const TraceModel& model,
+                                                                  const CheckOptions& options) {
+  const LogicalIdentity identity = LogicalIdentity::Compute(model, options.threads);
+  CheckContext ctx(model, options, identity);
+  FindingSink sink;
+  for (const auto& c : BuiltinCheckers()) c->Run(ctx, sink);
+  return ctx.claims();
+}
+
 std::string CallSitesOf(const Finding& f, const TraceModel& m) {
   constexpr size_t kMaxSites = 6;
   std::set<std::string> seen;

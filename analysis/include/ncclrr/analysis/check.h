@@ -72,6 +72,8 @@ class CheckContext {
   void Claim(size_t comm_index, uint64_t first, uint64_t last);
   void Claim(size_t comm_index, uint64_t seq) { Claim(comm_index, seq, seq); }
   bool Claimed(size_t comm_index, uint64_t seq) const;
+  // Every claim so far: comm index -> first seq -> last seq (disjoint, kNoSeq: to the end).
+  const std::map<size_t, std::map<uint64_t, uint64_t>>& claims() const { return claimed_; }
   // The first claimed seq of a communicator, if any (a mismatch there may mispair what follows).
   std::optional<uint64_t> FirstClaimed(size_t comm_index) const;
   // A rank that skipped (delta > 0) or added (delta < 0) calls mid-stream, as the sequence
@@ -156,6 +158,14 @@ class Checker {
 std::vector<std::shared_ptr<Checker>> BuiltinCheckers();
 
 Report Check(const TraceModel& model, const CheckOptions& options = {});
+
+// Positions whose difference across ranks the checkers explained (reorderings, skipped or added
+// calls, mismatches, hangs), per communicator: comm index -> first seq -> last seq (kNoSeq: to
+// the end), as the checkers of Check claim them. The replay takes a rank's call for another
+// tensor than the others' at the same position only there: elsewhere the check found nothing
+// to believe, and the call means what NCCL paired it with.
+std::map<size_t, std::map<uint64_t, uint64_t>> ExplainedPositions(const TraceModel& model,
+                                                                  const CheckOptions& options = {});
 
 // What Check does after its checkers ran: groups repeats, fills in where each finding's calls were
 // issued and the summary. `occurrences`: findings before grouping.
