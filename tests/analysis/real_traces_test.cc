@@ -95,6 +95,27 @@ TEST(RealTraces, UnevenInputsAreToldWhereTheRanksPart) {
   ncclrr::testing::ExpectGolden(RealDir() / "accum-uneven.check.txt", c.text);
 }
 
+// A side stream scales rank 1's gradient bucket in place while the all_reduce reads it (at 5
+// steps; `record --sketch`). Where the scaling landed during the call, the sum is not what the
+// ranks sent (wrong_sum, on both ranks: the buffer is in place, so buffer_race cannot see the
+// send side, and the message names that cause); where it landed after NCCL wrote the output,
+// only rank 1's output differs (output_divergence naming rank 1 and a buffer race). Where it
+// landed before the call, the call itself was right: nothing is claimed.
+TEST(RealTraces, SideStreamWritingTheBucketIsAWrongSum) {
+  const Checked c = CheckReal("side-race");
+  ASSERT_TRUE(c.model.has_value());
+  ASSERT_EQ(c.report.findings.size(), 2u) << c.text;
+  const Finding& sum = c.report.findings[0];
+  EXPECT_EQ(sum.kind, FindingKind::kWrongSum) << c.text;
+  EXPECT_EQ(sum.repeats, 2u);
+  EXPECT_NE(sum.message.find("a send buffer written by another stream"), std::string::npos);
+  const Finding& div = c.report.findings[1];
+  EXPECT_EQ(div.kind, FindingKind::kOutputDivergence) << c.text;
+  EXPECT_EQ(div.ranks, std::vector<int>{1});
+  EXPECT_NE(div.message.find("a buffer race on rank 1"), std::string::npos);
+  ncclrr::testing::ExpectGolden(RealDir() / "side-race.check.txt", c.text);
+}
+
 // nccl-tests' alltoall_perf (32 MB to 256 MB, float) under `record --sketch`: its in-place runs
 // receive into the buffer they send from, which NCCL does not support (nccl-tests prints N/A
 // for them): the outputs really are not copies, and check must say why, never blame a race.
@@ -143,6 +164,11 @@ INSTANTIATE_TEST_SUITE_P(
         // DDP with gradient accumulation (no_sync), BatchNorm buffer broadcasts and object
         // collectives (accum-uneven, its buggy run, has a test of its own).
         RealTrace{"accum-clean", std::nullopt},
+        // One flat gradient bucket per step and a side stream for the log line's norm, under
+        // `record --sketch`: clean; then rank 1 all-reducing a debug scalar in a branch only it
+        // takes (an extra call, then the hang). side-race has a test of its own.
+        RealTrace{"side-clean", std::nullopt},
+        RealTrace{"side-branch", FindingKind::kMissingCall, 6},
         // C++ data-parallel SGD with NCCL linked statically (recorded through NCCL's profiler
         // plugin, which reports no reduction op): gradients in fresh cudaMallocAsync buffers,
         // rank 1 swaps two same-size gradients at steps 5, 12 and 20 ...

@@ -182,6 +182,13 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 14)) "$J/torch_ddp_accum.py" --bug none
   variant accum-uneven "$HANG_S" "missing_call|op_mismatch|count_mismatch" no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 15)) "$J/torch_ddp_accum.py" --bug uneven
+  # A side stream that writes the gradient bucket an all_reduce reads; a rank-dependent branch.
+  variant side-clean "$RUN_S" - no --sketch -- \
+    "$PY" "$J/torch_side_stream.py" --port $((P + 16)) --bug none
+  variant side-race "$RUN_S" "buffer_race|wrong_sum" no --sketch -- \
+    "$PY" "$J/torch_side_stream.py" --port $((P + 17)) --bug race
+  variant side-branch "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
+    "$PY" "$J/torch_side_stream.py" --port $((P + 18)) --bug branch
 else
   say "SKIP the PyTorch jobs: $PY cannot import torch"
 fi

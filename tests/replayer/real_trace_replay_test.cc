@@ -64,7 +64,7 @@ std::unique_ptr<analysis::TraceModel> LoadReal(const std::string& name) {
 // pipeline's canonical order hung.
 TEST(RealTraceReplay, CleanJobsReplayRightInEveryOrder) {
   for (const char* name : {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean",
-                           "pptp-clean", "accum-clean"}) {
+                           "pptp-clean", "accum-clean", "side-clean"}) {
     auto model = LoadReal(name);
     ASSERT_NE(model, nullptr);
     const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded,canonical", 20.0));

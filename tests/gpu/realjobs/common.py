@@ -99,6 +99,17 @@ def end_job(rank, wrong, check_pg, detail=""):
     finish(total, show=rank == 0)
 
 
+def end_spawned(rank, wrong, results):
+    """The end of a spawned worker: wait for the GPU, report this rank's wrong count to the
+    launcher (spawn_and_report) and leave the process group."""
+    import torch
+    import torch.distributed as dist
+    torch.cuda.synchronize()
+    log(rank, f"done: {wrong} wrong results")
+    results.put((rank, wrong))
+    dist.destroy_process_group()
+
+
 def spawn_parser(doc, port):
     """An argument parser with the flags of a spawn-launched job's launcher: --port, --world."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
