@@ -41,6 +41,8 @@ RankAlignment AlignRuns(std::span<const uint64_t> a, std::span<const uint64_t> b
         break;
       case AlignOp::kMismatch:
       case AlignOp::kBlockedSwap:
+      case AlignOp::kRankWentOn:
+      case AlignOp::kRefWentOn:
         out.edits.push_back({RankEdit::kArguments, q, 1, p, 1});
         out.pairs.push_back({q, p, false});
         ++q;
