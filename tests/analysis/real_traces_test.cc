@@ -116,6 +116,29 @@ TEST(RealTraces, SideStreamWritingTheBucketIsAWrongSum) {
   ncclrr::testing::ExpectGolden(RealDir() / "side-race.check.txt", c.text);
 }
 
+// The bug this project began with, in PyTorch: gradients all-reduced from per-parameter hooks
+// as autograd produces them, and rank 1 evaluates two same-shape branches in the other order, so
+// it all-reduces left.* where rank 0 all-reduces right.*, at every step (`#wrong 160`). Shapes,
+// buffers (allocated in the order the calls are issued) and call sites are alike on both ranks:
+// without data nothing can tell (tests/gpu/realjobs/README.md). Under `record --sketch` the
+// values do: the two pairs (biases, weights), at every step.
+TEST(RealTraces, SwapAtEveryStepIsToldByTheData) {
+  const Checked c = CheckReal("hook-order-sketch");
+  ASSERT_TRUE(c.model.has_value());
+  ASSERT_EQ(c.report.findings.size(), 2u) << c.text;
+  for (const Finding& f : c.report.findings) {
+    EXPECT_EQ(f.kind, FindingKind::kSuspectedSwap) << c.text;
+    EXPECT_EQ(f.ranks, std::vector<int>{1});
+    EXPECT_GE(f.repeats, 17u);
+    ASSERT_TRUE(f.confidence.has_value());
+    EXPECT_GE(*f.confidence, 0.99);
+    EXPECT_NE(f.short_text.find("told by their data"), std::string::npos);
+  }
+  EXPECT_EQ(c.report.findings[0].seq, 11u);  // the biases (128), then the weights (16384)
+  EXPECT_EQ(c.report.findings[1].seq, 12u);
+  ncclrr::testing::ExpectGolden(RealDir() / "hook-order-sketch.check.txt", c.text);
+}
+
 // nccl-tests' alltoall_perf (32 MB to 256 MB, float) under `record --sketch`: its in-place runs
 // receive into the buffer they send from, which NCCL does not support (nccl-tests prints N/A
 // for them): the outputs really are not copies, and check must say why, never blame a race.
@@ -168,6 +191,10 @@ INSTANTIATE_TEST_SUITE_P(
         // `record --sketch`: clean; then rank 1 all-reducing a debug scalar in a branch only it
         // takes (an extra call, then the hang). side-race has a test of its own.
         RealTrace{"side-clean", std::nullopt},
+        // Clean jobs under `record --sketch`: the data checks, the swaps told by the data
+        // among them, find nothing.
+        RealTrace{"hook-clean-sketch", std::nullopt}, RealTrace{"ddp-clean-sketch", std::nullopt},
+        RealTrace{"accum-clean-sketch", std::nullopt},
         RealTrace{"side-branch", FindingKind::kMissingCall, 6},
         // C++ data-parallel SGD with NCCL linked statically (recorded through NCCL's profiler
         // plugin, which reports no reduction op): gradients in fresh cudaMallocAsync buffers,

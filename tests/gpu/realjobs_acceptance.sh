@@ -189,6 +189,24 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "$PY" "$J/torch_side_stream.py" --port $((P + 17)) --bug race
   variant side-branch "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
     "$PY" "$J/torch_side_stream.py" --port $((P + 18)) --bug branch
+  # Gradients all-reduced from per-parameter hooks, in the order autograd produces them.
+  variant hook-clean "$RUN_S" - no -- \
+    "$PY" "$J/torch_hook_order.py" --port $((P + 19)) --bug none
+  variant hook-order "$RUN_S" "suspected_swap|order_swap" yes -- \
+    "$PY" "$J/torch_hook_order.py" --port $((P + 20)) --bug order
+  variant hook-order-sketch "$RUN_S" "suspected_swap|order_swap" no --sketch -- \
+    "$PY" "$J/torch_hook_order.py" --port $((P + 21)) --bug order
+  # Clean jobs under --sketch: the data checks (wrong sums, races, swaps told by the data) must
+  # find nothing.
+  variant grad-clean-sketch "$RUN_S" - no --sketch -- "$PY" "$G" --port $((P + 22)) --bug none
+  variant ddp-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 23)) "$J/torch_ddp.py"
+  variant pptp-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 24)) "$J/torch_pipeline_tp.py" --bug none
+  variant accum-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 25)) "$J/torch_ddp_accum.py" --bug none
+  variant hook-clean-sketch "$RUN_S" - no --sketch -- \
+    "$PY" "$J/torch_hook_order.py" --port $((P + 26)) --bug none
 else
   say "SKIP the PyTorch jobs: $PY cannot import torch"
 fi

@@ -19,7 +19,7 @@ std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
   return {MakeTraceNotesChecker(),  MakeSequenceChecker(),  MakeCrossCommChecker(),
           MakeMissingCallChecker(), MakeP2pChecker(),       MakeGraphChecker(),
           MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker(),
-          MakeCaptureChecker(),     MakeDataChecker()};
+          MakeCaptureChecker(),     MakeDataOrderChecker(), MakeDataChecker()};
 }
 
 void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {

@@ -18,6 +18,7 @@ std::shared_ptr<Checker> MakeNcclErrorChecker();    // nccl_error
 std::shared_ptr<Checker> MakeStragglerChecker();    // stragglers (notes, from GPU times)
 std::shared_ptr<Checker> MakeCaptureChecker();      // wrong_sum, data_unchecked (captured buffers)
 std::shared_ptr<Checker> MakeDataChecker();  // wrong_sum, buffer_race, data_unchecked (sketches)
+std::shared_ptr<Checker> MakeDataOrderChecker();  // suspected_swap told by the data alone
 
 }  // namespace ncclrr::analysis
 

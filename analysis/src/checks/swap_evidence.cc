@@ -9,9 +9,7 @@
 #include "ncclrr/sketch/race.h"
 
 namespace ncclrr::analysis {
-namespace {
 
-// The first (lowest global index) send block sketched before the call at `seq` on `rank`.
 const SketchData* SendSketch(const TraceModel& m, const RankView& r, uint64_t seq) {
   const CollectiveSlot* slot = r.AtSeq(seq);
   if (!slot) return nullptr;
@@ -27,6 +25,8 @@ std::string Cos(double c) {
   std::snprintf(buf, sizeof buf, "%.2f", c);
   return buf;
 }
+
+namespace {
 
 struct Position {
   sketch::SwapEvidence ev;

@@ -26,6 +26,12 @@ struct DataSwapVerdict {
   std::string sentence;   // the comparison, for the message
 };
 
+// The first (lowest global index) send block sketched before the call at `seq` of `r`, or null.
+const SketchData* SendSketch(const TraceModel& m, const RankView& r, uint64_t seq);
+
+// A cosine as findings print it ("0.91").
+std::string Cos(double c);
+
 // `peers`: ranks that issued what the reference issued (the reference first).
 DataSwapVerdict AssessSwapFromSketches(const SequenceContext& sc, const RawEvent& e,
                                        const std::vector<int>& peers);

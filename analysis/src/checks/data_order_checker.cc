@@ -1,0 +1,238 @@
+// suspected_swap from the sketched data alone. Gradients all-reduced as autograd produces them
+// (per-parameter hooks, overlap) follow each rank's backward order; a rank that computes two
+// same-shape tensors in the other order (a rank-dependent code path) all-reduces them in the
+// other order at every step. Nothing in the metadata tells the calls apart: same shapes, one
+// call site, and buffers allocated in the order the calls are issued, so each rank's buffer at a
+// position is "the same" as its peers'. Only the values do: the send buffer's 256 samples sit at
+// the same indices on every rank, and one tensor's values correlate across data-parallel ranks
+// while different tensors' do not (sketch::AssessSwap). A pair of positions where each of a
+// rank's calls looks like the peer's call at the other position, and not like its call at the
+// same one, both ways, is a swap; the sequence checker's findings (claims) are left alone.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "checks/checkers.h"
+#include "checks/swap_evidence.h"
+#include "model/call_sketches.h"
+#include "ncclrr/sketch/race.h"
+#include "report/text_util.h"
+
+namespace ncclrr::analysis {
+namespace {
+
+// How far apart (in positions) a call and the peer's call it is compared with may be.
+constexpr int64_t kWindow = 16;
+// How much better the data must match another position than the call's own, over every step
+// that has the call (Stouffer's z of Fisher-transformed sample correlations), both ways of the
+// pair. One step's gradients correlate only weakly across ranks (cosines of 0.1-0.6 at 256
+// samples), and a tensor's gradients correlate from step to step as well, so a call is matched
+// to the peer's call its data are most like, over all steps together.
+constexpr double kMatchZ = 5.0;
+
+struct DataSwap {
+  uint64_t seq = 0, other = 0;             // seq < other
+  double cos_same = 0, cos_other = 0;      // the rank's call at seq vs the peer's at seq/other
+  double cos_same_j = 0, cos_other_j = 0;  // its call at other vs the peer's at other/seq
+  double z = 0;                            // the weaker side's match z over the steps
+  uint64_t steps = 0;
+};
+
+// One place of the loop's step (a call of a given shape among given neighbours) and how its
+// calls' data on the rank compare with the peer's calls at each offset.
+struct Place {
+  std::map<int64_t, std::pair<double, uint64_t>> z;    // offset -> (sum of Fisher z, count)
+  std::map<int64_t, std::pair<double, uint64_t>> cos;  // offset -> (sum of cosines, count)
+  std::vector<uint64_t> seqs;                          // the rank's calls at this place
+};
+
+class DataOrderChecker : public Checker {
+ public:
+  std::string_view name() const override { return "issue order from the data (sketches)"; }
+
+  void Run(CheckContext& ctx, FindingSink& sink) override {
+    const TraceModel& m = ctx.model();
+    if (!TraceHasSketches(m)) return;
+    for (size_t ci = 0; ci < m.comms().size(); ++ci) {
+      if (!ctx.Owns(ci)) continue;
+      const CommModel& c = m.comms()[ci];
+      const int ref = ctx.identity().comm(ci).reference_rank;
+      if (c.ranks.size() < 2 || !HasSketches(m, c.ranks[ref])) continue;
+      for (const RankView& r : c.ranks)
+        if (r.rank != ref && HasSketches(m, r))
+          for (const DataSwap& s : Swaps(ctx, ci, r, c.ranks[ref]))
+            Report(ctx, ci, r.rank, ref, s, sink);
+    }
+  }
+
+ private:
+  static bool HasSketches(const TraceModel& m, const RankView& r) {
+    return r.has_file() && !m.file(r.file).sketches.empty() && !r.collectives.empty();
+  }
+
+  // Same-shape pairs of positions where rank `r`'s data match the reference's the other way
+  // round, at every step that has them.
+  static std::vector<DataSwap> Swaps(const CheckContext& ctx, size_t ci, const RankView& r,
+                                     const RankView& ref) {
+    const TraceModel& m = ctx.model();
+    const CommIdentity& id = ctx.identity().comm(ci);
+    auto shape = [&](const RankView& v, int64_t seq) -> uint64_t {
+      if (seq < 0) return 0;
+      const CollectiveSlot* s = v.AtSeq(static_cast<uint64_t>(seq));
+      return s ? id.shapes[v.rank][static_cast<size_t>(s - v.collectives.data())] : 0;
+    };
+    // Where a call sits in a step, as a key equal at every step of a training loop: the
+    // reference's shapes a few calls around it. Tensor ids would not do: real jobs allocate
+    // gradients afresh, and one tensor's ids change from step to step.
+    auto place_of = [&](int64_t k) {
+      uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (int64_t q = k - 4; q <= k + 4; ++q) h = (h ^ shape(ref, q)) * 0x100000001b3ull;
+      return h;
+    };
+    std::map<uint64_t, Place> places;
+    std::map<uint64_t, uint64_t> place_at;  // the rank's seq -> its place
+    for (const CollectiveSlot& slot : r.collectives) {
+      const auto k = static_cast<int64_t>(slot.seq);
+      const uint64_t sk = shape(r, k);
+      if (sk == 0 || sk != shape(ref, k) || ctx.Claimed(ci, slot.seq)) continue;
+      const SketchData* mine = SendSketch(m, r, slot.seq);
+      if (!mine) continue;
+      const uint64_t key = place_of(k);
+      Place& p = places[key];
+      bool any = false;
+      for (int64_t d = -kWindow; d <= kWindow; ++d) {
+        const int64_t j = k + d;
+        if (j < 0 || shape(ref, j) != sk || ctx.Claimed(ci, static_cast<uint64_t>(j))) continue;
+        const SketchData* peer = SendSketch(m, ref, static_cast<uint64_t>(j));
+        if (!peer) continue;
+        const sketch::Similarity sim = sketch::SampleCosine(*mine, *peer);
+        if (!sim.valid || sim.n < 16) continue;
+        const double c = std::fmax(-0.999999, std::fmin(0.999999, sim.cosine));
+        auto& [zsum, zn] = p.z[d];
+        zsum += std::atanh(c) * std::sqrt(sim.n - 3.0);
+        ++zn;
+        auto& [csum, cn] = p.cos[d];
+        csum += sim.cosine;
+        ++cn;
+        any = true;
+      }
+      if (!any) continue;
+      p.seqs.push_back(slot.seq);
+      place_at[slot.seq] = key;
+    }
+    // A pair of places (P, and Q at offset d from it) was swapped when P's data look more like
+    // the peer's calls d later than like its own and Q's like the peer's d earlier: each side's
+    // z (the difference of two sums of n unit-variance terms: variance 2n), and together.
+    auto lean = [](const Place& p, int64_t d) -> std::optional<double> {
+      auto own = p.z.find(0), to = p.z.find(d);
+      if (own == p.z.end() || to == p.z.end() || own->second.second != to->second.second ||
+          own->second.second < 2)
+        return std::nullopt;
+      return (to->second.first - own->second.first) / std::sqrt(2.0 * own->second.second);
+    };
+    auto mean = [](const std::map<int64_t, std::pair<double, uint64_t>>& sums, int64_t d) {
+      const auto& [sum, n] = sums.at(d);
+      return sum / static_cast<double>(n);
+    };
+    std::vector<DataSwap> candidates;
+    for (const auto& [key, p] : places)
+      for (const auto& [d, unused] : p.z) {
+        if (d <= 0) continue;  // each pair once, from its earlier call
+        const auto zp = lean(p, d);
+        if (!zp || *zp < 1) continue;
+        for (uint64_t seq : p.seqs) {
+          const uint64_t other = seq + static_cast<uint64_t>(d);
+          auto there = place_at.find(other);
+          if (there == place_at.end()) continue;
+          const Place& q = places.at(there->second);
+          const auto zq = lean(q, -d);
+          if (!zq || *zq < 1 || (*zp + *zq) / std::sqrt(2.0) < kMatchZ) continue;
+          DataSwap s;
+          s.seq = seq;
+          s.other = other;
+          s.cos_same = mean(p.cos, 0);
+          s.cos_other = mean(p.cos, d);
+          s.cos_same_j = mean(q.cos, 0);
+          s.cos_other_j = mean(q.cos, -d);
+          s.z = (*zp + *zq) / std::sqrt(2.0);
+          s.steps = p.seqs.size();
+          candidates.push_back(s);
+        }
+      }
+    // The nearest partner first: a tensor's data also correlate with its own next step's, so a
+    // swap within a step also looks like one across steps; the pair that swapped is the nearer.
+    std::sort(candidates.begin(), candidates.end(), [](const DataSwap& x, const DataSwap& y) {
+      return std::make_tuple(x.other - x.seq, x.seq) < std::make_tuple(y.other - y.seq, y.seq);
+    });
+    std::vector<DataSwap> out;
+    std::set<uint64_t> used;
+    for (const DataSwap& s : candidates)
+      if (!used.count(s.seq) && !used.count(s.other)) {
+        used.insert(s.seq);
+        used.insert(s.other);
+        out.push_back(s);
+      }
+    std::sort(out.begin(), out.end(),
+              [](const DataSwap& x, const DataSwap& y) { return x.seq < y.seq; });
+    return out;
+  }
+
+  static void Report(CheckContext& ctx, size_t ci, int rank, int ref, const DataSwap& s,
+                     FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const CollectiveSlot* a = c.ranks[rank].AtSeq(s.seq);
+    const CollectiveSlot* b = c.ranks[rank].AtSeq(s.other);
+    const CollectiveSlot* ra = c.ranks[ref].AtSeq(s.seq);
+    const CollectiveSlot* rb = c.ranks[ref].AtSeq(s.other);
+    const std::string call = ShortCall(m.call(a->call));
+    const std::string who = "rank " + std::to_string(rank), peer = "rank " + std::to_string(ref);
+    const std::string k = std::to_string(s.seq), j = std::to_string(s.other);
+    Finding f = FindingOn(FindingKind::kSuspectedSwap, m, ci);
+    f.seq = s.seq;
+    f.ranks = {rank};
+    f.first_time = m.SlotTime(*a);
+    f.confidence = 0.5 * std::erfc(-s.z / std::sqrt(2.0));
+    f.pattern = "data-swap:" + call + "+" + std::to_string(s.other - s.seq);
+    f.calls = {{ra->call, ref, s.seq},
+               {rb->call, ref, s.other},
+               {a->call, rank, s.seq},
+               {b->call, rank, s.other}};
+    f.table = {{std::to_string(ref), k + ", " + j, call + " at both", false},
+               {std::to_string(rank), k + ", " + j,
+                call + " at both; the data of each look like " + peer + "'s other one", true}};
+    f.short_text = who + " issued two " + call + " at seq " + k + " and " + j +
+                   " in the opposite order of " + peer + " (told by their data)";
+    f.message =
+        "The sketched data of the calls say " + who + " issued them in the opposite order of " +
+        peer + ": over the " + std::to_string(s.steps) + " steps that issue them, " + who +
+        "'s call at this place looks like " + peer + "'s call " + std::to_string(s.other - s.seq) +
+        " positions later (mean cosine " + Cos(s.cos_other) + ") rather than its own (" +
+        Cos(s.cos_same) + "), and " + who + "'s later call like " + peer + "'s earlier one (" +
+        Cos(s.cos_other_j) + ", own " + Cos(s.cos_same_j) +
+        "). One tensor's values correlate across data-parallel ranks; different tensors' do "
+        "not. NCCL pairs the k-th collective of every rank, so each of the two sums mixed both "
+        "tensors (A0+B1): no error, no hang, wrong values. Nothing else in the trace tells these "
+        "calls apart (same shape, one call site, and buffers allocated in the order the calls "
+        "were issued look the same on every rank). The usual cause: collectives issued as each "
+        "rank produces its tensors (per-parameter gradient hooks, overlap of communication with "
+        "the backward pass) where the ranks produce them in different orders (a rank-dependent "
+        "code path). Issue them in one order on every rank: all-reduce in a fixed order (e.g. "
+        "DDP's buckets, or by parameter after the backward pass), or make every rank take the "
+        "same code path.";
+    ctx.Claim(ci, s.seq);
+    ctx.Claim(ci, s.other);
+    sink.Add(std::move(f));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Checker> MakeDataOrderChecker() { return std::make_shared<DataOrderChecker>(); }
+
+}  // namespace ncclrr::analysis
