@@ -94,6 +94,13 @@ class DataOrderChecker : public Checker {
       for (int64_t q = k - 4; q <= k + 4; ++q) h = (h ^ shape(ref, q)) * 0x100000001b3ull;
       return h;
     };
+    // The reference's send sketches by seq, looked up once (each is compared up to 33 times).
+    std::map<uint64_t, const SketchData*> peer_sketch;
+    auto peer_at = [&](int64_t j) {
+      auto [it, added] = peer_sketch.try_emplace(static_cast<uint64_t>(j), nullptr);
+      if (added) it->second = SendSketch(m, ref, static_cast<uint64_t>(j));
+      return it->second;
+    };
     std::map<uint64_t, Place> places;
     std::map<uint64_t, uint64_t> place_at;  // the rank's seq -> its place
     for (const CollectiveSlot& slot : r.collectives) {
@@ -108,7 +115,7 @@ class DataOrderChecker : public Checker {
       for (int64_t d = -kWindow; d <= kWindow; ++d) {
         const int64_t j = k + d;
         if (j < 0 || shape(ref, j) != sk || ctx.Claimed(ci, static_cast<uint64_t>(j))) continue;
-        const SketchData* peer = SendSketch(m, ref, static_cast<uint64_t>(j));
+        const SketchData* peer = peer_at(j);
         if (!peer) continue;
         const sketch::Similarity sim = sketch::SampleCosine(*mine, *peer);
         if (!sim.valid || sim.n < 16) continue;
