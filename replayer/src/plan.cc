@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "loop_steps.h"
@@ -254,7 +255,8 @@ class PlanBuilder {
     pc.actor_of_rank.resize(c.ranks.size());
     pc.device_of_rank.resize(c.ranks.size());
     if (c.origin == CommOrigin::kSplit || c.origin == CommOrigin::kShrink) ++rebuilt_children_;
-    const TensorIds ids = ReplayTensorIds(m_, identity_, ci);
+    TensorIds ids = ReplayTensorIds(m_, identity_, ci);
+    SwapToldByData(ci, &ids);
     if (ids.from_first_step) ++first_step_identity_;
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> logical_of;  // (tensor, step)
     std::map<uint64_t, std::map<uint32_t, int>> logical_at_seq;    // recorded seq -> votes
@@ -372,6 +374,30 @@ class PlanBuilder {
     }
   }
 
+  // A swap only the sketched data tell (the identity has the calls for the same tensors, as
+  // buffers allocated in issue order make them look): the rank's two calls take the tensors
+  // the reference issued at each other's positions, so the recorded order replays what NCCL
+  // paired and the canonical order puts them back.
+  void SwapToldByData(size_t ci, TensorIds* ids) const {
+    const CommModel& c = m_.comms()[ci];
+    if (identity_.comm(ci).reference_rank != ids->reference_rank) return;
+    const RankView& ref = c.ranks[ids->reference_rank];
+    auto slot = [](const RankView& v, uint64_t seq) -> std::optional<size_t> {
+      const analysis::CollectiveSlot* s = v.AtSeq(seq);
+      if (!s) return std::nullopt;
+      return static_cast<size_t>(s - v.collectives.data());
+    };
+    for (const analysis::Explained::DataSwap& d : explained_.data_swaps) {
+      if (d.comm != ci || d.rank < 0 || static_cast<size_t>(d.rank) >= c.ranks.size()) continue;
+      const RankView& r = c.ranks[static_cast<size_t>(d.rank)];
+      const auto a = slot(r, d.seq), b = slot(r, d.other);
+      const auto ra = slot(ref, d.seq), rb = slot(ref, d.other);
+      if (!a || !b || !ra || !rb) continue;
+      ids->of_slot[r.rank][*a] = ids->of_slot[ref.rank][*rb];
+      ids->of_slot[r.rank][*b] = ids->of_slot[ref.rank][*ra];
+    }
+  }
+
   // Whether slot k of rank r keeps its tensor id where it differs from the reference rank's at
   // the same position: only where the check explained a difference there (a reordering, a
   // skipped call, a hang; analysis::ExplainedPositions). Real jobs reuse the addresses of fresh
@@ -390,8 +416,8 @@ class PlanBuilder {
     const uint32_t ref_tensor =
         ids.of_slot[ref.rank][static_cast<size_t>(at - ref.collectives.data())];
     if (ref_tensor == tensor) return true;
-    auto comm = explained_.find(ci);
-    if (comm == explained_.end()) return false;
+    auto comm = explained_.positions.find(ci);
+    if (comm == explained_.positions.end()) return false;
     auto it = comm->second.upper_bound(seq);
     return it != comm->second.begin() && std::prev(it)->second >= seq;
   }
@@ -587,7 +613,7 @@ class PlanBuilder {
   uint64_t unknown_roots_ = 0;
   const analysis::TraceModel& m_;
   const analysis::LogicalIdentity identity_;
-  const std::map<size_t, std::map<uint64_t, uint64_t>> explained_;  // the check's claims
+  const analysis::Explained explained_;  // what the check explained
   ReplayPlan plan_;
   std::map<std::pair<uint32_t, int>, uint32_t> actor_index_;
   bool any_calls_ = false;

@@ -96,6 +96,24 @@ TEST(RealTraceReplay, PipelineJobIsWrongOnlyAtTheSwappedGradients) {
   EXPECT_EQ(r.results[1].outcome, replay::Outcome::kRight) << replay::FormatText(r);
 }
 
+// tests/data/real/hook-order-sketch: gradients all-reduced from per-parameter hooks, rank 1
+// producing two same-shape pairs in the other order at every step. Only the sketched data tell
+// (`check`: two suspected_swap from the data); the replay takes those swaps, so the recorded
+// order is wrong at the swapped calls of the steps the data told and the canonical order right.
+TEST(RealTraceReplay, SwapToldByTheDataReplaysWrongAndCanonicalRight) {
+  auto model = LoadReal("hook-order-sketch");
+  ASSERT_NE(model, nullptr);
+  const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded,canonical", 20.0));
+  ASSERT_EQ(r.results.size(), 2u);
+  EXPECT_EQ(r.results[0].outcome, replay::Outcome::kWrong) << replay::FormatText(r);
+  EXPECT_GE(r.results[0].wrong_step_list.size(), 18u) << replay::FormatText(r);
+  for (const replay::WrongCall& w : r.results[0].wrong)
+    EXPECT_TRUE(w.call.find("AllReduce(128 float32") != std::string::npos ||
+                w.call.find("AllReduce(16384 float32") != std::string::npos)
+        << w.call;  // only the swapped biases and weights
+  EXPECT_EQ(r.results[1].outcome, replay::Outcome::kRight) << replay::FormatText(r);
+}
+
 // tests/data/real/torch4-swap: four PyTorch processes on one GPU (real NCCL), rank 1 swapping two
 // same-size allreduces on odd steps. The replay as one process and as one process per rank (as
 // the nccl backend runs it on one GPU) gives the same report: 3 of 6 steps wrong, canonical right.

@@ -96,13 +96,18 @@ Report Check(const TraceModel& model, const CheckOptions& options) {
   return report;
 }
 
-std::map<size_t, std::map<uint64_t, uint64_t>> ExplainedPositions(const TraceModel& model,
-                                                                  const CheckOptions& options) {
+Explained ExplainedPositions(const TraceModel& model, const CheckOptions& options) {
   const LogicalIdentity identity = LogicalIdentity::Compute(model, options.threads);
   CheckContext ctx(model, options, identity);
   FindingSink sink;
   for (const auto& c : BuiltinCheckers()) c->Run(ctx, sink);
-  return ctx.claims();
+  Explained out;
+  out.positions = ctx.claims();
+  for (const Finding& f : sink.findings())
+    if (f.kind == FindingKind::kSuspectedSwap && f.pattern.rfind(kDataSwapPattern, 0) == 0 &&
+        f.seq && f.ranks.size() == 1 && f.calls.size() == 4)
+      out.data_swaps.push_back({f.comm_index, f.ranks[0], *f.seq, f.calls[3].seq});
+  return out;
 }
 
 std::string CallSitesOf(const Finding& f, const TraceModel& m) {

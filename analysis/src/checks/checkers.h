@@ -19,6 +19,9 @@ std::shared_ptr<Checker> MakeStragglerChecker();    // stragglers (notes, from G
 std::shared_ptr<Checker> MakeCaptureChecker();      // wrong_sum, data_unchecked (captured buffers)
 std::shared_ptr<Checker> MakeDataChecker();  // wrong_sum, buffer_race, data_unchecked (sketches)
 std::shared_ptr<Checker> MakeDataOrderChecker();  // suspected_swap told by the data alone
+// The pattern prefix of the data-order checker's findings; their calls are the reference's at
+// seq and other, then the rank's at seq and other.
+inline constexpr std::string_view kDataSwapPattern = "data-swap:";
 
 }  // namespace ncclrr::analysis
 

@@ -205,7 +205,7 @@ class DataOrderChecker : public Checker {
     f.ranks = {rank};
     f.first_time = m.SlotTime(*a);
     f.confidence = 0.5 * std::erfc(-s.z / std::sqrt(2.0));
-    f.pattern = "data-swap:" + call + "+" + std::to_string(s.other - s.seq);
+    f.pattern = std::string(kDataSwapPattern) + call + "+" + std::to_string(s.other - s.seq);
     f.calls = {{ra->call, ref, s.seq},
                {rb->call, ref, s.other},
                {a->call, rank, s.seq},

@@ -159,13 +159,25 @@ std::vector<std::shared_ptr<Checker>> BuiltinCheckers();
 
 Report Check(const TraceModel& model, const CheckOptions& options = {});
 
-// Positions whose difference across ranks the checkers explained (reorderings, skipped or added
-// calls, mismatches, hangs), per communicator: comm index -> first seq -> last seq (kNoSeq: to
-// the end), as the checkers of Check claim them. The replay takes a rank's call for another
-// tensor than the others' at the same position only there: elsewhere the check found nothing
-// to believe, and the call means what NCCL paired it with.
-std::map<size_t, std::map<uint64_t, uint64_t>> ExplainedPositions(const TraceModel& model,
-                                                                  const CheckOptions& options = {});
+// What the checkers of Check explained, for the replay.
+struct Explained {
+  // Positions whose difference across ranks a finding explains (reorderings, skipped or added
+  // calls, mismatches, hangs), per communicator: comm index -> first seq -> last seq (kNoSeq: to
+  // the end), as the checkers claim them. The replay takes a rank's call for another tensor
+  // than the others' at the same position only there: elsewhere the check found nothing to
+  // believe, and the call means what NCCL paired it with.
+  std::map<size_t, std::map<uint64_t, uint64_t>> positions;
+  // Same-shape swaps only the sketched data tell (the logical identity has the calls for the
+  // same tensors): rank `rank` of communicator `comm` issued at `seq` the tensor the reference
+  // rank issued at `other`, and the other way round.
+  struct DataSwap {
+    size_t comm = 0;
+    int rank = -1;
+    uint64_t seq = 0, other = 0;
+  };
+  std::vector<DataSwap> data_swaps;
+};
+Explained ExplainedPositions(const TraceModel& model, const CheckOptions& options = {});
 
 // What Check does after its checkers ran: groups repeats, fills in where each finding's calls were
 // issued and the summary. `occurrences`: findings before grouping.
