@@ -168,6 +168,10 @@ class DataOrderChecker : public Checker {
           s.cos_other_j = mean(q.cos, -d);
           s.z = (*zp + *zq) / std::sqrt(2.0);
           s.steps = p.seqs.size();
+          // The data must look like each other, not only less unlike: over n steps of 256
+          // samples a mean cosine has a standard error of about 1/sqrt(256 n).
+          const double noise = 3.0 / std::sqrt(256.0 * static_cast<double>(s.steps));
+          if (s.cos_other < noise || s.cos_other_j < noise) continue;
           candidates.push_back(s);
         }
       }
