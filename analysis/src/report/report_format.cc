@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "model/comm_matching.h"
 #include "ncclrr/base/json_writer.h"
 #include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
@@ -55,17 +56,45 @@ std::string RepeatLine(const Finding& f) {
   return s;
 }
 
+// For a finding on a communicator split (or shrunk) from another: which one, and which of its
+// ranks each of this one's ranks is ("comm 0x…: 2 ranks, split of comm 0x…, color 1; its ranks
+// 0, 1 are ranks 2, 3 there"). Frameworks make process groups by splitting the world without
+// naming them, and a hash alone does not say which group a finding is about. "" otherwise.
+std::string SplitLine(const TraceModel& m, const Finding& f) {
+  if (f.comm == 0 || f.comm_index >= m.comms().size()) return "";
+  const CommModel& c = m.comms()[f.comm_index];
+  if (c.id != f.comm || c.parent_id == 0 ||
+      (c.origin != CommOrigin::kSplit && c.origin != CommOrigin::kShrink))
+    return "";
+  const int parent = m.FindComm(c.parent_id, 0);
+  std::string mine, theirs;
+  for (const RankView& r : c.ranks) {
+    if (!r.has_file() || parent < 0) continue;
+    for (const auto& [ci, rank] : m.files()[static_cast<size_t>(r.file)].ranks)
+      if (ci == static_cast<size_t>(parent)) {
+        mine += (mine.empty() ? "" : ", ") + std::to_string(r.rank);
+        theirs += (theirs.empty() ? "" : ", ") + std::to_string(rank);
+        break;
+      }
+  }
+  std::string s = "comm " + Hex64(c.id) + ": " + CommOriginText(m, c);
+  if (!mine.empty()) s += "; its ranks " + mine + " are ranks " + theirs + " there";
+  return s;
+}
+
 }  // namespace
 
 std::string FormatText(const Report& report, const TraceModel* model, const FormatOptions& o) {
   std::string out;
-  (void)model;
   const int64_t t0 = report.start_ns;
   for (const Finding& f : report.findings) {
     const std::string where = Where(f);
     out += "error[" + std::string(FindingKindName(f.kind)) + "]: " + where +
            (where.empty() ? "" : ": ") + f.short_text + "\n";
     AppendTable(f.table, &out);
+    if (model)
+      if (const std::string split = SplitLine(*model, f); !split.empty())
+        out += Wrap(split, kWidth, "    = ");
     if (!f.call_sites.empty()) out += Wrap("call sites: " + f.call_sites, kWidth, "    = ");
     out += Wrap(f.message, kWidth, "    = ");
     if (f.confidence) {
