@@ -195,6 +195,11 @@ INSTANTIATE_TEST_SUITE_P(
         // among them, find nothing.
         RealTrace{"hook-clean-sketch", std::nullopt}, RealTrace{"ddp-clean-sketch", std::nullopt},
         RealTrace{"accum-clean-sketch", std::nullopt},
+        // DDP around torch.compile'd blocks: one gradient bucket per step, whose data correlate
+        // more with the peer's next step than with its own (the data detector once took two
+        // steps' buckets for a swap); hybrid sharding over a 2-D mesh (5 communicators).
+        RealTrace{"compile-clean-sketch", std::nullopt}, RealTrace{"compile-clean", std::nullopt},
+        RealTrace{"hsdp-clean", std::nullopt},
         RealTrace{"side-branch", FindingKind::kMissingCall, 6},
         // C++ data-parallel SGD with NCCL linked statically (recorded through NCCL's profiler
         // plugin, which reports no reduction op): gradients in fresh cudaMallocAsync buffers,

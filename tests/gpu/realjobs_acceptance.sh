@@ -207,6 +207,15 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 25)) "$J/torch_ddp_accum.py" --bug none
   variant hook-clean-sketch "$RUN_S" - no --sketch -- \
     "$PY" "$J/torch_hook_order.py" --port $((P + 26)) --bug none
+  # Hybrid sharding over a 2-D mesh, and DDP around torch.compile'd blocks (4 ranks, clean).
+  variant hsdp-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 27)) "$J/torch_hsdp_compile.py" --mode hsdp
+  variant hsdp-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 28)) "$J/torch_hsdp_compile.py" --mode hsdp
+  variant compile-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 29)) "$J/torch_hsdp_compile.py" --mode compile
+  variant compile-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 30)) "$J/torch_hsdp_compile.py" --mode compile
 else
   say "SKIP the PyTorch jobs: $PY cannot import torch"
 fi

@@ -63,8 +63,9 @@ std::unique_ptr<analysis::TraceModel> LoadReal(const std::string& name) {
 // before, DDP replayed 46 of 144 calls "wrong" (canonical: 80), JAX 4 of 30 steps, and the
 // pipeline's canonical order hung.
 TEST(RealTraceReplay, CleanJobsReplayRightInEveryOrder) {
-  for (const char* name : {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean",
-                           "pptp-clean", "accum-clean", "side-clean"}) {
+  for (const char* name :
+       {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean", "pptp-clean", "accum-clean",
+        "side-clean", "hsdp-clean", "compile-clean"}) {
     auto model = LoadReal(name);
     ASSERT_NE(model, nullptr);
     const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded,canonical", 20.0));

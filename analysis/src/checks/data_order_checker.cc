@@ -41,6 +41,7 @@ struct DataSwap {
   double cos_same_j = 0, cos_other_j = 0;  // its call at other vs the peer's at other/seq
   double z = 0;                            // the weaker side's match z over the steps
   uint64_t steps = 0;
+  uint64_t place = 0, other_place = 0;  // the places of the step the two calls hold
 };
 
 // One place of the loop's step (a call of a given shape among given neighbours) and how its
@@ -155,7 +156,9 @@ class DataOrderChecker : public Checker {
         for (uint64_t seq : p.seqs) {
           const uint64_t other = seq + static_cast<uint64_t>(d);
           auto there = place_at.find(other);
-          if (there == place_at.end()) continue;
+          // Two places of a step: one tensor's calls at consecutive steps (a single gradient
+          // bucket per step) are no pair to swap, however their data compare.
+          if (there == place_at.end() || there->second == key) continue;
           const Place& q = places.at(there->second);
           const auto zq = lean(q, -d);
           if (!zq || *zq < 1 || (*zp + *zq) / std::sqrt(2.0) < kMatchZ) continue;
@@ -168,6 +171,8 @@ class DataOrderChecker : public Checker {
           s.cos_other_j = mean(q.cos, -d);
           s.z = (*zp + *zq) / std::sqrt(2.0);
           s.steps = p.seqs.size();
+          s.place = key;
+          s.other_place = there->second;
           // The data must look like each other, not only less unlike: over n steps of 256
           // samples a mean cosine has a standard error of about 1/sqrt(256 n).
           const double noise = 3.0 / std::sqrt(256.0 * static_cast<double>(s.steps));
@@ -175,6 +180,23 @@ class DataOrderChecker : public Checker {
           candidates.push_back(s);
         }
       }
+    // The data tell tensors apart only where one tensor's data are alike across the ranks: a
+    // place no candidate involves must show it (its calls alike the peer's at the same
+    // position, by a mean cosine three standard errors above zero). Data that are alike
+    // nowhere (uncorrelated gradients) tell nothing, whatever lines up by chance.
+    std::set<uint64_t> involved;
+    for (const DataSwap& s : candidates) {
+      involved.insert(s.place);
+      involved.insert(s.other_place);
+    }
+    const bool alike_somewhere = std::any_of(places.begin(), places.end(), [&](const auto& kv) {
+      const auto own = kv.second.cos.find(0);
+      if (involved.count(kv.first) || own == kv.second.cos.end() || own->second.second < 2)
+        return false;
+      const double n = static_cast<double>(own->second.second);
+      return own->second.first / n >= 3.0 / std::sqrt(256.0 * n);
+    });
+    if (!alike_somewhere) return {};
     // The nearest partner first: a tensor's data also correlate with its own next step's, so a
     // swap within a step also looks like one across steps; the pair that swapped is the nearer.
     std::sort(candidates.begin(), candidates.end(), [](const DataSwap& x, const DataSwap& y) {
