@@ -374,10 +374,10 @@ class PlanBuilder {
     }
   }
 
-  // A swap only the sketched data tell (the identity has the calls for the same tensors, as
-  // buffers allocated in issue order make them look): the rank's two calls take the tensors
-  // the reference issued at each other's positions, so the recorded order replays what NCCL
-  // paired and the canonical order puts them back.
+  // A reordering only the sketched data tell (the identity has the calls for the same tensors,
+  // as buffers allocated in issue order make them look): each of the rank's calls takes the
+  // tensor the reference issued where the data say it belongs, so the recorded order replays
+  // what NCCL paired and the canonical order puts them back.
   void SwapToldByData(size_t ci, TensorIds* ids) const {
     const CommModel& c = m_.comms()[ci];
     if (identity_.comm(ci).reference_rank != ids->reference_rank) return;
@@ -390,11 +390,10 @@ class PlanBuilder {
     for (const analysis::Explained::DataSwap& d : explained_.data_swaps) {
       if (d.comm != ci || d.rank < 0 || static_cast<size_t>(d.rank) >= c.ranks.size()) continue;
       const RankView& r = c.ranks[static_cast<size_t>(d.rank)];
-      const auto a = slot(r, d.seq), b = slot(r, d.other);
-      const auto ra = slot(ref, d.seq), rb = slot(ref, d.other);
-      if (!a || !b || !ra || !rb) continue;
+      const auto a = slot(r, d.seq);
+      const auto rb = slot(ref, d.other);
+      if (!a || !rb) continue;
       ids->of_slot[r.rank][*a] = ids->of_slot[ref.rank][*rb];
-      ids->of_slot[r.rank][*b] = ids->of_slot[ref.rank][*ra];
     }
   }
 

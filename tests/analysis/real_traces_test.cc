@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "golden_file.h"
 #include "ncclrr/analysis/check.h"
@@ -139,6 +140,69 @@ TEST(RealTraces, SwapAtEveryStepIsToldByTheData) {
   ncclrr::testing::ExpectGolden(RealDir() / "hook-order-sketch.check.txt", c.text);
 }
 
+// Expert parallelism: rank 2 takes its receive split sizes from its send split sizes at step 3
+// (assumes symmetric routing). Every peer's Send to it disagrees with its Recv, and its Sends
+// back with theirs: one finding per exchange naming rank 2 and the likely cause, not one per
+// pair; NCCL's errors on every rank follow from it and say so; the ranks' differing counts
+// where the killed job stopped are not reported as missing Sends.
+TEST(RealTraces, AllToAllWithOneRanksWrongSplitsNamesThatRank) {
+  const Checked c = CheckReal("moe-splits");
+  ASSERT_TRUE(c.model.has_value());
+  std::vector<const Finding*> p2p;
+  for (const Finding& f : c.report.findings) {
+    if (f.kind == FindingKind::kP2pMismatch) {
+      p2p.push_back(&f);
+    } else {
+      EXPECT_EQ(f.kind, FindingKind::kNcclError) << c.text;
+      EXPECT_NE(f.message.find("It follows the mismatched calls"), std::string::npos) << c.text;
+    }
+  }
+  ASSERT_EQ(p2p.size(), 2u) << c.text;
+  for (const Finding* f : p2p) {
+    EXPECT_EQ(f->ranks, (std::vector<int>{0, 1, 2, 3})) << c.text;
+    EXPECT_NE(f->short_text.find("rank 2's"), std::string::npos) << c.text;
+    EXPECT_NE(f->message.find("assumes symmetric traffic"), std::string::npos) << c.text;
+  }
+  EXPECT_EQ(p2p[0]->seq, 12u);
+  EXPECT_EQ(p2p[1]->seq, 13u);
+  ncclrr::testing::ExpectGolden(RealDir() / "moe-splits.check.txt", c.text);
+}
+
+// A job that captured NCCL calls in a CUDA graph and left its process group with the graph alive:
+// ncclCommFinalize never returned on either rank (the job hung at exit; deleting the graph first
+// ends it). One finding that says so, and no "calls after finalize" for the calls before it.
+TEST(RealTraces, FinalizeWithALiveGraphIsTheHangAtExit) {
+  const Checked c = CheckReal("graph-keep");
+  ASSERT_TRUE(c.model.has_value());
+  ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
+  const Finding& f = c.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kLifecycleError) << c.text;
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1}));
+  EXPECT_NE(f.short_text.find("never returned from ncclCommFinalize"), std::string::npos);
+  EXPECT_NE(f.message.find("Destroy the graphs first"), std::string::npos);
+  ncclrr::testing::ExpectGolden(RealDir() / "graph-keep.check.txt", c.text);
+}
+
+// The founding bug in JAX: gradients psum'd one at a time, walked in each process's set order
+// (its hash seed): two same-shape weights swapped and four same-shape biases rotated, at every
+// step (`record --sketch`). The data tell both: a swap and a reordering of four, with repeats.
+TEST(RealTraces, SetOrderInJaxIsToldByTheData) {
+  const Checked c = CheckReal("jax-set-order-sketch");
+  ASSERT_TRUE(c.model.has_value());
+  ASSERT_EQ(c.report.findings.size(), 2u) << c.text;
+  for (const Finding& f : c.report.findings) {
+    EXPECT_EQ(f.kind, FindingKind::kSuspectedSwap) << c.text;
+    EXPECT_EQ(f.ranks, std::vector<int>{1});
+    EXPECT_GE(f.repeats, 18u);
+  }
+  EXPECT_EQ(c.report.findings[0].seq, 7u);   // the weights, 16384 floats, at 7 and 9
+  EXPECT_EQ(c.report.findings[1].seq, 13u);  // the biases, 128 floats, at 13-16 (step 1 on)
+  EXPECT_NE(c.report.findings[1].short_text.find("4 AllReduce(128 float32, sum) at seq 13-16"),
+            std::string::npos)
+      << c.text;
+  ncclrr::testing::ExpectGolden(RealDir() / "jax-set-order-sketch.check.txt", c.text);
+}
+
 // nccl-tests' alltoall_perf (32 MB to 256 MB, float) under `record --sketch`: its in-place runs
 // receive into the buffer they send from, which NCCL does not support (nccl-tests prints N/A
 // for them): the outputs really are not copies, and check must say why, never blame a race.
@@ -216,7 +280,23 @@ INSTANTIATE_TEST_SUITE_P(
         // Recorded with Python call sites (on by default): the same swap, named at the job's
         // line; DDP (its buckets, issued by autograd threads, carry no site) and JAX clean.
         RealTrace{"grad-swap-same-pysites", FindingKind::kSuspectedSwap, 56, 2},
-        RealTrace{"ddp-clean-pysites", std::nullopt}, RealTrace{"jax-clean-pysites", std::nullopt}),
+        RealTrace{"ddp-clean-pysites", std::nullopt}, RealTrace{"jax-clean-pysites", std::nullopt},
+        // Expert parallelism with all_to_all_single of uneven splits (4 ranks), DDP with and
+        // without its bf16 compression hook, JAX psums one gradient at a time in sorted order:
+        // clean.
+        RealTrace{"moe-clean", std::nullopt}, RealTrace{"compress-clean", std::nullopt},
+        RealTrace{"compress-both", std::nullopt}, RealTrace{"jax-set-clean", std::nullopt},
+        // The same JAX job walking its gradients in each process's set order, recorded without
+        // --sketch: the swapped calls have the same shapes, call site and buffers (allocated in
+        // issue order) on both processes, so nothing in the trace tells (jax-set-order-sketch
+        // does, from the data).
+        RealTrace{"jax-set-order", std::nullopt},
+        // Rank 1 alone compresses DDP's buckets to bf16 (its node's environment): every bucket
+        // of the first backward is one finding with repeats, and says what differs.
+        RealTrace{"compress-mixed", FindingKind::kDtypeMismatch, 3, 5},
+        // A step captured in a CUDA graph, replayed twice by rank 1 at one step: where the
+        // ranks' launches part, not the hang it led to three launches later.
+        RealTrace{"graph-extra", FindingKind::kGraphCaptureMismatch, 11}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

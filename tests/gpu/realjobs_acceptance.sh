@@ -216,6 +216,27 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 29)) "$J/torch_hsdp_compile.py" --mode compile
   variant compile-clean-sketch "$RUN_S" - no --sketch -- \
     "${TORCHRUN4[@]}" --master-port $((P + 30)) "$J/torch_hsdp_compile.py" --mode compile
+  # Expert parallelism: tokens to their expert's rank with all_to_all_single of uneven splits.
+  variant moe-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 31)) "$J/torch_moe.py" --bug none
+  variant moe-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 32)) "$J/torch_moe.py" --bug none
+  variant moe-splits "$HANG_S" "p2p_mismatch|count_mismatch" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 33)) "$J/torch_moe.py" --bug splits
+  # DDP's bf16 compression hook chosen by a per-node environment variable.
+  variant compress-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 34)) "$J/torch_ddp_compress.py" --bug none
+  variant compress-both "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 35)) "$J/torch_ddp_compress.py" --bug both
+  variant compress-mixed "$HANG_S" dtype_mismatch no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 36)) "$J/torch_ddp_compress.py" --bug mixed
+  # The step captured in a CUDA graph and replayed.
+  variant graph-clean "$RUN_S" - no -- \
+    "$PY" "$J/torch_cuda_graph.py" --port $((P + 37)) --bug none
+  variant graph-extra "$HANG_S" graph_capture_mismatch no -- \
+    "$PY" "$J/torch_cuda_graph.py" --port $((P + 38)) --bug extra-replay
+  variant graph-keep "$HANG_S" lifecycle_error no -- \
+    "$PY" "$J/torch_cuda_graph.py" --port $((P + 42)) --bug keep-graph
 else
   say "SKIP the PyTorch jobs: $PY cannot import torch"
 fi
@@ -231,6 +252,16 @@ if [ "$HAVE_JAX" = 1 ]; then
     bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_psum.py" "$NGPU" --port $((P + 8)) --bug none
   variant jax-branch "$JAX_BRANCH_S" "missing_call|count_mismatch|op_mismatch|dtype_mismatch" no -- \
     bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_psum.py" "$NGPU" --port $((P + 9)) --bug branch
+  # Gradients psum'd one at a time, same-shape ones in each process's set order.
+  variant jax-set-clean "$RUN_S" - no -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_set_order.py" "$NGPU" --port $((P + 39)) --bug none
+  # Without --sketch nothing tells these calls apart (reported DIFFERENT, as hook-order).
+  variant jax-set-order "$RUN_S" "suspected_swap|order_swap" yes -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_set_order.py" "$NGPU" --port $((P + 40)) \
+    --bug set-order
+  variant jax-set-order-sketch "$RUN_S" "suspected_swap|order_swap" yes --sketch -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_set_order.py" "$NGPU" --port $((P + 41)) \
+    --bug set-order
 else
   say "SKIP the JAX jobs: $PY cannot import jax"
 fi

@@ -63,9 +63,9 @@ std::unique_ptr<analysis::TraceModel> LoadReal(const std::string& name) {
 // before, DDP replayed 46 of 144 calls "wrong" (canonical: 80), JAX 4 of 30 steps, and the
 // pipeline's canonical order hung.
 TEST(RealTraceReplay, CleanJobsReplayRightInEveryOrder) {
-  for (const char* name :
-       {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean", "pptp-clean", "accum-clean",
-        "side-clean", "hsdp-clean", "compile-clean"}) {
+  for (const char* name : {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean",
+                           "pptp-clean", "accum-clean", "side-clean", "hsdp-clean", "compile-clean",
+                           "moe-clean", "compress-clean", "jax-set-clean"}) {
     auto model = LoadReal(name);
     ASSERT_NE(model, nullptr);
     const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded,canonical", 20.0));
@@ -112,6 +112,25 @@ TEST(RealTraceReplay, SwapToldByTheDataReplaysWrongAndCanonicalRight) {
     EXPECT_TRUE(w.call.find("AllReduce(128 float32") != std::string::npos ||
                 w.call.find("AllReduce(16384 float32") != std::string::npos)
         << w.call;  // only the swapped biases and weights
+  EXPECT_EQ(r.results[1].outcome, replay::Outcome::kRight) << replay::FormatText(r);
+}
+
+// A JAX job psums its gradients one at a time in each process's set order (its hash seed): two
+// same-shape weights swapped and four same-shape biases rotated, at every step (`record
+// --sketch`; only the data tell). The recorded order replays wrong at every step but the first
+// step's biases (a loop's first step has no place in the data's step-to-step evidence), and
+// only at those calls; the canonical order is right.
+TEST(RealTraceReplay, ReorderingToldByTheDataReplaysWrongAndCanonicalRight) {
+  auto model = LoadReal("jax-set-order-sketch");
+  ASSERT_NE(model, nullptr);
+  const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded,canonical", 20.0));
+  ASSERT_EQ(r.results.size(), 2u);
+  EXPECT_EQ(r.results[0].outcome, replay::Outcome::kWrong) << replay::FormatText(r);
+  EXPECT_EQ(r.results[0].wrong_step_list.size(), 20u) << replay::FormatText(r);
+  for (const replay::WrongCall& w : r.results[0].wrong)
+    EXPECT_TRUE(w.call.find("AllReduce(128 float32") != std::string::npos ||
+                w.call.find("AllReduce(16384 float32") != std::string::npos)
+        << w.call;
   EXPECT_EQ(r.results[1].outcome, replay::Outcome::kRight) << replay::FormatText(r);
 }
 

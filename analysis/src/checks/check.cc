@@ -16,10 +16,12 @@ std::vector<std::shared_ptr<Checker>> BuiltinCheckers() {
   // cross-communicator check (they claim the positions they explain), then missing calls and
   // everything else that reads those claims. Captured buffers are checked before sketches: calls
   // they verify exactly are left alone by the sketch identity.
-  return {MakeTraceNotesChecker(),  MakeSequenceChecker(),  MakeCrossCommChecker(),
-          MakeMissingCallChecker(), MakeP2pChecker(),       MakeGraphChecker(),
-          MakeLifecycleChecker(),   MakeNcclErrorChecker(), MakeStragglerChecker(),
-          MakeCaptureChecker(),     MakeDataOrderChecker(), MakeDataChecker()};
+  // CUDA graphs come before the sequence: a rank that launched a graph more often than the
+  // others mispairs everything after, and the graph check says where and claims the rest.
+  return {MakeTraceNotesChecker(), MakeGraphChecker(),       MakeSequenceChecker(),
+          MakeCrossCommChecker(),  MakeMissingCallChecker(), MakeP2pChecker(),
+          MakeLifecycleChecker(),  MakeNcclErrorChecker(),   MakeStragglerChecker(),
+          MakeCaptureChecker(),    MakeDataOrderChecker(),   MakeDataChecker()};
 }
 
 void CheckContext::Claim(size_t comm_index, uint64_t first, uint64_t last) {
@@ -103,10 +105,8 @@ Explained ExplainedPositions(const TraceModel& model, const CheckOptions& option
   for (const auto& c : BuiltinCheckers()) c->Run(ctx, sink);
   Explained out;
   out.positions = ctx.claims();
-  for (const Finding& f : sink.findings())
-    if (f.kind == FindingKind::kSuspectedSwap && f.pattern.rfind(kDataSwapPattern, 0) == 0 &&
-        f.seq && f.ranks.size() == 1 && f.calls.size() == 4)
-      out.data_swaps.push_back({f.comm_index, f.ranks[0], *f.seq, f.calls[3].seq});
+  for (const CheckContext::DataOrder& d : ctx.data_orders())
+    out.data_swaps.push_back({d.comm, d.rank, d.seq, d.other});
   return out;
 }
 

@@ -37,4 +37,11 @@ inline Finding FindingOn(FindingKind kind, const TraceModel& m, size_t ci) {
   return f;
 }
 
+// Remembers finding `f` as a mismatch on its communicator (for the errors that follow it).
+inline void NoteMismatch(CheckContext& ctx, const Finding& f) {
+  ctx.NoteMismatch(f.comm_index, f.first_time,
+                   std::string(FindingKindName(f.kind)) +
+                       (f.seq ? " at seq " + std::to_string(*f.seq) : std::string()));
+}
+
 }  // namespace ncclrr::analysis

@@ -10,6 +10,7 @@
 // same one, both ways, is a swap; the sequence checker's findings (claims) are left alone.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -44,6 +45,26 @@ struct DataSwap {
   uint64_t place = 0, other_place = 0;  // the places of the step the two calls hold
 };
 
+// A longer reordering: the rank's calls at `seqs` hold the tensors the reference issued at
+// `targets` (a permutation of them), e.g. a rotation of four same-shape gradients walked in a
+// set's order.
+struct DataCycle {
+  std::vector<uint64_t> seqs, targets;  // from the earliest call, in the order the walk found
+  std::vector<double> cos_target, cos_own;
+  double z = 0;  // Stouffer's z over the cycle's calls
+  uint64_t steps = 0;
+};
+
+struct DataOrders {
+  std::vector<DataSwap> swaps;
+  std::vector<DataCycle> cycles;
+};
+
+// The longest reordering followed call by call, and how clearly each of its calls must lean to
+// its partner (a z of 3: beyond what 32 offsets' noise reaches by chance).
+constexpr size_t kMaxCycle = 8;
+constexpr double kCycleLeanZ = 3.0;
+
 // One place of the loop's step (a call of a given shape among given neighbours) and how its
 // calls' data on the rank compare with the peer's calls at each offset.
 struct Place {
@@ -65,9 +86,11 @@ class DataOrderChecker : public Checker {
       const int ref = ctx.identity().comm(ci).reference_rank;
       if (c.ranks.size() < 2 || !HasSketches(m, c.ranks[ref])) continue;
       for (const RankView& r : c.ranks)
-        if (r.rank != ref && HasSketches(m, r))
-          for (const DataSwap& s : Swaps(ctx, ci, r, c.ranks[ref]))
-            Report(ctx, ci, r.rank, ref, s, sink);
+        if (r.rank != ref && HasSketches(m, r)) {
+          const DataOrders found = Orders(ctx, ci, r, c.ranks[ref]);
+          for (const DataSwap& s : found.swaps) Report(ctx, ci, r.rank, ref, s, sink);
+          for (const DataCycle& y : found.cycles) ReportCycle(ctx, ci, r.rank, ref, y, sink);
+        }
     }
   }
 
@@ -78,8 +101,8 @@ class DataOrderChecker : public Checker {
 
   // Same-shape pairs of positions where rank `r`'s data match the reference's the other way
   // round, at every step that has them.
-  static std::vector<DataSwap> Swaps(const CheckContext& ctx, size_t ci, const RankView& r,
-                                     const RankView& ref) {
+  static DataOrders Orders(const CheckContext& ctx, size_t ci, const RankView& r,
+                           const RankView& ref) {
     const TraceModel& m = ctx.model();
     const CommIdentity& id = ctx.identity().comm(ci);
     auto shape = [&](const RankView& v, int64_t seq) -> uint64_t {
@@ -180,15 +203,84 @@ class DataOrderChecker : public Checker {
           candidates.push_back(s);
         }
       }
+    // The nearest partner first: a tensor's data also correlate with its own next step's, so a
+    // swap within a step also looks like one across steps; the pair that swapped is the nearer.
+    std::sort(candidates.begin(), candidates.end(), [](const DataSwap& x, const DataSwap& y) {
+      return std::make_tuple(x.other - x.seq, x.seq) < std::make_tuple(y.other - y.seq, y.seq);
+    });
+    DataOrders out;
+    std::set<uint64_t> used;
+    std::set<uint64_t> involved;  // places
+    for (const DataSwap& s : candidates)
+      if (!used.count(s.seq) && !used.count(s.other)) {
+        used.insert(s.seq);
+        used.insert(s.other);
+        involved.insert(s.place);
+        involved.insert(s.other_place);
+        out.swaps.push_back(s);
+      }
+    std::sort(out.swaps.begin(), out.swaps.end(),
+              [](const DataSwap& x, const DataSwap& y) { return x.seq < y.seq; });
+    // Longer reorderings: each place's call looks like the peer's call at another offset (the
+    // nearest one it leans to clearly: a tensor's data also look like its own at the next and
+    // previous steps, often more than like the peer's in the same step); followed from call to
+    // call, those close a cycle of different places (k tensors walked in another order), all
+    // together by kMatchZ, as for a pair.
+    std::map<uint64_t, std::pair<int64_t, double>> best;  // place -> (offset, lean z)
+    for (const auto& [key, p] : places) {
+      if (involved.count(key)) continue;
+      const double noise = 3.0 / std::sqrt(256.0 * static_cast<double>(p.seqs.size()));
+      int64_t bd = 0;
+      double bz = 0;
+      for (const auto& [d, unused] : p.z) {
+        if (d == 0 || (bd != 0 && std::llabs(d) > std::llabs(bd))) continue;
+        const auto z = lean(p, d);
+        if (!z || *z < kCycleLeanZ || mean(p.cos, d) < noise) continue;
+        if (bd == 0 || std::llabs(d) < std::llabs(bd) || *z > bz) {
+          bz = *z;
+          bd = d;
+        }
+      }
+      if (bd != 0) best[key] = {bd, bz};
+    }
+    for (const auto& [start, unused_key] : place_at) {
+      if (used.count(start)) continue;
+      DataCycle y;
+      std::set<uint64_t> keys;
+      double zsum = 0;
+      uint64_t cur = start;
+      bool closed = false;
+      while (y.seqs.size() < kMaxCycle) {
+        const auto at = place_at.find(cur);
+        if (at == place_at.end() || used.count(cur)) break;
+        const auto b = best.find(at->second);
+        if (b == best.end() || !keys.insert(at->second).second) break;
+        const int64_t next = static_cast<int64_t>(cur) + b->second.first;
+        if (next < 0) break;
+        const Place& p = places.at(at->second);
+        y.seqs.push_back(cur);
+        y.targets.push_back(static_cast<uint64_t>(next));
+        y.cos_target.push_back(mean(p.cos, b->second.first));
+        y.cos_own.push_back(mean(p.cos, 0));
+        y.steps = std::max<uint64_t>(y.steps, p.seqs.size());
+        zsum += b->second.second;
+        if (static_cast<uint64_t>(next) == start) {
+          closed = true;
+          break;
+        }
+        cur = static_cast<uint64_t>(next);
+      }
+      if (!closed || y.seqs.size() < 3) continue;
+      y.z = zsum / std::sqrt(static_cast<double>(y.seqs.size()));
+      if (y.z < kMatchZ) continue;
+      for (uint64_t q : y.seqs) used.insert(q);
+      involved.insert(keys.begin(), keys.end());
+      out.cycles.push_back(std::move(y));
+    }
     // The data tell tensors apart only where one tensor's data are alike across the ranks: a
-    // place no candidate involves must show it (its calls alike the peer's at the same
+    // place nothing found involves must show it (its calls alike the peer's at the same
     // position, by a mean cosine three standard errors above zero). Data that are alike
     // nowhere (uncorrelated gradients) tell nothing, whatever lines up by chance.
-    std::set<uint64_t> involved;
-    for (const DataSwap& s : candidates) {
-      involved.insert(s.place);
-      involved.insert(s.other_place);
-    }
     const bool alike_somewhere = std::any_of(places.begin(), places.end(), [&](const auto& kv) {
       const auto own = kv.second.cos.find(0);
       if (involved.count(kv.first) || own == kv.second.cos.end() || own->second.second < 2)
@@ -197,21 +289,6 @@ class DataOrderChecker : public Checker {
       return own->second.first / n >= 3.0 / std::sqrt(256.0 * n);
     });
     if (!alike_somewhere) return {};
-    // The nearest partner first: a tensor's data also correlate with its own next step's, so a
-    // swap within a step also looks like one across steps; the pair that swapped is the nearer.
-    std::sort(candidates.begin(), candidates.end(), [](const DataSwap& x, const DataSwap& y) {
-      return std::make_tuple(x.other - x.seq, x.seq) < std::make_tuple(y.other - y.seq, y.seq);
-    });
-    std::vector<DataSwap> out;
-    std::set<uint64_t> used;
-    for (const DataSwap& s : candidates)
-      if (!used.count(s.seq) && !used.count(s.other)) {
-        used.insert(s.seq);
-        used.insert(s.other);
-        out.push_back(s);
-      }
-    std::sort(out.begin(), out.end(),
-              [](const DataSwap& x, const DataSwap& y) { return x.seq < y.seq; });
     return out;
   }
 
@@ -260,6 +337,72 @@ class DataOrderChecker : public Checker {
         "same code path.";
     ctx.Claim(ci, s.seq);
     ctx.Claim(ci, s.other);
+    ctx.NoteDataOrder(ci, rank, s.seq, s.other);
+    ctx.NoteDataOrder(ci, rank, s.other, s.seq);
+    sink.Add(std::move(f));
+  }
+
+  static void ReportCycle(CheckContext& ctx, size_t ci, int rank, int ref, const DataCycle& y,
+                          FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const size_t n = y.seqs.size();
+    const uint64_t first = *std::min_element(y.seqs.begin(), y.seqs.end());
+    const uint64_t last = *std::max_element(y.seqs.begin(), y.seqs.end());
+    const CollectiveSlot* a = c.ranks[rank].AtSeq(first);
+    const std::string call = ShortCall(m.call(a->call));
+    const std::string who = "rank " + std::to_string(rank), peer = "rank " + std::to_string(ref);
+    Finding f = FindingOn(FindingKind::kSuspectedSwap, m, ci);
+    f.seq = first;
+    f.last_seq = last;
+    f.ranks = {rank};
+    f.first_time = m.SlotTime(*a);
+    f.confidence = 0.5 * std::erfc(-y.z / std::sqrt(2.0));
+    // The same reordering at every step: one pattern, offsets relative to its first call.
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t x, size_t z) { return y.seqs[x] < y.seqs[z]; });
+    f.pattern = std::string(kDataSwapPattern) + call + " cycle";
+    std::string ref_order, my_order, pairs;
+    for (size_t i : order) {
+      f.pattern +=
+          " +" + std::to_string(y.seqs[i] - first) + ">+" + std::to_string(y.targets[i] - first);
+      f.calls.push_back({c.ranks[ref].AtSeq(y.seqs[i])->call, ref, y.seqs[i]});
+      pairs += (pairs.empty() ? "" : "; at ") + std::string("seq ") + std::to_string(y.seqs[i]) +
+               (pairs.empty() ? " looks" : "") + " like " + peer + "'s at seq " +
+               std::to_string(y.targets[i]) + " (mean cosine " + Cos(y.cos_target[i]) +
+               ", its own position " + Cos(y.cos_own[i]) + ")";
+      my_order += (my_order.empty() ? "" : " ") + std::string("T") +
+                  std::to_string(y.targets[i] - first + 1);
+      ref_order +=
+          (ref_order.empty() ? "" : " ") + std::string("T") + std::to_string(y.seqs[i] - first + 1);
+    }
+    for (size_t i : order)
+      f.calls.push_back({c.ranks[rank].AtSeq(y.seqs[i])->call, rank, y.seqs[i]});
+    const std::string range = std::to_string(first) + "-" + std::to_string(last);
+    f.table = {
+        {std::to_string(ref), range, std::to_string(n) + " x " + call + ": " + ref_order, false},
+        {std::to_string(rank), range,
+         std::to_string(n) + " x " + call + ": " + my_order + "  (told by their data)", true}};
+    f.short_text = who + " issued " + std::to_string(n) + " " + call + " at seq " + range +
+                   " in another order than " + peer + " (told by their data)";
+    f.message =
+        "The sketched data of the calls say " + who + " issued the same " + std::to_string(n) +
+        " tensors as " + peer + " at seq " + range + ", in another order: over the " +
+        std::to_string(y.steps) + " steps that issue them, " + who + "'s call at " + pairs +
+        ". One tensor's values correlate across data-parallel ranks; different tensors' do "
+        "not. NCCL pairs the k-th collective of every rank, so every one of these sums mixed "
+        "two tensors: no error, no hang, wrong values. Nothing else in the trace tells these "
+        "calls apart (same shape, one call site, buffers allocated in the order the calls were "
+        "issued). The usual cause: tensors walked in an order each process decides for itself "
+        "(a Python set, or a dict built from one, whose order follows each process's hash "
+        "seed; tensors reduced as each rank produces them). Issue them in one order on every "
+        "rank: sort them (by name) before reducing.";
+    for (size_t i = 0; i < n; ++i) {
+      ctx.Claim(ci, y.seqs[i]);
+      ctx.NoteDataOrder(ci, rank, y.seqs[i], y.targets[i]);
+    }
     sink.Add(std::move(f));
   }
 };

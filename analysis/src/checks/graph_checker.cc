@@ -2,7 +2,9 @@
 // the k-th graph each rank captured on a communicator must hold the same calls and be launched
 // the same number of times. Calls issued while a capture was invalidated are reported too.
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <optional>
 
 #include "checks/checkers.h"
 #include "report/text_util.h"
@@ -94,11 +96,163 @@ class GraphChecker : public Checker {
               "Each launch re-issues the captured calls, so every launch mispairs them. Capture "
               "the same collectives, in the same order, on every rank.",
               first_seq, sink);
+      if (LaunchesBetweenEagerCalls(ctx, ci, k, sink)) continue;
       Compare(ctx, ci, launches, "how often graph #" + std::to_string(k + 1) + " was launched",
               "Each launch issues the graph's collectives again: a rank that launches it less "
               "often leaves the others waiting (a hang).",
               first_seq, sink);
     }
+  }
+
+  // One rank's launches of graph k, counted between its eager calls: counts[i] launches before
+  // its i-th eager collective, and `tail` after its last one.
+  struct LaunchCounts {
+    std::vector<const CollectiveSlot*> eager;
+    std::vector<uint64_t> counts;
+    uint64_t tail = 0;
+    std::vector<const CollectiveSlot*> first_launch;  // per interval (tail last): or nullptr
+  };
+
+  static LaunchCounts CountLaunches(const TraceModel& m, const RankView& r, size_t k) {
+    LaunchCounts lc;
+    const GraphTemplate& g = r.graphs[k];
+    std::optional<CallRef> head;  // the graph's first captured collective marks each launch
+    for (CallRef ref : g.calls)
+      if (IsCollective(static_cast<Api>(m.call(ref).api))) {
+        head = ref;
+        break;
+      }
+    const CollectiveSlot* first = nullptr;
+    for (const CollectiveSlot& s : r.collectives) {
+      if (s.launch == 0) {
+        lc.eager.push_back(&s);
+        lc.counts.push_back(lc.tail);
+        lc.first_launch.push_back(first);
+        lc.tail = 0;
+        first = nullptr;
+      } else if (head && s.call == *head) {
+        ++lc.tail;
+        if (!first) first = &s;
+      }
+    }
+    lc.first_launch.push_back(first);
+    return lc;
+  }
+
+  // The first stretch between two eager calls where a rank launched graph k more often than the
+  // others: found, it is reported (and claims the positions from there on) instead of the
+  // launch totals, because it says where the ranks parted. Ranks whose trace ends inside the
+  // stretch count when they launched more than the others did in all of it.
+  bool LaunchesBetweenEagerCalls(CheckContext& ctx, size_t ci, size_t k, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::map<int, LaunchCounts> per_rank;
+    for (const RankView& r : c.ranks)
+      if (r.has_file() && k < r.graphs.size()) per_rank[r.rank] = CountLaunches(m, r, k);
+    if (per_rank.size() < 2) return false;
+    size_t most = 0;
+    for (const auto& [r, lc] : per_rank) most = std::max(most, lc.eager.size());
+    for (size_t i = 0; i < most; ++i) {
+      std::map<uint64_t, std::vector<int>> by_count;  // ranks with an i-th eager call
+      for (const auto& [r, lc] : per_rank)
+        if (i < lc.eager.size()) by_count[lc.counts[i]].push_back(r);
+      if (by_count.empty()) break;
+      const std::vector<int>* major = nullptr;
+      uint64_t expected = 0;
+      for (const auto& [n, rs] : by_count)
+        if (!major || rs.size() > major->size()) {
+          major = &rs;
+          expected = n;
+        }
+      // A tie has no majority: every side is reported.
+      size_t with_eager = 0;
+      for (const auto& [n, rs] : by_count) with_eager += rs.size();
+      const bool tie = major->size() * 2 <= with_eager && by_count.size() > 1;
+      std::map<uint64_t, std::vector<int>> over;  // launches -> ranks that launched more
+      std::map<uint64_t, std::vector<int>> under;
+      for (const auto& [r, lc] : per_rank) {
+        const bool ended = i >= lc.eager.size();
+        const uint64_t n = ended ? lc.tail : lc.counts[i];
+        if (n > expected) over[n].push_back(r);
+        if (!ended && n < expected) under[n].push_back(r);
+      }
+      if (over.empty() && under.empty()) continue;
+      Report(ctx, ci, k, i, *major, expected, tie, over, under, per_rank, sink);
+      return true;
+    }
+    return false;
+  }
+
+  void Report(CheckContext& ctx, size_t ci, size_t k, size_t i, const std::vector<int>& major,
+              uint64_t expected, bool tie, const std::map<uint64_t, std::vector<int>>& over,
+              const std::map<uint64_t, std::vector<int>>& under,
+              const std::map<int, LaunchCounts>& per_rank, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const LaunchCounts& ref = per_rank.at(major.front());
+    const CollectiveSlot* before = i > 0 ? ref.eager[i - 1] : nullptr;
+    const CollectiveSlot* after = ref.eager[i];
+    const uint64_t start = before ? before->seq + 1 : 0;
+    const std::string graph = "graph #" + std::to_string(k + 1);
+    const std::string where = before
+                                  ? "after the eager call at seq " + std::to_string(before->seq) +
+                                        " (" + ShortCall(m.call(before->call)) + ")"
+                                  : "before the first eager call";
+    Finding f = FindingOn(FindingKind::kGraphCaptureMismatch, m, ci);
+    f.seq = start;
+    f.pattern = "launches of " + graph + " between eager calls";
+    f.first_time = INT64_MAX;
+    std::string odd;
+    auto group = [&](const std::map<uint64_t, std::vector<int>>& g) {
+      for (const auto& [n, rs] : g) {
+        f.ranks.insert(f.ranks.end(), rs.begin(), rs.end());
+        const LaunchCounts& lc = per_rank.at(rs.front());
+        const bool ended = i >= lc.eager.size();
+        f.table.push_back(
+            {CompactRanks(rs),
+             std::to_string(start) + "-" + (ended ? "" : std::to_string(lc.eager[i]->seq)),
+             "launched " + graph + " " + Plural(n, "time", "times") +
+                 (ended ? ", and the trace ends"
+                        : ", then " + ShortCall(m.call(lc.eager[i]->call))),
+             true});
+        odd +=
+            (odd.empty() ? "" : "; ") + RankList(rs) + " launched it " + Plural(n, "time", "times");
+        for (int r : rs) {
+          const LaunchCounts& its = per_rank.at(r);
+          const CollectiveSlot* s = its.first_launch[std::min(i, its.first_launch.size() - 1)];
+          if (!s) continue;
+          f.calls.push_back({s->call, r, s->seq});
+          f.first_time = std::min(f.first_time, m.SlotTime(*s));
+        }
+      }
+    };
+    f.table.push_back({CompactRanks(major),
+                       std::to_string(start) + "-" + std::to_string(after->seq),
+                       "launched " + graph + " " + Plural(expected, "time", "times") + ", then " +
+                           ShortCall(m.call(after->call)),
+                       tie});
+    if (tie) f.ranks = major;
+    group(over);
+    group(under);
+    std::sort(f.ranks.begin(), f.ranks.end());
+    if (f.first_time == INT64_MAX) f.first_time = m.SlotTime(*after);
+    const std::string ref_ranks = RankList(major);
+    std::string where_cap = where;
+    where_cap[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(where_cap[0])));
+    f.short_text = "ranks launched " + graph + " a different number of times " + where;
+    f.message =
+        "Each launch of " + graph + " issues its captured calls on " + CommLabel(c) +
+        " again, and NCCL pairs them by position like eager calls. " + where_cap + ", " +
+        ref_ranks + " launched " + graph + " " + Plural(expected, "time", "times") + " before " +
+        ShortCall(m.call(after->call)) + " at seq " + std::to_string(after->seq) + "; " + odd +
+        ". From there the ranks' calls are paired with the wrong launches: silently wrong "
+        "results while the paired calls are alike, a hang or garbage where they differ. A "
+        "launch that depends on a condition only some ranks see (a step retried or skipped "
+        "after a loss spike or an overflow check) does this: decide it on every rank together "
+        "(e.g. all-reduce the flag) and launch the graph the same number of times everywhere.";
+    ctx.Claim(ci, start, kNoSeq);
+    NoteMismatch(ctx, f);
+    sink.Add(std::move(f));
   }
 
   void InvalidCaptures(CheckContext& ctx, FindingSink& sink) {

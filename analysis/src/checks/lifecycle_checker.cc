@@ -35,6 +35,7 @@ class LifecycleChecker : public Checker {
         sink.Add(std::move(f));
       }
       for (const RankView& r : c.ranks) UseAfterEnd(ctx, ci, r, sink);
+      EndBlockedByGraphs(ctx, ci, sink);
       CollectiveLifecycle(ctx, ci, Api::kCommFinalize, "ncclCommFinalize", sink);
       CollectiveLifecycle(ctx, ci, Api::kCommSplit, "ncclCommSplit", sink);
       CollectiveLifecycle(ctx, ci, Api::kCommShrink, "ncclCommShrink", sink);
@@ -55,9 +56,12 @@ class LifecycleChecker : public Checker {
         end = call;
     }
     if (!end) return;
+    // A call that never returned (in flight when the trace ended) has no exit time: the end
+    // began when it was entered.
+    const int64_t ended = (end->flags & call_flags::kInFlight) != 0 ? end->enter_ns : end->exit_ns;
     std::vector<const CollectiveSlot*> late;
     for (const CollectiveSlot& s : r.collectives)
-      if (s.launch == 0 && m.call(s.call).enter_ns > end->exit_ns) late.push_back(&s);
+      if (s.launch == 0 && m.call(s.call).enter_ns > ended) late.push_back(&s);
     if (late.empty()) return;
     const std::string ender =
         "ncclComm" + std::string(ApiName(static_cast<Api>(end->api))).substr(4);
@@ -80,6 +84,92 @@ class LifecycleChecker : public Checker {
                 "other ranks wait for these calls. Finish all collectives before destroying the "
                 "communicator.";
     sink.Add(std::move(f));
+  }
+
+  // Ranks blocked for good in ncclCommFinalize or ncclCommDestroy (in flight when the trace
+  // ended) while a CUDA graph holding calls on the communicator was still instantiated: NCCL
+  // keeps a graph's captured work on the communicator until the graph is destroyed, and the
+  // job hangs at exit (PyTorch: destroy_process_group with a torch.cuda.CUDAGraph alive).
+  void EndBlockedByGraphs(CheckContext& ctx, size_t ci, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::vector<int> blocked;
+    std::optional<CallRef> first_end;
+    std::vector<InvolvedCall> f_calls;
+    size_t live_graphs = 0;
+    std::string graphs;
+    for (const RankView& r : c.ranks) {
+      if (!r.has_file() || r.graphs.empty()) continue;
+      std::optional<CallRef> end;
+      for (CallRef ref : r.lifecycle) {
+        const CallRecord call = m.call(ref);
+        const Api a = static_cast<Api>(call.api);
+        if ((a == Api::kCommFinalize || a == Api::kCommDestroy) &&
+            (call.flags & call_flags::kInFlight) != 0)
+          end = ref;
+      }
+      if (!end) continue;
+      const std::vector<size_t> live = LiveGraphs(m, r, m.call(*end).enter_ns);
+      if (live.empty()) continue;
+      blocked.push_back(r.rank);
+      f_calls.push_back({*end, r.rank, kNoSeq});
+      if (!first_end || m.CallTime(*end) < m.CallTime(*first_end)) first_end = end;
+      if (graphs.empty()) live_graphs = live.size();
+      if (graphs.empty())
+        for (size_t k : live) {
+          const GraphTemplate& g = r.graphs[k];
+          graphs +=
+              (graphs.empty() ? "" : "; ") + std::string("graph #") + std::to_string(k + 1) + " (" +
+              ShortCall(m.call(g.calls.front())) +
+              (g.calls.size() > 1 ? " and " + Plural(g.calls.size() - 1, "more call", "more calls")
+                                  : std::string()) +
+              ", launched " + Plural(g.launch_times_ns.size(), "time", "times") + ")";
+        }
+    }
+    if (blocked.empty()) return;
+    const std::string ender =
+        "ncclComm" + std::string(ApiName(static_cast<Api>(m.call(*first_end).api))).substr(4);
+    Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
+    f.ranks = blocked;
+    f.calls = std::move(f_calls);
+    f.first_time = m.CallTime(*first_end);
+    f.pattern = "blocked in " + ender + " by graphs";
+    for (int r : blocked)
+      f.table.push_back({std::to_string(r), "-", ender + " (never returned)", true});
+    f.short_text = RankList(blocked) + " never returned from " + ender +
+                   ": a CUDA graph holding calls on this communicator was still alive";
+    f.message = RankList(blocked) + " called " + ender + " on " + CommLabel(c) +
+                " and had not returned when the trace ended, while " +
+                (live_graphs > 1 ? "the CUDA graphs that captured calls on it were"
+                                 : "the CUDA graph that captured calls on it was") +
+                " still instantiated (never destroyed): " + graphs +
+                ". NCCL keeps a graph's captured work on the communicator until the graph is "
+                "destroyed, so " +
+                ender +
+                " waits for it and the job hangs at exit. Destroy the graphs first (delete the "
+                "torch.cuda.CUDAGraph objects, or cudaGraphExecDestroy) and then the "
+                "communicator (destroy_process_group).";
+    sink.Add(std::move(f));
+  }
+
+  // The graphs of rank `r` (indices into r.graphs) with an instantiation still alive at `t_ns`
+  // (the file's own clock): instantiated before it and not destroyed before it.
+  static std::vector<size_t> LiveGraphs(const TraceModel& m, const RankView& r, int64_t t_ns) {
+    const TraceFile& t = m.dir().files[r.file];
+    std::vector<size_t> live;
+    for (size_t k = 0; k < r.graphs.size(); ++k) {
+      std::set<uint64_t> execs;
+      for (const GraphEventRecord& e : t.graph_events) {
+        if (e.time_ns > t_ns) continue;
+        const auto kind = static_cast<GraphEventKind>(e.kind);
+        if (kind == GraphEventKind::kInstantiate && e.graph_id == r.graphs[k].graph_id)
+          execs.insert(e.exec_id);
+        else if (kind == GraphEventKind::kDestroy && e.exec_id != 0)
+          execs.erase(e.exec_id);
+      }
+      if (!execs.empty()) live.push_back(k);
+    }
+    return live;
   }
 
   // Finalize, Split and Shrink are collective over the communicator: every rank must call them

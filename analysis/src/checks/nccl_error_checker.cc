@@ -1,5 +1,6 @@
 // nccl_error: calls that returned an error (ncclInProgress from a nonblocking communicator is
 // not one) and asynchronous errors the communicator reported.
+#include <optional>
 #include <string>
 
 #include "checks/checkers.h"
@@ -70,8 +71,28 @@ class NcclErrorChecker : public Checker {
                              " became " + result + "."
                        : what + " on rank " + std::to_string(rank) + " of " + CommLabel(c) +
                              " returned " + result + ".") +
-                " " + Advice(call.result);
+                " " +
+                (AfterMismatch(ctx, ci, f.first_time, call.result)
+                     .value_or(std::string(Advice(call.result))));
     sink.Add(std::move(f));
+  }
+
+  // Mismatched calls make NCCL fail the communicator (it detects a message larger than its
+  // receive buffer, and the peers then see a remote error): an error that follows a mismatch
+  // found on the communicator is its consequence, and the generic advice would mislead.
+  static std::optional<std::string> AfterMismatch(const CheckContext& ctx, size_t ci, int64_t t,
+                                                  int result) {
+    if (result != 5 && result != 6) return std::nullopt;  // ncclInvalidUsage, ncclRemoteError
+    const auto* cause = ctx.FirstMismatch(ci);
+    if (!cause || cause->first > t) return std::nullopt;
+    return result == 5
+               ? "It follows the mismatched calls reported on this communicator (" + cause->second +
+                     "): NCCL detects some of them itself (a message larger than the receive "
+                     "buffer posted for it) and fails the communicator. Fix that mismatch; "
+                     "this error goes with it."
+               : "It follows the mismatched calls reported on this communicator (" + cause->second +
+                     "): a peer's NCCL failed on them and aborted. Fix that mismatch; this "
+                     "error goes with it.";
   }
 };
 

@@ -74,6 +74,7 @@ class P2pChecker : public Checker {
     std::set<std::pair<int, int>> pairs;
     for (const auto& [k, v] : sends) pairs.insert(k);
     for (const auto& [k, v] : recvs) pairs.insert(k);
+    std::vector<SizeMismatch> mismatches;
     for (const auto& [src, dst] : pairs) {
       const auto& s = sends[{src, dst}];
       const auto& r = recvs[{src, dst}];
@@ -83,35 +84,28 @@ class P2pChecker : public Checker {
           (s[i]->pair_seq < r[j]->pair_seq ? i : j)++;
           continue;
         }
-        const uint64_t k = s[i]->pair_seq;
         const P2pCall* ps = s[i++];
         const P2pCall* pr = r[j++];
         const CallRecord& a = m.call(ps->call);
         const CallRecord& b = m.call(pr->call);
-        if (a.count * DtypeSize(a.dtype) == b.count * DtypeSize(b.dtype) && a.dtype == b.dtype)
-          continue;
-        Finding f = Make(m, ci, src, dst, k);
-        f.first_time = std::min(ps->time_ns, pr->time_ns);
-        f.calls = {{ps->call, src, k}, {pr->call, dst, k}};
-        f.table = {{std::to_string(src), std::to_string(k), ShortCall(a), true},
-                   {std::to_string(dst), std::to_string(k), ShortCall(b), true}};
-        f.pattern = "size:" + ShortCall(a) + "|" + ShortCall(b);
-        const bool dtype = a.dtype != b.dtype;
-        f.short_text = "the " + Nth(k) + " Send from rank " + std::to_string(src) + " to rank " +
-                       std::to_string(dst) + " is " + ShortCall(a) + " but its Recv is " +
-                       ShortCall(b);
-        f.message = "Point-to-point calls pair by (sender, receiver, order): the " + Nth(k) +
-                    " Send from rank " + std::to_string(src) + " to rank " + std::to_string(dst) +
-                    " meets the " + Nth(k) + " Recv on rank " + std::to_string(dst) +
-                    " from rank " + std::to_string(src) + ". They disagree on " +
-                    (dtype ? "the datatype" : "the size") + " (" +
-                    Thousands(a.count * DtypeSize(a.dtype)) + " bytes sent, " +
-                    Thousands(b.count * DtypeSize(b.dtype)) +
-                    " bytes expected): NCCL truncates, leaves the tail of the receive buffer "
-                    "stale, or hangs. Post matching Send/Recv pairs, in the same order on both "
-                    "sides.";
-        sink.Add(std::move(f));
+        if (a.count * DtypeSize(a.dtype) != b.count * DtypeSize(b.dtype) || a.dtype != b.dtype)
+          mismatches.push_back({src, dst, ps->pair_seq, ps, pr});
       }
+    }
+    ReportMismatches(ctx, ci, mismatches, sends, recvs, sink);
+    // After a mismatch NCCL fails the ranks where it notices, and a job that was ended there
+    // leaves counts that differ at the end of the pairs that mismatched: that is where they
+    // stopped, not a Send or Recv missing of its own.
+    std::set<int> mismatched;
+    for (const SizeMismatch& x : mismatches) mismatched.insert({x.src, x.dst});
+    auto stopped = [&](int rank) {
+      return !c.ranks[rank].has_file() || !m.files()[c.ranks[rank].file].clean;
+    };
+    for (const auto& [src, dst] : pairs) {
+      if (mismatched.count(src) && mismatched.count(dst) && (stopped(src) || stopped(dst)))
+        continue;
+      const auto& s = sends[{src, dst}];
+      const auto& r = recvs[{src, dst}];
       const uint64_t ns = s.empty() ? 0 : s.back()->pair_seq + 1;
       const uint64_t nr = r.empty() ? 0 : r.back()->pair_seq + 1;
       if (ns == nr) continue;
@@ -146,8 +140,137 @@ class P2pChecker : public Checker {
                   (more_sends ? "Send" : "Recv") + " (" + ShortCall(x) +
                   ") has no partner, so it never completes (a hang, or a deadlock inside its "
                   "group). Post every Send with a matching Recv on the peer.";
+      NoteMismatch(ctx, f);
       sink.Add(std::move(f));
     }
+  }
+
+  struct SizeMismatch {
+    int src, dst;
+    uint64_t k;  // per-pair index
+    const P2pCall* send;
+    const P2pCall* recv;
+  };
+
+  static uint64_t Bytes(const CallRecord& c) { return c.count * DtypeSize(c.dtype); }
+
+  // The rank that every mismatch of one exchange (per-pair index k) involves, when there are
+  // two or more and one rank is in all of them: -1 otherwise.
+  static int CommonRank(const std::vector<const SizeMismatch*>& at_k) {
+    if (at_k.size() < 2) return -1;
+    for (int cand : {at_k[0]->src, at_k[0]->dst}) {
+      bool all = true;
+      for (const SizeMismatch* x : at_k) all &= x->src == cand || x->dst == cand;
+      if (all) return cand;
+    }
+    return -1;
+  }
+
+  // The size rank `me` posts toward `peer` (a Send when `send`) at per-pair index k; 0 if none.
+  static uint64_t PostedBytes(const TraceModel& m, const Lists& lists, int me, int peer, bool send,
+                              uint64_t k) {
+    const auto it = lists.find(send ? std::make_pair(me, peer) : std::make_pair(peer, me));
+    if (it == lists.end()) return 0;
+    for (const P2pCall* p : it->second)
+      if (p->pair_seq == k) return Bytes(m.call(p->call));
+    return 0;
+  }
+
+  void ReportMismatches(CheckContext& ctx, size_t ci, const std::vector<SizeMismatch>& all,
+                        const Lists& sends, const Lists& recvs, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    std::map<uint64_t, std::vector<const SizeMismatch*>> by_k;
+    for (const SizeMismatch& x : all) by_k[x.k].push_back(&x);
+    for (const auto& [k, at_k] : by_k) {
+      const int common = CommonRank(at_k);
+      if (common < 0) {
+        for (const SizeMismatch* x : at_k) ReportOne(ctx, ci, *x, sink);
+        continue;
+      }
+      // One rank disagrees with every peer it exchanged with here: its sizes are the odd ones.
+      Finding f = FindingOn(FindingKind::kP2pMismatch, m, ci);
+      f.seq = k;
+      f.ranks = {common};
+      f.first_time = INT64_MAX;
+      std::vector<int> peers;
+      bool symmetric = true;  // `common` posts each peer the size it posts for the way back
+      bool receives = true, sends_only = true;
+      std::string sizes;
+      for (const SizeMismatch* x : at_k) {
+        const bool recv_side = x->dst == common;
+        const int peer = recv_side ? x->src : x->dst;
+        peers.push_back(peer);
+        f.ranks.push_back(peer);
+        receives &= recv_side;
+        sends_only &= !recv_side;
+        const CallRecord& a = m.call(x->send->call);
+        const CallRecord& b = m.call(x->recv->call);
+        f.first_time = std::min({f.first_time, x->send->time_ns, x->recv->time_ns});
+        f.calls.push_back({x->send->call, x->src, k});
+        f.calls.push_back({x->recv->call, x->dst, k});
+        f.table.push_back({std::to_string(x->src), std::to_string(k), ShortCall(a), !recv_side});
+        f.table.push_back({std::to_string(x->dst), std::to_string(k), ShortCall(b), recv_side});
+        const uint64_t mine = recv_side ? Bytes(b) : Bytes(a);
+        const uint64_t back = PostedBytes(m, recv_side ? sends : recvs, common, peer, recv_side, k);
+        symmetric &= back == mine;
+        sizes += (sizes.empty() ? "" : "; ") + std::string("rank ") + std::to_string(x->src) +
+                 " sends " + Thousands(Bytes(a)) + " bytes, rank " + std::to_string(x->dst) +
+                 " expects " + Thousands(Bytes(b));
+      }
+      std::sort(f.ranks.begin(), f.ranks.end());
+      std::sort(peers.begin(), peers.end());
+      const std::string who = "rank " + std::to_string(common);
+      const std::string what = receives ? "Recvs" : sends_only ? "Sends" : "Sends and Recvs";
+      f.pattern = "one rank's sizes:" + what + (symmetric ? ":symmetric" : "");
+      f.short_text = who + "'s " + what + " in the " + Nth(k) + " exchange with " +
+                     RankList(peers) + " disagree in size with theirs";
+      f.message =
+          "Point-to-point calls pair by (sender, receiver, order). In the " + Nth(k) +
+          " exchange between " + who + " and each of " + RankList(peers) +
+          ", the sizes disagree (" + sizes + "): " + who +
+          " is in every mismatch, so its sizes are the likely fault. NCCL truncates, leaves the "
+          "tail of the receive buffer stale, or hangs.";
+      if (symmetric)
+        f.message += " Rank " + std::to_string(common) +
+                     " posted each peer the same size both ways (what it sends to a peer is "
+                     "what it expects back from it), and the peers did not: receive sizes taken "
+                     "from the send sizes, as code that assumes symmetric traffic does (an "
+                     "all_to_all_single whose output splits are its input splits). Exchange the "
+                     "counts first (an all_to_all of the split sizes) and size the receives from "
+                     "them.";
+      else
+        f.message += " Post matching Send/Recv pairs, in the same order on both sides.";
+      NoteMismatch(ctx, f);
+      sink.Add(std::move(f));
+    }
+  }
+
+  void ReportOne(CheckContext& ctx, size_t ci, const SizeMismatch& x, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CallRecord& a = m.call(x.send->call);
+    const CallRecord& b = m.call(x.recv->call);
+    const uint64_t k = x.k;
+    Finding f = Make(m, ci, x.src, x.dst, k);
+    f.first_time = std::min(x.send->time_ns, x.recv->time_ns);
+    f.calls = {{x.send->call, x.src, k}, {x.recv->call, x.dst, k}};
+    f.table = {{std::to_string(x.src), std::to_string(k), ShortCall(a), true},
+               {std::to_string(x.dst), std::to_string(k), ShortCall(b), true}};
+    f.pattern = "size:" + ShortCall(a) + "|" + ShortCall(b);
+    const bool dtype = a.dtype != b.dtype;
+    f.short_text = "the " + Nth(k) + " Send from rank " + std::to_string(x.src) + " to rank " +
+                   std::to_string(x.dst) + " is " + ShortCall(a) + " but its Recv is " +
+                   ShortCall(b);
+    f.message = "Point-to-point calls pair by (sender, receiver, order): the " + Nth(k) +
+                " Send from rank " + std::to_string(x.src) + " to rank " + std::to_string(x.dst) +
+                " meets the " + Nth(k) + " Recv on rank " + std::to_string(x.dst) + " from rank " +
+                std::to_string(x.src) + ". They disagree on " +
+                (dtype ? "the datatype" : "the size") + " (" + Thousands(Bytes(a)) +
+                " bytes sent, " + Thousands(Bytes(b)) +
+                " bytes expected): NCCL truncates, leaves the tail of the receive buffer "
+                "stale, or hangs. Post matching Send/Recv pairs, in the same order on both "
+                "sides.";
+    NoteMismatch(ctx, f);
+    sink.Add(std::move(f));
   }
 
   static bool Torn(const TraceModel& m, const CommModel& c, int rank) {

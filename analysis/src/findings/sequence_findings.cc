@@ -177,6 +177,11 @@ FindingKind MismatchKind(const CallRecord& a, const CallRecord& b) {
 
 std::string ApiStr(const CallRecord& c) { return std::string(ApiName(static_cast<Api>(c.api))); }
 
+bool IsFloating(int32_t dtype) {
+  const std::string_view n = DtypeName(dtype);
+  return n.find("float") != std::string_view::npos || n.rfind("fp8", 0) == 0;
+}
+
 // What goes wrong when NCCL pairs `a` with `b`.
 std::string PairingConsequence(const CallRecord& a, const CallRecord& b) {
   switch (MismatchKind(a, b)) {
@@ -340,6 +345,8 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
 }
 
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
+  // Explained already by a check that runs first (a graph launched more often on some ranks).
+  if (sc.ctx.Claimed(sc.ci, std::min(e.seq, e.ref_seq))) return;
   const EventView v(sc, e);
   const CommModel& c = v.comm();
   const bool call_sites = v.SitesTellApart();
@@ -574,9 +581,24 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       }
       f.message =
           PerPositionMessage(f.kind, e.seq, a, b, who, others, agreeing.size() > 1, c.nranks);
+      if (f.kind == FindingKind::kDtypeMismatch && a.count == b.count) {
+        // The same tensors in another precision: one pattern whatever the bucket's size, so
+        // that every bucket of the step is one finding with repeats.
+        f.pattern = "dtype:" + ApiStr(a) + ":" + std::string(DtypeName(a.dtype)) + "|" +
+                    std::string(DtypeName(b.dtype));
+        // A 16- or 8-bit float against a wider one: a reduced-precision path on some ranks.
+        if (IsFloating(a.dtype) && IsFloating(b.dtype) &&
+            std::min(DtypeSize(a.dtype), DtypeSize(b.dtype)) <= 2)
+          f.message += " Same element counts in two floating-point precisions: " + who +
+                       " reduced the same tensors in another precision, a setting that differs "
+                       "between the ranks (gradient compression such as DDP's bf16/fp16 "
+                       "compress hooks, autocast or a mixed-precision option read from each "
+                       "node's environment or config). Configure every rank alike.";
+      }
       break;
     }
   }
+  if (f.kind != FindingKind::kSuspectedSwap) NoteMismatch(sc.ctx, f);
   sink.Add(std::move(f));
 }
 

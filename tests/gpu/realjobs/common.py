@@ -129,3 +129,38 @@ def spawn_and_report(worker, args):
     print("wrong results per rank: " + ", ".join(f"{r}: {per_rank[r]}" for r in sorted(per_rank)),
           flush=True)
     finish(total)
+
+
+def jax_step_wrong(step, got_grads, got_loss, value_and_grad, params, make_batch, nproc, batch,
+                   dev, log):
+    """How many of a data-parallel JAX step's results (the summed gradients got_grads, name ->
+    numpy array, and the mean loss got_loss) are wrong: each process's gradient and loss are
+    recomputed from its known batch (make_batch(process, step, batch)) with value_and_grad, a
+    plain jit on this process's device (no collective), and summed on the host."""
+    import jax
+    import numpy as np
+
+    def off_by(got, want, rtol=1e-3):
+        err = float(np.max(np.abs(got - want)))
+        return err, err > rtol * float(np.max(np.abs(want))) + 1e-6
+
+    want_g, want_l = None, 0.0
+    for q in range(nproc):
+        xq, yq = make_batch(q, step, batch)
+        lq, gq = value_and_grad(jax.device_put(params, dev), jax.device_put(xq, dev),
+                                jax.device_put(yq, dev))
+        gq = jax.tree.map(np.asarray, gq)
+        want_g = gq if want_g is None else jax.tree.map(np.add, want_g, gq)
+        want_l += float(lq) / nproc
+    wrong = 0
+    for name in sorted(want_g):
+        err, bad = off_by(got_grads[name], want_g[name])
+        if bad:
+            wrong += 1
+            log(f"WRONG: step {step} psum of grad[{name}] off by {err:.3g} from the sum of the "
+                f"processes' gradients")
+    err, bad = off_by(np.float32(got_loss), np.float32(want_l))
+    if bad:
+        wrong += 1
+        log(f"WRONG: step {step} pmean of the loss gave {got_loss:.6f}, expected {want_l:.6f}")
+    return wrong

@@ -23,7 +23,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import finish, share_one_gpu  # noqa: E402  (common.py imports no torch at load)
+from common import finish, jax_step_wrong, share_one_gpu  # noqa: E402 (no torch at load)
 
 
 def parse():
@@ -115,11 +115,6 @@ def host(a):
     return v.reshape(v.shape[1:]) if v.ndim and v.shape[0] == 1 else v
 
 
-def off_by(got, want, rtol=1e-3):
-    err = float(np.max(np.abs(got - want)))
-    return err, err > rtol * float(np.max(np.abs(want))) + 1e-6
-
-
 def main():
     nloc = jax.local_device_count()
     ndev = jax.device_count()
@@ -143,27 +138,10 @@ def main():
             gn = p_grad_norm(grads)  # only this process calls it: one extra psum
             log(f"step {step}: debug global grad norm {float(host(gn)):.4f}")
 
-        # Reference: every process's local gradient, recomputed here from its known seed.
-        want_g, want_l = None, 0.0
-        for q in range(args.num_processes):
-            xq, yq = make_batch(q, step, args.batch)
-            lq, gq = local_value_and_grad(jax.device_put(params_np, dev),
-                                          jax.device_put(xq, dev), jax.device_put(yq, dev))
-            gq = jax.tree.map(np.asarray, gq)
-            want_g = gq if want_g is None else jax.tree.map(np.add, want_g, gq)
-            want_l += float(lq) / args.num_processes
-        got_g = jax.tree.map(host, grads)
-        for name in sorted(want_g):
-            err, bad = off_by(got_g[name], want_g[name])
-            if bad:
-                wrong += 1
-                log(f"WRONG: step {step} psum of grad[{name}] off by {err:.3g} from the sum of "
-                    f"the processes' gradients")
         got_l = float(host(loss))
-        err, bad = off_by(np.float32(got_l), np.float32(want_l))
-        if bad:
-            wrong += 1
-            log(f"WRONG: step {step} pmean of the loss gave {got_l:.6f}, expected {want_l:.6f}")
+        got_g = jax.tree.map(host, grads)
+        wrong += jax_step_wrong(step, got_g, got_l, local_value_and_grad, params_np, make_batch,
+                                args.num_processes, args.batch, dev, log)
         params_np = jax.tree.map(host, params)
         if PID == 0 and (step % 5 == 0 or step == args.steps - 1):
             log(f"step {step:3d} loss {got_l:.4f}")

@@ -76,6 +76,27 @@ class CheckContext {
   const std::map<size_t, std::map<uint64_t, uint64_t>>& claims() const { return claimed_; }
   // The first claimed seq of a communicator, if any (a mismatch there may mispair what follows).
   std::optional<uint64_t> FirstClaimed(size_t comm_index) const;
+  // Same-shape calls the sketched data say a rank issued in another order (the data-order
+  // check): the rank's call at `seq` holds the tensor the reference issued at `other`.
+  void NoteDataOrder(size_t comm_index, int rank, uint64_t seq, uint64_t other) {
+    data_orders_.push_back({comm_index, rank, seq, other});
+  }
+  struct DataOrder {
+    size_t comm = 0;
+    int rank = -1;
+    uint64_t seq = 0, other = 0;
+  };
+  const std::vector<DataOrder>& data_orders() const { return data_orders_; }
+  // The earliest mismatch reported on a communicator (its time on the common timeline and
+  // "kind at seq N"): errors NCCL raised there after it are its consequences (nccl_error).
+  void NoteMismatch(size_t comm_index, int64_t time_ns, std::string what) {
+    auto [it, added] = mismatches_.try_emplace(comm_index, time_ns, what);
+    if (!added && time_ns < it->second.first) it->second = {time_ns, std::move(what)};
+  }
+  const std::pair<int64_t, std::string>* FirstMismatch(size_t comm_index) const {
+    auto it = mismatches_.find(comm_index);
+    return it == mismatches_.end() ? nullptr : &it->second;
+  }
   // A rank that skipped (delta > 0) or added (delta < 0) calls mid-stream, as the sequence
   // alignment found: the missing-call check adds it back before comparing how many calls each
   // rank issued, so one skipped call is reported once.
@@ -130,6 +151,8 @@ class CheckContext {
   std::map<size_t, std::map<uint64_t, uint64_t>> claimed_;  // comm -> first -> last, disjoint
   std::set<std::pair<size_t, int>> untrusted_;
   std::map<std::pair<size_t, int>, int64_t> explained_;
+  std::map<size_t, std::pair<int64_t, std::string>> mismatches_;
+  std::vector<DataOrder> data_orders_;
   std::set<std::tuple<size_t, uint64_t, int, int>> capture_verified_;
   std::map<std::tuple<size_t, uint64_t, int, int>, Finding> capture_wrong_;
 };
@@ -167,9 +190,9 @@ struct Explained {
   // than the others' at the same position only there: elsewhere the check found nothing to
   // believe, and the call means what NCCL paired it with.
   std::map<size_t, std::map<uint64_t, uint64_t>> positions;
-  // Same-shape swaps only the sketched data tell (the logical identity has the calls for the
-  // same tensors): rank `rank` of communicator `comm` issued at `seq` the tensor the reference
-  // rank issued at `other`, and the other way round.
+  // Same-shape reorderings only the sketched data tell (the logical identity has the calls for
+  // the same tensors): rank `rank` of communicator `comm` issued at `seq` the tensor the
+  // reference rank issued at `other` (a swap is two of these, a longer reordering one per call).
   struct DataSwap {
     size_t comm = 0;
     int rank = -1;
