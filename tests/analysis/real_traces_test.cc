@@ -296,7 +296,14 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"compress-mixed", FindingKind::kDtypeMismatch, 3, 5},
         // A step captured in a CUDA graph, replayed twice by rank 1 at one step: where the
         // ranks' launches part, not the hang it led to three launches later.
-        RealTrace{"graph-extra", FindingKind::kGraphCaptureMismatch, 11}),
+        RealTrace{"graph-extra", FindingKind::kGraphCaptureMismatch, 11},
+        // The same job deleting its graph before it leaves the process group, and tensor
+        // parallelism (DTensor) with FSDP2 over a 2 x 2 mesh: clean.
+        RealTrace{"graph-clean", std::nullopt}, RealTrace{"tp-clean", std::nullopt},
+        // Rank 1 raises (out of memory) before a gradient all_reduce; rank 0 waits in it until
+        // the launcher kills it. Rank 1's trace was closed in order, rank 0's was not: the
+        // finding says rank 1 exited without issuing the call.
+        RealTrace{"side-crash", FindingKind::kMissingCall, 6}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -189,6 +189,8 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "$PY" "$J/torch_side_stream.py" --port $((P + 17)) --bug race
   variant side-branch "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
     "$PY" "$J/torch_side_stream.py" --port $((P + 18)) --bug branch
+  variant side-crash "$HANG_S" missing_call no -- \
+    "$PY" "$J/torch_side_stream.py" --port $((P + 43)) --bug crash
   # Gradients all-reduced from per-parameter hooks, in the order autograd produces them.
   variant hook-clean "$RUN_S" - no -- \
     "$PY" "$J/torch_hook_order.py" --port $((P + 19)) --bug none
@@ -212,6 +214,8 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 27)) "$J/torch_hsdp_compile.py" --mode hsdp
   variant hsdp-clean-sketch "$RUN_S" - no --sketch -- \
     "${TORCHRUN4[@]}" --master-port $((P + 28)) "$J/torch_hsdp_compile.py" --mode hsdp
+  variant tp-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 44)) "$J/torch_hsdp_compile.py" --mode tp
   variant compile-clean "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 29)) "$J/torch_hsdp_compile.py" --mode compile
   variant compile-clean-sketch "$RUN_S" - no --sketch -- \

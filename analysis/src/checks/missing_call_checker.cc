@@ -3,6 +3,7 @@
 // seq N, where each rank stopped, what was in flight and for how long. A rank whose file is
 // missing or torn is never accused: the trace cannot show where it stopped (trace_incomplete).
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 
@@ -178,6 +179,10 @@ class MissingCallChecker : public Checker {
     std::map<uint64_t, std::vector<int>> by_stop;
     for (int r : accused) by_stop[c.ranks[r].issued()].push_back(r);
     std::string stops;
+    bool ended_all = true;
+    bool waiter_killed = false;
+    for (int w : waiters)
+      waiter_killed |= c.ranks[w].has_file() && !m.files()[c.ranks[w].file].clean;
     for (const auto& [n, ranks] : by_stop) {
       const RankView& rv = c.ranks[ranks[0]];
       std::string last = "(no collective on this communicator)";
@@ -190,6 +195,20 @@ class MissingCallChecker : public Checker {
       stops += (stops.empty() ? "" : "; ") + RankList(ranks) +
                (n ? " stopped after seq " + std::to_string(n - 1) : " issued none") +
                ElsewhereNote(m, ci, rv, stable);
+      // Its trace closed in order while a waiter's was not: it exited on its own, and the
+      // waiters were killed later (a launcher stopping the job). Traces all closed in order (an
+      // interrupt ends every rank alike, a log import) tell nothing.
+      bool all_ended = waiter_killed;
+      for (int r : ranks) all_ended &= c.ranks[r].has_file() && m.files()[c.ranks[r].file].clean;
+      if (all_ended) {
+        stops +=
+            std::string(ranks.size() == 1 ? ", and its process" : ", and their processes") +
+            " ended: " + (ranks.size() == 1 ? "its trace was" : "their traces were") +
+            " closed in order" +
+            (stable ? ""
+                    : " (at +" + Seconds(m.files()[rv.file].last_alive_ns - m.start_ns()) + ")");
+      }
+      ended_all &= all_ended;
     }
     f.short_text = RankList(accused) + " never issued seq " + std::to_string(seq) + " (" + what +
                    "), which " + RankList(waiters) + " issued";
@@ -201,10 +220,19 @@ class MissingCallChecker : public Checker {
                 RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
                 std::to_string(seq) +
                 (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
-                ". Find why " + RankList(accused) +
-                " did not get there: a rank-dependent branch, an exception, or a blocking call on "
-                "another communicator (see cross_comm_order).";
+                (ended_all ? ". " + Capitalized(RankList(accused)) +
+                                 " exited without issuing it: look at how it ended (an uncaught "
+                                 "exception, such as running out of memory, or an exit in a "
+                                 "rank-dependent branch; its own output has the error)."
+                           : ". Find why " + RankList(accused) +
+                                 " did not get there: a rank-dependent branch, an exception, or a "
+                                 "blocking call on another communicator (see cross_comm_order).");
     sink.Add(std::move(f));
+  }
+
+  static std::string Capitalized(std::string s) {
+    if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return s;
   }
 
   // " (the last rooted call before it is seq 89, Broadcast(10 float32))", or "".

@@ -5,6 +5,11 @@ no finding.
   shards, `init_device_mesh`): parameters are all-gathered and gradients reduce-scattered within
   each shard group, then all-reduced across the replica group; the communicators are split off
   the world. Each block is sharded on its own, then the root.
+--mode tp: tensor parallel within pairs of ranks and FSDP2 across them (a 2 x 2 mesh, "dp" x
+  "tp", as large transformer jobs combine them): each block's up-projection column-parallel and
+  down-projection row-parallel (`parallelize_module`: DTensor all-reduces in the forward and
+  backward), then `fully_shard` over "dp"; the ranks of one tensor-parallel pair read the same
+  batch.
 --mode compile: DistributedDataParallel around `torch.compile`d MLP blocks: the gradient bucket
   all-reduces are issued from the compiled backward (DDP's optimizer splits the graph at bucket
   boundaries; one bucket at the default size).
@@ -13,7 +18,7 @@ Both add the loss averaged across ranks for the log line (all_reduce AVG) every 
 against the ranks' losses all-gathered over a gloo group (no NCCL call). Rank 0 prints "#wrong N";
 exit status 0 when N == 0.
 
-  torchrun --nproc-per-node 4 --master-port 29635 torch_hsdp_compile.py --mode hsdp|compile
+  torchrun --nproc-per-node 4 --master-port 29635 torch_hsdp_compile.py --mode hsdp|tp|compile
 """
 import argparse
 import os
@@ -25,6 +30,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                               parallelize_module)
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -59,7 +66,7 @@ class Net(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=["hsdp", "compile"], required=True)
+    ap.add_argument("--mode", choices=["hsdp", "tp", "compile"], required=True)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch", type=int, default=32)
     args = ap.parse_args()
@@ -78,13 +85,21 @@ def main():
             fully_shard(b, mesh=mesh)
         fully_shard(model, mesh=mesh)
         net = model
+    elif args.mode == "tp":
+        mesh = init_device_mesh("cuda", (world // 2, 2), mesh_dim_names=("dp", "tp"))
+        for b in model.blocks:
+            parallelize_module(b, mesh["tp"], {"up": ColwiseParallel(), "down": RowwiseParallel()})
+            fully_shard(b, mesh=mesh["dp"])
+        fully_shard(model, mesh=mesh["dp"])
+        net = model
     else:
         for i, b in enumerate(model.blocks):
             model.blocks[i] = torch.compile(b)
         net = DDP(model, device_ids=[dev.index])
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
     teacher = torch.randn(32, 10, generator=torch.Generator().manual_seed(7)).to(dev)
-    gen = torch.Generator(device=dev).manual_seed(7000 + rank)
+    # One batch per data-parallel group: the ranks of a tensor-parallel pair read the same one.
+    gen = torch.Generator(device=dev).manual_seed(7000 + (rank // 2 if args.mode == "tp" else rank))
     wrong = 0
 
     for step in range(args.steps):

@@ -12,6 +12,9 @@ torch.multiprocessing.spawn.
 --bug branch: at the first of --bug-steps rank 1 all-reduces a debug scalar (its gradient norm)
   before the bucket, in a branch only it takes: NCCL pairs it with rank 0's bucket (different
   sizes), and the job hangs; the driver ends it with a timeout.
+--bug crash: at the first of --bug-steps rank 1 raises (as an out-of-memory error in its
+  backward would) before the bucket's all_reduce: rank 0 waits in that all_reduce until the
+  launcher, seeing rank 1 fail, ends it.
 --bug none: the same loop without either; it finishes with 0 wrong results.
 
 Results are checked against the ranks' contributions (the bucket as it was when the all_reduce
@@ -70,6 +73,8 @@ def worker(rank, world, args, results):
             debug = norm.clone()
             torch.cuda.current_stream().wait_stream(side)
             dist.all_reduce(debug)
+        if args.bug == "crash" and rank == 1 and step == bug_steps[0]:
+            raise RuntimeError(f"step {step}: CUDA out of memory (raised by the job, bug)")
         dist.all_reduce(bucket)
         torch.cuda.current_stream().wait_stream(side)
         bucket /= world
@@ -96,7 +101,7 @@ def main():
     ap = spawn_parser(__doc__, 29633)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--bug", choices=["none", "race", "branch"], default="none")
+    ap.add_argument("--bug", choices=["none", "race", "branch", "crash"], default="none")
     ap.add_argument("--bug-steps", default="3,6,9,12,15")
     ap.add_argument("--delay-cycles", type=int, default=200000)
     args = ap.parse_args()
