@@ -203,6 +203,27 @@ TEST(RealTraces, SetOrderInJaxIsToldByTheData) {
   ncclrr::testing::ExpectGolden(RealDir() / "jax-set-order-sketch.check.txt", c.text);
 }
 
+// DDP: rank 1 skips step 7 on a "non-finite loss" guard only it takes; its later steps pair with
+// rank 0's earlier ones (same sizes, silently) until its validation meets rank 0's step 10 at
+// seq 29, and the job hangs there (its trace ends with the validation calls). The ranks part
+// at seq 29; the finding names both readings the trace allows: rank 1 left the loop, or it
+// skipped a step somewhere in seq 21-28 (it issued its validation after 4 steps, where every
+// earlier stretch held 5).
+TEST(RealTraces, StepSkippedOnOneRankIsNamedAsAPossibleCause) {
+  const Checked c = CheckReal("ddp-skip-step");
+  ASSERT_TRUE(c.model.has_value());
+  ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
+  const Finding& f = c.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kCountMismatch) << c.text;
+  EXPECT_EQ(f.seq, 29u);
+  EXPECT_NE(f.message.find("Or rank 1 skipped a step of the loop"), std::string::npos) << c.text;
+  EXPECT_NE(f.message.find("after 4 steps where every earlier stretch between them held 5"),
+            std::string::npos)
+      << c.text;
+  EXPECT_NE(f.message.find("somewhere in seq 21-28"), std::string::npos) << c.text;
+  ncclrr::testing::ExpectGolden(RealDir() / "ddp-skip-step.check.txt", c.text);
+}
+
 // nccl-tests' alltoall_perf (32 MB to 256 MB, float) under `record --sketch`: its in-place runs
 // receive into the buffer they send from, which NCCL does not support (nccl-tests prints N/A
 // for them): the outputs really are not copies, and check must say why, never blame a race.
@@ -303,7 +324,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Rank 1 raises (out of memory) before a gradient all_reduce; rank 0 waits in it until
         // the launcher kills it. Rank 1's trace was closed in order, rank 0's was not: the
         // finding says rank 1 exited without issuing the call.
-        RealTrace{"side-crash", FindingKind::kMissingCall, 6}),
+        RealTrace{"side-crash", FindingKind::kMissingCall, 6},
+        // DDP: rank 1's validation shard is smaller and the predictions are all-gathered with
+        // all_gather_into_tensor; the advice names uneven per-rank lengths.
+        RealTrace{"ddp-uneven-gather", FindingKind::kCountMismatch, 6}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -332,6 +332,27 @@ SyntheticScript UnevenSteps() {
   return b.s;
 }
 
+// A step skipped on one rank: each step all-reduces a gradient bucket and the loss, every
+// fourth step adds a validation sum. Rank 1 skips step 6 (a guard only it took) and goes on, so
+// its validation after step 8 meets rank 0's step 8 bucket, and rank 1's later steps carry on
+// after it (this rank issues asynchronously: its trace goes on).
+SyntheticScript SkippedStep() {
+  ScriptBuilder b(2);
+  const int dp = b.Comm(0x46, "dp", Range(2));
+  auto on = [&](int p, ScriptCall c) {
+    c.comm = dp;
+    b.On(p, c);
+  };
+  for (int p = 0; p < 2; ++p)
+    for (int step = 0; step < 11; ++step) {
+      if (p == 1 && step == 6) continue;
+      on(p, AllReduce(65536, 2));
+      on(p, AllReduce(1, 3));
+      if (step % 4 == 0) on(p, AllReduce(3, 4));
+    }
+  return b.s;
+}
+
 SyntheticScript ExtraCall() {
   ScriptBuilder b(3);
   const int dp = b.Comm(0x43, "dp", Range(3));
@@ -549,6 +570,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"missing_call_blocked", MissingCallBlocked},
       {"extra_call", ExtraCall},
       {"uneven_steps", UnevenSteps},
+      {"skipped_step", SkippedStep},
       {"p2p_mismatch", P2pMismatch},
       {"fresh_buffers_clean", [] { return FreshBuffers({}, false, false); }},
       {"fresh_buffers_swap",

@@ -164,6 +164,10 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "$PY" "$G" --port $((P + 4)) --bug swap-diff --swap-steps 5,12,20
   variant ddp-clean "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 5)) "$J/torch_ddp.py"
+  variant ddp-skip-step "$HANG_S" "missing_call|suspected_swap|order_swap" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 45)) "$J/torch_ddp.py" --bug skip-step
+  variant ddp-uneven-gather "$HANG_S" count_mismatch no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 46)) "$J/torch_ddp.py" --bug uneven-gather
   variant fsdp2-clean "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 6)) "$J/torch_fsdp2.py"
   variant fsdp2-clean-sketch "$RUN_S" - no --sketch -- \

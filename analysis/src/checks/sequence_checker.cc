@@ -5,6 +5,7 @@
 // (missing_call), or a single mispaired call (op/count/dtype/redop/root mismatch).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "checks/checkers.h"
@@ -155,6 +156,8 @@ class SequenceChecker : public Checker {
       if (a.shape[i] != b.shape[i] && a.shape[i] != kUnknownSignature &&
           b.shape[i] != kUnknownSignature)
         return;
+    // The side that stopped may instead have skipped a step of the loop (the finding says so).
+    const std::optional<AlignOp> skipped = SkippedStep(p, a, b);
     auto went_on = [p](const DenseSequence& d) {
       constexpr size_t kChecked = 256;  // calls of a long tail that must follow the steps
       for (size_t k = p; k < std::min(d.shape.size(), p + kChecked); ++k) {
@@ -167,8 +170,76 @@ class SequenceChecker : public Checker {
     if (rank_on == ref_on) return;
     AlignOp op = at;
     op.type = rank_on ? AlignOp::kRankWentOn : AlignOp::kRefWentOn;
+    if (skipped && skipped->ref_skipped == rank_on) {  // the side that stopped issued the block
+      op.at = skipped->at;
+      op.landmark = skipped->landmark;
+      op.issued = skipped->issued;
+      op.usual = skipped->usual;
+      op.skip_pos = skipped->pos;
+    }
     ops->resize(first);
     ops->push_back(op);
+  }
+
+  // Where the sides first differ at p (the same calls before), one of them may have issued the
+  // block its loop issues every few steps (a validation, a metrics gather) a step early: between
+  // the last such block and p it issued fewer steps than every earlier stretch between two of
+  // them held, while the other side issued a step there. That side skipped a step of the loop (a
+  // guard only it took; the steps between were paired with the other side's earlier ones), or
+  // left the loop early: the parting's finding names both. Counted in steps: each step starts
+  // with the call the other side issued at p. The op returned carries the numbers (pos: the
+  // first step after the block before; at, landmark, issued, usual, ref_skipped).
+  static std::optional<AlignOp> SkippedStep(size_t p, const DenseSequence& a,
+                                            const DenseSequence& b) {
+    for (const bool ref_skipped : {false, true}) {
+      const DenseSequence& d = ref_skipped ? a : b;  // the side that may have skipped
+      const DenseSequence& o = ref_skipped ? b : a;
+      const uint64_t block = d.shape[p], step = o.shape[p];
+      if (block == step || block == kUnknownSignature || step == kUnknownSignature) continue;
+      std::vector<size_t> starts;  // where the block began before p
+      for (size_t i = 0; i < p; ++i)
+        if (d.shape[i] == block && (i == 0 || d.shape[i - 1] != block)) starts.push_back(i);
+      if (starts.size() < 2) continue;
+      auto steps_in = [&](const DenseSequence& s, size_t from, size_t to, size_t* first) {
+        size_t n = 0;
+        for (size_t i = from + 1; i < to && i < s.shape.size(); ++i)
+          if (s.shape[i] == step) {
+            if (n == 0 && first) *first = i;
+            ++n;
+          }
+        return n;
+      };
+      // Every earlier stretch between two blocks held the same number of steps.
+      const size_t usual = steps_in(d, starts[starts.size() - 2], starts.back(), nullptr);
+      bool regular = usual >= 2;
+      for (size_t j = 0; regular && j + 2 < starts.size(); ++j)
+        regular = steps_in(d, starts[j], starts[j + 1], nullptr) == usual;
+      size_t first_step = 0;
+      const size_t issued = steps_in(d, starts.back(), p, &first_step);
+      if (!regular || issued >= usual || issued == 0) continue;
+      size_t next_step = first_step + 1;  // one step: up to the next call that starts one
+      while (next_step < p && d.shape[next_step] != step) ++next_step;
+      AlignOp op;
+      op.type = AlignOp::kMismatch;
+      op.pos = op.ref_pos = first_step;
+      op.len = op.ref_len = next_step - first_step;
+      op.at = p;
+      op.landmark = starts.back();
+      op.issued = issued;
+      op.usual = usual;
+      op.ref_skipped = ref_skipped;
+      return op;
+    }
+    return std::nullopt;
+  }
+
+  // A skipped run of `len` reference calls at `pos` aligns as well anywhere further back that the
+  // same calls repeat (a whole step of a loop): the earliest such start.
+  static size_t EarliestSkip(const DenseSequence& a, size_t pos, size_t len) {
+    while (pos > 0 && pos - 1 + len < a.shape.size() &&
+           a.shape[pos - 1] == a.shape[pos - 1 + len] && a.shape[pos - 1] != kUnknownSignature)
+      --pos;
+    return pos;
   }
 
   // The rank's last collective never returned: the job hung there (the watchdog's or a signal's
@@ -199,6 +270,8 @@ class SequenceChecker : public Checker {
       std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
       ExplainBlockedTail(&ops, a, b);
       ExplainParting(&ops, a, b);
+      for (AlignOp& op : ops)
+        if (op.type == AlignOp::kSkip) op.skip_pos = EarliestSkip(a, op.ref_pos, op.ref_len);
       for (const AlignOp& op : ops) {
         RawEvent e;
         e.op = op;

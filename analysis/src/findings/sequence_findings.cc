@@ -177,6 +177,21 @@ FindingKind MismatchKind(const CallRecord& a, const CallRecord& b) {
 
 std::string ApiStr(const CallRecord& c) { return std::string(ApiName(static_cast<Api>(c.api))); }
 
+// For a parting whose stopping side issued its every-few-steps block a step early and whose
+// trace ends there: it may as well have skipped a step of the loop (the trace cannot tell).
+std::string SkipAlternative(const RawEvent& e, const std::string& off, const std::string& on) {
+  if (e.op.usual == 0) return "";
+  const uint64_t base = e.seq - e.op.pos;
+  return " Or " + off + " skipped a step of the loop: " + off + " issued the calls at seq " +
+         std::to_string(base + e.op.at) + " after " + Plural(e.op.issued, "step", "steps") +
+         " where every earlier stretch between them held " + std::to_string(e.op.usual) + " and " +
+         on + " issued another step; a step skipped somewhere in seq " +
+         std::to_string(base + e.op.skip_pos) + "-" + std::to_string(base + e.op.at - 1) +
+         " pairs each later step with the other ranks' step before it (the sums silently mix "
+         "steps) until here. A guard that skips a step on some ranks only (such as `if not "
+         "torch.isfinite(loss): continue`) does this: decide to skip on every rank together.";
+}
+
 bool IsFloating(int32_t dtype) {
   const std::string_view n = DtypeName(dtype);
   return n.find("float") != std::string_view::npos || n.rfind("fp8", 0) == 0;
@@ -223,6 +238,11 @@ std::string PerPositionMessage(FindingKind kind, uint64_t seq, const CallRecord&
           " elements where " + others + " send" + s + " " + Thousands(b.send_elems) +
           " and receive" + s + " " + Thousands(b.recv_elems) +
           ". NCCL does not compare counts across ranks. Pass the same count on every rank.";
+      const Api api = CanonicalApi(static_cast<Api>(ref.api));
+      if (api == Api::kAllGather || api == Api::kReduceScatter)
+        m += " Per-rank data of different lengths (a last batch or a shard smaller on some "
+             "ranks) does this: pad every rank's tensor to one length, or gather the lengths "
+             "first (all_gather_object handles uneven sizes).";
       break;
     }
     case FindingKind::kRedopMismatch:
@@ -476,7 +496,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           "the same number of steps (shard the data evenly, e.g. DistributedSampler with " +
           "drop_last=True; decide to stop on one rank and broadcast it) or use DDP's join() for " +
           "uneven inputs. If " + off + " took a rank-dependent branch instead, make every rank " +
-          "issue the same collectives there.";
+          "issue the same collectives there." + SkipAlternative(e, off, on);
       break;
     }
     case AlignOp::kSkip:
@@ -505,6 +525,18 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                     " had no partner: a hang, preceded by wrong results or a crash where the "
                     "mispaired calls differ. A collective inside a rank-dependent branch is the "
                     "usual cause: make every rank issue it.";
+        if (e.op.ref_len >= 2 && e.op.skip_pos + e.op.ref_len <= e.op.ref_pos) {
+          // The same calls repeat, whole, before the place the alignment chose: a step.
+          const uint64_t earliest = e.ref_seq - (e.op.ref_pos - e.op.skip_pos);
+          f.message += " The same calls repeat before seq " + std::to_string(e.ref_seq) + ", so " +
+                       who + " may have skipped them anywhere from seq " +
+                       std::to_string(earliest) +
+                       " on (the trace cannot tell which): from there each of its steps was "
+                       "paired with the others' step before it, the same calls, so the sums "
+                       "silently mixed steps. A step skipped on some ranks only does this (a "
+                       "guard such as `if not torch.isfinite(loss): continue`): decide to skip "
+                       "on every rank together.";
+        }
       } else {
         f.table[0].what = "(nothing)";
         f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) +

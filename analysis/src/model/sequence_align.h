@@ -36,6 +36,13 @@ struct AlignOp {
   size_t ref_pos = 0;  // index into `ref` where it starts
   size_t len = 1;      // calls on the rank's side (kSkip: 0)
   size_t ref_len = 1;  // calls on the reference side (kExtra: 0)
+  // A kRankWentOn/kRefWentOn whose stopping side issued its every-few-steps block a step early
+  // (it may have skipped a step instead): `usual` > 0 steps between the blocks before, `issued`
+  // since the last one (at `landmark`), `at` the parting, `skip_pos` the first step after the
+  // block. A kSkip: `skip_pos` the earliest start at which the same calls could be the skipped
+  // ones (a whole step of a loop repeats).
+  size_t at = 0, landmark = 0, issued = 0, usual = 0, skip_pos = 0;
+  bool ref_skipped = false;
 };
 
 std::vector<AlignOp> AlignSequences(std::span<const uint64_t> ref, std::span<const uint64_t> seq,

@@ -1,9 +1,17 @@
 """Clean DistributedDataParallel training of a small MLP classifier (torchrun-launched), with the
 usual extras: the loss averaged across ranks for the log line every step (all_reduce AVG) and a
 validation pass every --val-every steps whose loss/correct/count are summed across ranks
-(all_reduce). DDP itself broadcasts the initial state, checks parameter shapes across ranks
-(all_gather) and all-reduces gradient buckets during backward. No bug: `ncclrr check` must report
-no finding.
+(all_reduce), and its predictions all-gathered for a metric. DDP itself broadcasts the initial
+state, checks parameter shapes across ranks (all_gather) and all-reduces gradient buckets during
+backward. Without --bug, `ncclrr check` must report no finding.
+
+--bug skip-step: at --bug-step rank 1 sees a non-finite loss and skips the step (`continue`
+  before DDP's forward and backward), as loss-spike guards written for one rank do: its later
+  steps' buckets are paired with rank 0's earlier ones (same sizes: silently wrong), and rank 0's
+  last step has no partner (a hang at the end).
+--bug uneven-gather: rank 1's validation shard holds 250 samples, rank 0's 256, and the
+  predictions are all-gathered with all_gather_into_tensor (equal sizes required): the counts
+  differ at the first validation.
 
 Independent reference: each rank also keeps an unwrapped copy of the model (same initial
 weights) and computes its local gradient on the same batch with plain autograd; the copies are
@@ -48,6 +56,8 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--val-every", type=int, default=5)
+    ap.add_argument("--bug", choices=["none", "skip-step", "uneven-gather"], default="none")
+    ap.add_argument("--bug-step", type=int, default=7)
     args = ap.parse_args()
 
     rank, world, local_rank = torchrun_ranks()
@@ -66,7 +76,8 @@ def main():
 
     teacher = torch.randn(128, 16, generator=torch.Generator().manual_seed(7)).to(dev)
     gen = torch.Generator(device=dev).manual_seed(3000 + rank)
-    val_x = torch.randn(256, 128, device=dev, generator=gen)
+    n_val = 250 if args.bug == "uneven-gather" and rank == 1 else 256
+    val_x = torch.randn(n_val, 128, device=dev, generator=gen)
     val_y = (val_x @ teacher).argmax(dim=1)
     wrong = 0
 
@@ -78,6 +89,9 @@ def main():
         # Reference: this rank's own gradient, from the replica.
         ref_opt.zero_grad()
         ref_loss = F.cross_entropy(replica(x), y)
+        if args.bug == "skip-step" and rank == 1 and step == args.bug_step:
+            log(rank, f"step {step}: loss not finite here, step skipped (bug)")
+            continue
         ref_loss.backward()
         mine = torch.cat([p.grad.reshape(-1) for p in replica.parameters()]
                          + [ref_loss.detach().reshape(1)]).cpu()
@@ -115,6 +129,13 @@ def main():
                                      torch.tensor(float(val_x.shape[0]), device=dev)])
             local = stats.cpu()
             dist.all_reduce(stats)
+            preds = out.argmax(dim=1).float()
+            every = torch.empty(world * preds.numel(), device=dev)
+            dist.all_gather_into_tensor(every, preds)
+            want_preds = gather_cpu(preds.cpu(), check_pg, world).reshape(-1)
+            if every.numel() != want_preds.numel() or not torch.equal(every.cpu(), want_preds):
+                wrong += 1
+                log(rank, f"WRONG: step {step} predictions all_gather differs from the ranks'")
             want_stats = gather_cpu(local, check_pg, world).sum(dim=0)
             err, bad = off_by(stats.cpu(), want_stats, rtol=1e-5 * world)
             if bad:
