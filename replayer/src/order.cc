@@ -71,8 +71,19 @@ IssueOrder CanonicalOrder(const ReplayPlan& plan) {
       Key k{static_cast<double>(u.time_ns), kNone, kNone, i};
       for (uint32_t idx : u.calls) {
         const PlanCall& c = plan.calls[idx];
-        if (!c.collective()) continue;
-        const Key ck{plan.comms[c.comm].logical[c.logical].canonical_key, c.comm, c.logical, i};
+        Key ck;
+        if (c.collective()) {
+          ck = {plan.comms[c.comm].logical[c.logical].canonical_key, c.comm, c.logical, i};
+        } else if (c.partner != kNone) {
+          // A Send and its Recv take one key on both ranks, as a collective does (the earlier
+          // of their times): keyed by each rank's own time, a rank's Send could be put after a
+          // collective its peer's Recv precedes, and the two would wait for each other.
+          const PlanCall& p = plan.calls[c.partner];
+          ck = {static_cast<double>(std::min(c.time_ns, p.time_ns)), c.comm,
+                kNone / 2 + std::min(idx, c.partner), i};
+        } else {
+          continue;
+        }
         if (k.comm == kNone ||
             std::tie(ck.time, ck.comm, ck.logical) < std::tie(k.time, k.comm, k.logical))
           k = ck;

@@ -48,12 +48,14 @@ std::string Pack(const ReplayPlan& plan, uint32_t actor, const ExecResult& r) {
   b.PutString(r.error);
   b.Put<double>(r.seconds);
   b.Put<double>(r.setup_seconds);
-  const ActorReport& a = r.actors[actor];
+  // An execution that failed before it started (its error says why) reports no actor.
+  static const ActorReport kNone;
+  const ActorReport& a = actor < r.actors.size() ? r.actors[actor] : kNone;
   b.Put<uint64_t>(a.issued_units);
   b.Put<uint8_t>(a.waiting_for_memory);
   b.Put<uint64_t>(a.in_flight_heads.size());
   for (uint32_t u : a.in_flight_heads) b.Put<uint32_t>(u);
-  for (uint32_t i = 0; i < plan.calls.size(); ++i) {
+  for (uint32_t i = 0; i < plan.calls.size() && i < r.calls.size(); ++i) {
     if (plan.calls[i].actor != actor) continue;
     const CallOutcome& o = r.calls[i];
     b.Put<uint32_t>(i);

@@ -35,7 +35,11 @@ class StuckExplainer {
         for (uint32_t idx : plan_.units[u].calls) head_calls_.insert(idx);
     std::vector<std::pair<std::tuple<uint32_t, uint64_t, int>, StuckCall>> out;
     for (size_t a = 0; a < actors_.size(); ++a)
-      for (uint32_t u : actors_[a].in_flight_heads)
+      for (uint32_t u : actors_[a].in_flight_heads) {
+        // A group's Send/Recv whose peer posted a match of the same size waits for the rest of
+        // the group: only the ones that do not match are listed, unless none does.
+        std::vector<std::pair<std::tuple<uint32_t, uint64_t, int>, StuckCall>> matched;
+        bool culprit = false;
         for (uint32_t idx : plan_.units[u].calls) {
           const PlanCall& c = plan_.calls[idx];
           StuckCall s;
@@ -45,8 +49,13 @@ class StuckExplainer {
           s.rank = c.rank;
           s.call = DescribeCall(plan_, c);
           s.why = c.collective() ? WhyCollective(c, s.seq) : WhyP2p(c, s.seq);
-          out.push_back({{c.comm, s.seq, c.rank}, std::move(s)});
+          auto& to = !c.collective() && MatchedBySize(c, s.seq) ? matched : out;
+          culprit |= &to == &out;
+          to.push_back({{c.comm, s.seq, c.rank}, std::move(s)});
         }
+        if (!culprit)
+          for (auto& m : matched) out.push_back(std::move(m));
+      }
     std::sort(out.begin(), out.end(),
               [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<StuckCall> result;
@@ -130,8 +139,23 @@ class StuckExplainer {
     if (posted <= index)
       return "rank " + std::to_string(peer) + " has not posted the matching " + what + " (#" +
              std::to_string(index) + "); " + Where(c.comm, peer);
+    if (MatchedBySize(c, index))
+      return "rank " + std::to_string(peer) + " posted the matching " + what + " (#" +
+             std::to_string(index) +
+             ") of the same size: it waits for the rest of its group or an earlier call on its "
+             "stream";
     return "rank " + std::to_string(peer) + " posted the matching " + what + " (#" +
            std::to_string(index) + "); their sizes or datatypes differ";
+  }
+
+  // The peer posted this Send/Recv's match (by per-pair index) with the same size and datatype.
+  bool MatchedBySize(const PlanCall& c, uint64_t index) const {
+    const bool send = c.api == Api::kSend;
+    auto it = issued_p2p_.find(
+        {c.comm, c.root_peer, c.rank, static_cast<int>(send ? Api::kRecv : Api::kSend)});
+    if (it == issued_p2p_.end() || it->second <= index || c.partner == kNone) return false;
+    const PlanCall& p = plan_.calls[c.partner];
+    return p.dtype == c.dtype && p.count == c.count;
   }
 
   const ReplayPlan& plan_;

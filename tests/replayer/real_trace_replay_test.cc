@@ -61,11 +61,15 @@ std::unique_ptr<analysis::TraceModel> LoadReal(const std::string& name) {
 // the others' at that position. `check` weighs that and reports nothing, and the replay follows
 // it (a call means what NCCL paired it with unless the check explained a difference there):
 // before, DDP replayed 46 of 144 calls "wrong" (canonical: 80), JAX 4 of 30 steps, and the
-// pipeline's canonical order hung.
+// pipeline's canonical order hung. tp-clean (DTensor tensor parallel with FSDP2) sends its
+// initial shards with Send/Recv on the tensor-parallel group: its canonical order hung (each rank
+// kept its Sends/Recvs at its own times while the collectives took shared ones, so a rank's Send
+// went after a collective its peer's Recv came before) until a Send and its Recv shared one key.
 TEST(RealTraceReplay, CleanJobsReplayRightInEveryOrder) {
-  for (const char* name : {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean",
-                           "pptp-clean", "accum-clean", "side-clean", "hsdp-clean", "compile-clean",
-                           "moe-clean", "compress-clean", "jax-set-clean"}) {
+  for (const char* name :
+       {"ddp-clean", "ddp-clean-pysites", "jax-clean", "fsdp2-clean", "pptp-clean", "accum-clean",
+        "side-clean", "hsdp-clean", "compile-clean", "moe-clean", "compress-clean", "jax-set-clean",
+        "tp-clean", "graph-clean"}) {
     auto model = LoadReal(name);
     ASSERT_NE(model, nullptr);
     const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded,canonical", 20.0));
@@ -132,6 +136,24 @@ TEST(RealTraceReplay, ReorderingToldByTheDataReplaysWrongAndCanonicalRight) {
                 w.call.find("AllReduce(16384 float32") != std::string::npos)
         << w.call;
   EXPECT_EQ(r.results[1].outcome, replay::Outcome::kRight) << replay::FormatText(r);
+}
+
+// An expert-parallel job where rank 2 took its receive splits from its send splits: the
+// all_to_all's group of Sends and Recvs hangs. The stuck calls listed are the three pairs whose
+// sizes differ (every peer's Send to rank 2 and rank 2's Recv), not every call of the group: the
+// others matched their peers and only waited for the rest of the group.
+TEST(RealTraceReplay, StuckAllToAllListsOnlyTheMismatchedPairs) {
+  auto model = LoadReal("moe-splits");
+  ASSERT_NE(model, nullptr);
+  const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded", 5.0));
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].outcome, replay::Outcome::kHang) << replay::FormatText(r);
+  ASSERT_EQ(r.results[0].stuck.size(), 6u) << replay::FormatText(r);
+  for (const replay::StuckCall& s : r.results[0].stuck) {
+    EXPECT_NE(s.why.find("sizes or datatypes differ"), std::string::npos) << s.why;
+    const bool involves_rank_2 = s.rank == 2 || s.call.find(" 2)") != std::string::npos;
+    EXPECT_TRUE(involves_rank_2) << s.call;
+  }
 }
 
 // tests/data/real/torch4-swap: four PyTorch processes on one GPU (real NCCL), rank 1 swapping two
