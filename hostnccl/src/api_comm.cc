@@ -186,7 +186,11 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
     int none = -1;
     c->seg.hdr().aborted_by.compare_exchange_strong(none, c->rank);
     c->seg.Bump();
-    Drain(c);  // every queued op of this rank now fails at once
+    // Every queued op of this rank fails as it reaches the head of its stream; those behind
+    // another communicator's blocked op fail once that one fails or completes. Waiting for them
+    // here would wait forever where two communicators share a stream and deadlock (as an
+    // abort on a GPU returns while its kernels sit behind another's).
+    ProgressAll(nullptr);
   }
   comm->magic = 0;
   delete comm;

@@ -193,6 +193,10 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "$PY" "$J/torch_side_stream.py" --port $((P + 17)) --bug race
   variant side-branch "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
     "$PY" "$J/torch_side_stream.py" --port $((P + 18)) --bug branch
+  # The same branch under PyTorch's watchdog with a 10 s timeout: it aborts the communicator
+  # and ends each process, as hung production jobs end.
+  variant side-branch-watchdog "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
+    "$PY" "$J/torch_side_stream.py" --port $((P + 47)) --bug branch --pg-timeout 10
   variant side-crash "$HANG_S" missing_call no -- \
     "$PY" "$J/torch_side_stream.py" --port $((P + 43)) --bug crash
   # Gradients all-reduced from per-parameter hooks, in the order autograd produces them.

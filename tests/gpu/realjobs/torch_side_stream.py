@@ -23,6 +23,7 @@ N == 0.
 
   python3 torch_side_stream.py --port 29633 [--bug none|race|branch] [--bug-steps 3,6,9,12,15]
 """
+import datetime
 import os
 import sys
 
@@ -39,7 +40,10 @@ from common import (end_spawned, gather_cpu, log, mismatch, spawn_and_report,  #
 def worker(rank, world, args, results):
     torch_env(rank, args.port)  # several ranks on one GPU
     dev = use_gpu(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
+    # --pg-timeout: PyTorch's watchdog aborts a collective that has not finished in time (the
+    # default is 10 minutes) and ends the process, as hung production jobs end.
+    timeout = {"timeout": datetime.timedelta(seconds=args.pg_timeout)} if args.pg_timeout else {}
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev, **timeout)
     check_pg = dist.new_group(backend="gloo")
     bug_steps = [int(s) for s in args.bug_steps.split(",") if s]
 
@@ -104,6 +108,7 @@ def main():
     ap.add_argument("--bug", choices=["none", "race", "branch", "crash"], default="none")
     ap.add_argument("--bug-steps", default="3,6,9,12,15")
     ap.add_argument("--delay-cycles", type=int, default=200000)
+    ap.add_argument("--pg-timeout", type=float, default=0, help="seconds; 0: PyTorch's default")
     args = ap.parse_args()
     spawn_and_report(worker, args)
 
