@@ -321,6 +321,9 @@ INSTANTIATE_TEST_SUITE_P(
         // The same job deleting its graph before it leaves the process group, and tensor
         // parallelism (DTensor) with FSDP2 over a 2 x 2 mesh: clean.
         RealTrace{"graph-clean", std::nullopt}, RealTrace{"tp-clean", std::nullopt},
+        // DDP with the predictions all-gathered at validation (the clean run of ddp-skip-step
+        // and ddp-uneven-gather).
+        RealTrace{"ddp-clean-gather", std::nullopt},
         // Rank 1 raises (out of memory) before a gradient all_reduce; rank 0 waits in it until
         // the launcher kills it. Rank 1's trace was closed in order, rank 0's was not: the
         // finding says rank 1 exited without issuing the call.
