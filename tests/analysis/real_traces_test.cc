@@ -130,13 +130,13 @@ TEST(RealTraces, SwapAtEveryStepIsToldByTheData) {
   for (const Finding& f : c.report.findings) {
     EXPECT_EQ(f.kind, FindingKind::kSuspectedSwap) << c.text;
     EXPECT_EQ(f.ranks, std::vector<int>{1});
-    EXPECT_GE(f.repeats, 17u);
+    EXPECT_EQ(f.repeats, 19u);  // all 20 steps, the first one too
     ASSERT_TRUE(f.confidence.has_value());
     EXPECT_GE(*f.confidence, 0.99);
     EXPECT_NE(f.short_text.find("told by their data"), std::string::npos);
   }
-  EXPECT_EQ(c.report.findings[0].seq, 11u);  // the biases (128), then the weights (16384)
-  EXPECT_EQ(c.report.findings[1].seq, 12u);
+  EXPECT_EQ(c.report.findings[0].seq, 2u);  // the biases (128), then the weights (16384)
+  EXPECT_EQ(c.report.findings[1].seq, 3u);
   ncclrr::testing::ExpectGolden(RealDir() / "hook-order-sketch.check.txt", c.text);
 }
 
@@ -185,7 +185,7 @@ TEST(RealTraces, FinalizeWithALiveGraphIsTheHangAtExit) {
 
 // The founding bug in JAX: gradients psum'd one at a time, walked in each process's set order
 // (its hash seed): two same-shape weights swapped and four same-shape biases rotated, at every
-// step (`record --sketch`). The data tell both: a swap and a reordering of four, with repeats.
+// step (`record --sketch`). The data tell both, at all 20 steps: a reordering of four and a swap.
 TEST(RealTraces, SetOrderInJaxIsToldByTheData) {
   const Checked c = CheckReal("jax-set-order-sketch");
   ASSERT_TRUE(c.model.has_value());
@@ -193,11 +193,11 @@ TEST(RealTraces, SetOrderInJaxIsToldByTheData) {
   for (const Finding& f : c.report.findings) {
     EXPECT_EQ(f.kind, FindingKind::kSuspectedSwap) << c.text;
     EXPECT_EQ(f.ranks, std::vector<int>{1});
-    EXPECT_GE(f.repeats, 18u);
+    EXPECT_EQ(f.repeats, 19u);
   }
-  EXPECT_EQ(c.report.findings[0].seq, 7u);   // the weights, 16384 floats, at 7 and 9
-  EXPECT_EQ(c.report.findings[1].seq, 13u);  // the biases, 128 floats, at 13-16 (step 1 on)
-  EXPECT_NE(c.report.findings[1].short_text.find("4 AllReduce(128 float32, sum) at seq 13-16"),
+  EXPECT_EQ(c.report.findings[0].seq, 2u);  // the biases, 128 floats, at 2-5
+  EXPECT_EQ(c.report.findings[1].seq, 7u);  // the weights, 16384 floats, at 7 and 9
+  EXPECT_NE(c.report.findings[0].short_text.find("4 AllReduce(128 float32, sum) at seq 2-5"),
             std::string::npos)
       << c.text;
   ncclrr::testing::ExpectGolden(RealDir() / "jax-set-order-sketch.check.txt", c.text);

@@ -111,12 +111,37 @@ class DataOrderChecker : public Checker {
       return s ? id.shapes[v.rank][static_cast<size_t>(s - v.collectives.data())] : 0;
     };
     // Where a call sits in a step, as a key equal at every step of a training loop: the
-    // reference's shapes a few calls around it. Tensor ids would not do: real jobs allocate
-    // gradients afresh, and one tensor's ids change from step to step.
-    auto place_of = [&](int64_t k) {
+    // reference's shapes of the calls from it on (a step and a bit). Tensor ids would not do:
+    // real jobs allocate gradients afresh, and one tensor's ids change from step to step. The
+    // first step's calls have the others' keys (the shapes before them are the job's setup);
+    // the last step's run into what follows the loop, so a call whose key no other call has
+    // takes the place of the calls with its shapes *before* it.
+    auto window = [&](int64_t from, int64_t to) {
       uint64_t h = 0x9e3779b97f4a7c15ull;
-      for (int64_t q = k - 4; q <= k + 4; ++q) h = (h ^ shape(ref, q)) * 0x100000001b3ull;
+      for (int64_t q = from; q <= to; ++q) h = (h ^ shape(ref, q)) * 0x100000001b3ull;
       return h;
+    };
+    constexpr int64_t kContext = 8;
+    std::map<uint64_t, int> ahead_count;
+    for (const CollectiveSlot& slot : r.collectives) {
+      const auto k = static_cast<int64_t>(slot.seq);
+      ++ahead_count[window(k, k + kContext)];
+    }
+    std::map<uint64_t, uint64_t> place_behind;  // shapes before a call -> its place
+    std::set<uint64_t> behind_ambiguous;
+    for (const CollectiveSlot& slot : r.collectives) {
+      const auto k = static_cast<int64_t>(slot.seq);
+      const uint64_t ahead = window(k, k + kContext);
+      if (ahead_count[ahead] < 2) continue;
+      const auto [it, added] = place_behind.try_emplace(window(k - kContext, k), ahead);
+      if (!added && it->second != ahead) behind_ambiguous.insert(it->first);
+    }
+    auto place_of = [&](int64_t k) {
+      const uint64_t ahead = window(k, k + kContext);
+      if (ahead_count[ahead] >= 2) return ahead;
+      const uint64_t behind = window(k - kContext, k);
+      const auto it = place_behind.find(behind);
+      return it == place_behind.end() || behind_ambiguous.count(behind) ? ahead : it->second;
     };
     // The reference's send sketches by seq, looked up once (each is compared up to 33 times).
     std::map<uint64_t, const SketchData*> peer_sketch;
