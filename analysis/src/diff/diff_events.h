@@ -40,6 +40,11 @@ struct DiffEvent {
   // rank ends without a clean close (the process was killed, crashed or hung)
   bool at_end = false;
   bool short_side_unclean = false;
+  // kMissingCall / kExtraCall mid-sequence: the calls repeat, whole, just before them on the run
+  // that has them (a step of a loop), so they may as well be any of those repeats from
+  // `earliest_pos` on (a position of that run).
+  bool repeats_before = false;
+  uint64_t earliest_pos = 0;
 };
 
 // Every event of one kind at the first position a communicator shows it.

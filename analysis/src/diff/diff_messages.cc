@@ -260,6 +260,10 @@ class Describer {
                  (calls.size() == 1 ? "it was" : "they were") +
                  (missing ? " skipped in run B" : " added in run B") + ", not reordered." +
                  Pairing();
+    if (e_.repeats_before)
+      d_.message += " The same calls repeat before them in run " + longer + ", so run B may have " +
+                    (missing ? "skipped" : "added") + " them at any of those steps from " +
+                    Pos(e_.earliest_pos, g_.p2p) + " on (the traces cannot tell which).";
   }
 
   void CallSite() {

@@ -280,10 +280,25 @@ class Differ {
           kind = e.type == RankEdit::kMissing ? DiffKind::kMissingCall : DiffKind::kExtraCall;
           ev.at_end = e.type == RankEdit::kMissing ? e.b == t.b.size() : e.a == t.a.size();
           if (ev.at_end) ev.short_side_unclean = ShortSideUnclean(t, e.type == RankEdit::kMissing);
+          if (!ev.at_end) RepeatsBefore(t, e, &ev);
           break;
       }
       (*events)[kind][ev.a_pos].push_back(std::move(ev));
     }
+  }
+
+  // The skipped (or added) calls are a whole step of a loop when the same calls, two or more,
+  // repeat whole just before them: the alignment put them at the last repeat, but they may be
+  // any of them.
+  static void RepeatsBefore(const Track& t, const RankEdit& e, DiffEvent* ev) {
+    const bool missing = e.type == RankEdit::kMissing;
+    const std::vector<uint64_t>& sig = missing ? t.sig_a : t.sig_b;
+    const size_t at = missing ? e.a : e.b, len = missing ? e.a_len : e.b_len;
+    size_t from = at;
+    while (from > 0 && from - 1 + len < sig.size() && sig[from - 1] == sig[from - 1 + len]) --from;
+    if (len < 2 || from + len > at) return;
+    ev->repeats_before = true;
+    ev->earliest_pos = missing ? t.APos(from) : t.BPos(from);
   }
 
   // Where ranks stopped is one divergence, however the ranks' stops differ: the tail events
