@@ -162,23 +162,9 @@ StatusOr<TraceFile> FileReader::Read(const std::string& path) {
     }
   }
   w.Report(&t);
-  if (t.nccl_version == 0) t.nccl_version = t.header.nccl_version;
-  for (int64_t* v : {&t.header.start_mono_ns, &t.header.start_real_ns})
-    if (!TimeSane(*v)) {
-      *v = 0;
-      ++t.clamped_times;
-    }
-  if (t.clamped_times > 0)
-    t.warnings.push_back(path + ": " + std::to_string(t.clamped_times) +
-                         " timestamp(s) outside any clock's range were clamped: the file is "
-                         "damaged, and times in it are not to be trusted");
   if (in_flight) DropSupersededInFlight(&t);
   t.calls.Seal();
-  if (!t.footer && !t.torn)
-    t.warnings.push_back(path +
-                         ": no closing footer: the recording process did not finish "
-                         "writing (killed, or still running); calls after the last flush are "
-                         "missing");
+  FinishReading(path, &t);
   return t;
 }
 

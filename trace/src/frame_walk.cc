@@ -102,4 +102,46 @@ std::optional<FooterData> LastFooter(const ByteView& f, size_t start) {
   return std::nullopt;
 }
 
+Status ForEachFrame(const std::string& path, HeaderData* header,
+                    const std::function<void(const fb::Batch&, size_t offset)>& on_batch,
+                    std::vector<std::string>* warnings, TraceFile* stats) {
+  MappedFile file;
+  NCCLRR_RETURN_IF_ERROR(file.Open(path));
+  FrameWalk w(path, file.view(), warnings);
+  NCCLRR_RETURN_IF_ERROR(ParseHeader(path, w.f, header, &w.off));
+  while (w.off < w.f.size()) {
+    FrameHeader h;
+    const uint8_t* payload = nullptr;
+    size_t psize = 0, frame_bytes = 0;
+    const FrameCheck c = CheckFrame(w.f, w.off, &h, w.scratch, &payload, &psize, &frame_bytes);
+    if (c == FrameCheck::kOk) {
+      on_batch(*flatbuffers::GetRoot<fb::Batch>(payload), w.off);
+      ++w.frames;
+      w.off += frame_bytes;
+      continue;
+    }
+    if (!w.SkipBadFrame(c)) break;
+  }
+  if (stats) w.Report(stats);
+  return Status::Ok();
+}
+
+void FinishReading(const std::string& path, TraceFile* t) {
+  if (t->nccl_version == 0) t->nccl_version = t->header.nccl_version;
+  for (int64_t* v : {&t->header.start_mono_ns, &t->header.start_real_ns})
+    if (!TimeSane(*v)) {
+      *v = 0;
+      ++t->clamped_times;
+    }
+  if (t->clamped_times > 0)
+    t->warnings.push_back(path + ": " + std::to_string(t->clamped_times) +
+                          " timestamp(s) outside any clock's range were clamped: the file is "
+                          "damaged, and times in it are not to be trusted");
+  if (!t->footer && !t->torn)
+    t->warnings.push_back(path +
+                          ": no closing footer: the recording process did not finish "
+                          "writing (killed, or still running); calls after the last flush are "
+                          "missing");
+}
+
 }  // namespace ncclrr::internal

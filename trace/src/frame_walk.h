@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ struct FrameWalk {
   bool SkipBadFrame(FrameCheck c);
   void Report(TraceFile* stats) const;
 };
+
+// ForEachBatch, with each batch's frame offset in the file.
+Status ForEachFrame(const std::string& path, HeaderData* header,
+                    const std::function<void(const fb::Batch&, size_t offset)>& on_batch,
+                    std::vector<std::string>* warnings, TraceFile* stats);
+
+// What a reader of a whole file does when the walk is over: the NCCL version from the header,
+// header times clamped, and warnings for clamped times and a missing footer.
+void FinishReading(const std::string& path, TraceFile* t);
 
 // The footer in the last frame of `f` (frames start at `start`), when there is one.
 std::optional<FooterData> LastFooter(const ByteView& f, size_t start);

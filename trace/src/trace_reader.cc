@@ -22,27 +22,8 @@ namespace ncclrr {
 Status ForEachBatch(const std::string& path, HeaderData* header,
                     const std::function<void(const fb::Batch&)>& on_batch,
                     std::vector<std::string>* warnings, TraceFile* stats) {
-  using internal::FrameCheck;
-  internal::MappedFile file;
-  NCCLRR_RETURN_IF_ERROR(file.Open(path));
-  internal::FrameWalk w(path, file.view(), warnings);
-  NCCLRR_RETURN_IF_ERROR(internal::ParseHeader(path, w.f, header, &w.off));
-  while (w.off < w.f.size()) {
-    internal::FrameHeader h;
-    const uint8_t* payload = nullptr;
-    size_t psize = 0, frame_bytes = 0;
-    const FrameCheck c =
-        internal::CheckFrame(w.f, w.off, &h, w.scratch, &payload, &psize, &frame_bytes);
-    if (c == FrameCheck::kOk) {
-      on_batch(*flatbuffers::GetRoot<fb::Batch>(payload));
-      ++w.frames;
-      w.off += frame_bytes;
-      continue;
-    }
-    if (!w.SkipBadFrame(c)) break;
-  }
-  if (stats) w.Report(stats);
-  return Status::Ok();
+  return internal::ForEachFrame(
+      path, header, [&](const fb::Batch& b, size_t) { on_batch(b); }, warnings, stats);
 }
 
 uint64_t TraceFile::DroppedRecords() const {

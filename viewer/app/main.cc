@@ -24,16 +24,19 @@ struct Options {
   int finding = -1;
   bool alignment = false;
   int width = 1800, height = 1100;
+  ncclrr::viewer::SessionOptions session;
 };
 
 constexpr char kUsage[] =
     "usage: ncclrr-viewer [DIR] [--screenshot FILE.png] [--select-finding N]\n"
-    "                     [--view timeline|alignment] [--size WxH]\n"
+    "                     [--view timeline|alignment] [--size WxH] [--max-calls N]\n"
     "  DIR                 a trace directory (ncclrr record -o DIR) or one .ncclrr file\n"
     "  --screenshot FILE   render the window offscreen into FILE (PNG) and exit\n"
     "  --select-finding N  select finding N (0-based, in `ncclrr check` order) first\n"
     "  --view alignment    give the alignment view most of the window\n"
-    "  --size WxH          window size for the screenshot (default 1800x1100)\n";
+    "  --size WxH          window size for the screenshot (default 1800x1100)\n"
+    "  --max-calls N       show traces of more calls at levels of detail, reading only\n"
+    "                      the calls in view (default: what fits in the free memory)\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "ncclrr-viewer: %s\n%s", problem.c_str(), kUsage);
@@ -46,6 +49,7 @@ int Parse(int argc, char** argv, Options* o) {
     ncclrr::Args args("ncclrr-viewer", argc, argv);
     args.Flag("-h").Flag("--help");
     args.Option("--screenshot").Option("--select-finding").Option("--view").Option("--size");
+    args.Option("--max-calls");
     args.Parse();
     if (args.Has("-h") || args.Has("--help")) {
       std::printf("%s", kUsage);
@@ -73,6 +77,13 @@ int Parse(int argc, char** argv, Options* o) {
           o->height < 300)
         return Usage("--size takes WxH, at least 400x300, e.g. 1800x1100");
     }
+    if (auto v = args.Get("--max-calls")) {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
+      if (v->empty() || *end || n == 0 || (*v)[0] == '-')
+        return Usage("--max-calls needs a number of calls (1, 2, ...), got '" + *v + "'");
+      o->session.max_calls = n;
+    }
   } catch (const ncclrr::UsageError& e) {
     return Usage(e.what());
   }
@@ -84,7 +95,7 @@ int Parse(int argc, char** argv, Options* o) {
 int Screenshot(ncclrr::viewer::MainWindow& w, const Options& o) {
   using ncclrr::viewer::TraceSession;
   const std::string dir = ncclrr::viewer::PathToBytes(o.dir);
-  auto session = TraceSession::Load(dir);
+  auto session = TraceSession::Load(dir, {}, {}, o.session);
   if (!session.ok()) {
     std::fprintf(stderr, "%s\n", ncclrr::viewer::LoadErrorText(dir, session.status()).c_str());
     return 2;
@@ -97,6 +108,7 @@ int Screenshot(ncclrr::viewer::MainWindow& w, const Options& o) {
                  o.finding, session.value()->report().findings.size());
     return 2;
   }
+  if (session.value()->windowed()) w.ReadCallsInView();  // the finding's calls, each drawn
   QApplication::processEvents();
   const QImage image = w.grab().toImage();
   if (!image.save(o.screenshot, "PNG")) {
@@ -119,6 +131,7 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("ncclrr-viewer");
   ncclrr::viewer::MainWindow w;
+  w.loader()->SetOptions(o.session);
   w.resize(o.width, o.height);
   if (!o.screenshot.isEmpty()) {
     w.show();

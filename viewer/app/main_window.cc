@@ -5,6 +5,7 @@
 #include <QPointer>
 #include <QStatusBar>
 #include <QThread>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <chrono>
 
@@ -14,6 +15,9 @@
 namespace ncclrr::viewer {
 
 constexpr quint64 kNoCall = ~quint64{0};
+// A trace shown at levels of detail reads the real calls of a view holding at most this many
+// (about a second to read and index on 2 cores), with as much again on each side for panning.
+constexpr uint64_t kWindowCalls = 1'000'000;
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("ncclrr viewer");
@@ -74,8 +78,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     AddRecent(QString::fromStdString(s->path()));
     if (session_ && !session_->checked() && &session_->model() == &s->model())
       ShowFindings(std::move(s));
+    else if (session_ && s->windowed() && session_->windowed() == s->windowed())
+      ShowWindow(TraceSession::WithFindings(*session_, s->windowed_findings()));
     else
       SetSession(std::move(s));
+  });
+  window_timer_ = new QTimer(this);
+  window_timer_->setSingleShot(true);
+  window_timer_->setInterval(120);
+  connect(window_timer_, &QTimer::timeout, this, &MainWindow::LoadWindowForView);
+  connect(timeline_, &TimelineWidget::viewChanged, this, [this] {
+    if (session_ && session_->windowed()) window_timer_->start();
   });
   connect(loader_, &SessionLoader::failed, this, [this](const QString& path, const QString& text) {
     progress_->hide();
@@ -125,6 +138,84 @@ void MainWindow::ShowFindings(std::shared_ptr<const TraceSession> session) {
   ShowSessionStatus();
 }
 
+void MainWindow::ReadCallsInView() {
+  window_synchronous_ = true;
+  LoadWindowForView();
+  window_synchronous_ = false;
+}
+
+void MainWindow::LoadWindowForView() {
+  if (!session_ || !session_->windowed()) return;
+  const TimeAxis& a = timeline_->axis();
+  const int64_t begin = a.origin_ns, end = a.end_ns();
+  auto covers = [&](const std::optional<std::pair<int64_t, int64_t>>& w) {
+    return w && begin >= w->first && end <= w->second;
+  };
+  if (covers(session_->window()) || covers(window_asked_)) return;
+  const WindowedTrace& t = *session_->windowed();
+  if (t.CallsIn(begin, end) > kWindowCalls) return;  // buckets tell as much as pixels can
+  const int64_t span = end - begin;
+  std::pair<int64_t, int64_t> w{begin - span, end + span};
+  if (t.CallsIn(w.first, w.second) > 3 * kWindowCalls) w = {begin, end};
+  LoadWindow(w);
+}
+
+void MainWindow::LoadWindow(std::optional<std::pair<int64_t, int64_t>> window) {
+  if (window_synchronous_) {
+    auto r = TraceSession::LoadWindow(*session_, window);
+    if (r.ok()) ShowWindow(r.value());
+    return;
+  }
+  window_asked_ = window;
+  const quint64 generation = ++window_generation_;
+  ShowStatus("Reading the calls in view\u2026");
+  QPointer<MainWindow> self(this);
+  auto shown = session_;
+  QThread* worker = QThread::create([self, shown, window, generation] {
+    auto r = TraceSession::LoadWindow(*shown, window);
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, r, generation] {
+          if (!self || generation != self->window_generation_) return;
+          self->window_asked_.reset();
+          if (!r.ok()) {
+            self->ShowStatus(QString::fromStdString("Could not read the calls in view: " +
+                                                    r.status().message()));
+            return;
+          }
+          // The findings arrived while the window was read: put them on it.
+          std::shared_ptr<const TraceSession> read = r.value();
+          if (self->session_->checked() && !read->checked())
+            self->ShowWindow(
+                TraceSession::WithFindings(*read, self->session_->windowed_findings()));
+          else
+            self->ShowWindow(std::move(read));
+        },
+        Qt::QueuedConnection);
+  });
+  worker->setParent(loader_);  // the loader waits for its child threads on exit
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  worker->start();
+}
+
+void MainWindow::ShowWindow(std::shared_ptr<const TraceSession> session) {
+  session_ = std::move(session);
+  filter_->UpdateSession(session_);
+  timeline_->ReplaceSession(session_);
+  const int comm = alignment_->comm();
+  alignment_->SetSession(session_);
+  if (comm >= 0) alignment_->SetComm(comm);
+  findings_->SetSession(session_);
+  details_->Show(session_, std::nullopt);
+  if (!filter_->Filter().empty()) ApplyFilter();
+  ShowSessionStatus();
+  if (pending_finding_ >= 0) {  // its calls may be read now
+    const int f = pending_finding_;
+    pending_finding_ = -1;
+    findings_->SelectFinding(f);
+  }
+}
+
 void MainWindow::ShowSessionStatus() {
   const auto& r = session_->report();
   const auto& t = session_->timings();
@@ -132,6 +223,20 @@ void MainWindow::ShowSessionStatus() {
                            .arg(session_->model().total_calls())
                            .arg(session_->model().files().size())
                            .arg(session_->model().comms().size());
+  if (const auto& w = session_->windowed()) {
+    const QString lod =
+        QString("%1 calls in %2 files, shown at levels of detail (too many to hold): ")
+            .arg(w->calls())
+            .arg(w->files()) +
+        (session_->window() ? QString("each call of the window read, boxes of many calls elsewhere")
+                            : QString("boxes of many calls; zoom in to read each call")) +
+        QString(" \u00b7 ");
+    ShowStatus(lod +
+               (session_->checked()
+                    ? QString("%1 findings, %2 notes").arg(r.findings.size()).arg(r.notes.size())
+                    : QString("checking in passes\u2026")));
+    return;
+  }
   if (!session_->checked()) {
     ShowStatus(head + QString("checking\u2026 \u00b7 read %1 s, index %2 s")
                           .arg(t.read_s, 0, 'f', 2)
@@ -182,6 +287,8 @@ void MainWindow::OnCallSelected(quint64 key, QObject* source) {
 void MainWindow::OnFinding(int finding) {
   if (!session_) return;
   const auto calls = session_->CallsOfFinding(static_cast<size_t>(finding));
+  for (CallRef c : calls)  // shown at levels of detail: select it again once its calls are read
+    if (session_->BucketAt(c)) pending_finding_ = finding;
   timeline_->SetHighlighted(calls);
   if (calls.empty()) {
     const analysis::Finding& f = session_->report().findings[finding];
@@ -233,8 +340,8 @@ void MainWindow::ApplyFilter() {
   auto session = session_;
   auto build = [session, f] {
     const auto t0 = std::chrono::steady_clock::now();
-    auto index = std::make_shared<const TimelineIndex>(
-        TimelineIndex::Build(session->model(), session->marks(), f));
+    auto index = std::make_shared<const TimelineIndex>(TimelineIndex::Build(
+        session->model(), session->marks(), f, session->timeline().origin_ns()));
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return std::make_pair(std::move(index), ms);

@@ -8,6 +8,7 @@
 #include <QMenu>
 #include <QProgressBar>
 #include <QSplitter>
+#include <QTimer>
 #include <memory>
 
 #include "alignment_view.h"
@@ -33,6 +34,9 @@ class MainWindow : public QMainWindow {
   bool SelectFinding(int finding);
   // Gives the alignment view most of the window (screenshots of the alignment).
   void EmphasizeAlignment();
+  // A trace shown at levels of detail: reads the calls in view now, on this thread, when the
+  // view holds few enough (screenshots; the window does it in the background as views change).
+  void ReadCallsInView();
 
   const std::shared_ptr<const TraceSession>& session() const { return session_; }
   const QString& last_error() const { return last_error_; }
@@ -58,6 +62,11 @@ class MainWindow : public QMainWindow {
   void ShowStatus(const QString& text);
   // The findings of the trace already shown arrived (the check ran after the timeline).
   void ShowFindings(std::shared_ptr<const TraceSession> session);
+  // A trace shown at levels of detail: reads the real calls of the view when it holds few
+  // enough of them (a worker builds the session; the newest request wins).
+  void LoadWindowForView();
+  void LoadWindow(std::optional<std::pair<int64_t, int64_t>> window);
+  void ShowWindow(std::shared_ptr<const TraceSession> session);
   void ShowSessionStatus();
 
   std::shared_ptr<const TraceSession> session_;
@@ -74,7 +83,13 @@ class MainWindow : public QMainWindow {
   QLabel* status_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QString last_error_;
-  quint64 filter_generation_ = 0;  // the newest filter; older results are dropped
+  quint64 filter_generation_ = 0;
+  quint64 window_generation_ = 0;  // the newest window asked for
+  std::optional<std::pair<int64_t, int64_t>> window_asked_;
+  QTimer* window_timer_ = nullptr;  // waits for the view to settle before reading
+  int pending_finding_ = -1;        // selected before its calls were read
+  bool window_synchronous_ =
+      false;  // ReadCallsInView  // the newest filter; older results are dropped
 };
 
 }  // namespace ncclrr::viewer

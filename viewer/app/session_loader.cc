@@ -28,7 +28,8 @@ void SessionLoader::Start(const QString& path) {
         },
         Qt::QueuedConnection);
   };
-  thread_ = QThread::create([p, path, deliver] {
+  const SessionOptions options = options_;
+  thread_ = QThread::create([p, path, deliver, options] {
     StatusOr<std::shared_ptr<const TraceSession>> r = Status(StatusCode::kInternal, "not run");
     try {
       r = TraceSession::Load(
@@ -39,7 +40,8 @@ void SessionLoader::Start(const QString& path) {
           },
           [&](std::shared_ptr<const TraceSession> first) {
             deliver([first](SessionLoader* l) { Q_EMIT l->timelineReady(first); });
-          });
+          },
+          options);
     } catch (const std::exception& e) {  // out of memory on a huge trace, mostly
       r = Status(StatusCode::kInternal, std::string("loading stopped: ") + e.what());
     }

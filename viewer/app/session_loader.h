@@ -18,6 +18,7 @@ class SessionLoader : public QObject {
   ~SessionLoader() override;  // waits for a running load: the session it builds is then dropped
 
   void Start(const QString& path);
+  void SetOptions(const SessionOptions& options) { options_ = options; }
   bool busy() const { return thread_ != nullptr; }
 
  Q_SIGNALS:
@@ -30,6 +31,7 @@ class SessionLoader : public QObject {
  private:
   QThread* thread_ = nullptr;
   quint64 generation_ = 0;
+  SessionOptions options_;
 };
 
 }  // namespace ncclrr::viewer

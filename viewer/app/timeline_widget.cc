@@ -57,6 +57,18 @@ void TimelineWidget::UpdateSession(std::shared_ptr<const TraceSession> session) 
   update();
 }
 
+void TimelineWidget::ReplaceSession(std::shared_ptr<const TraceSession> session) {
+  session_ = std::move(session);
+  scene_.session = session_.get();
+  scene_.selected.reset();
+  scene_.hovered.reset();
+  scene_.highlighted.clear();
+  index_.reset();
+  if (session_) index_ = std::shared_ptr<const TimelineIndex>(session_, &session_->timeline());
+  Relayout();
+  update();
+}
+
 void TimelineWidget::SetIndex(std::shared_ptr<const TimelineIndex> index) {
   index_ = std::move(index);
   Relayout();

@@ -23,6 +23,9 @@ class TimelineWidget : public QWidget {
   // The same trace with its findings (the check finished after the timeline was shown): the
   // view, rows and selection stay; the unfiltered index is the new session's.
   void UpdateSession(std::shared_ptr<const TraceSession> session);
+  // Another composite of a trace shown at levels of detail (a window read): the view stays; the
+  // selection, which named the old composite's calls, is cleared.
+  void ReplaceSession(std::shared_ptr<const TraceSession> session);
   void SetIndex(std::shared_ptr<const TimelineIndex> index);  // after a filter change
   const TimeAxis& axis() const { return scene_.axis; }
   TimeAxis& axis() { return scene_.axis; }

@@ -69,7 +69,9 @@ int AlignmentModel::columnCount(const QModelIndex& parent) const {
 const analysis::CollectiveSlot* AlignmentModel::Slot(int row, int column) const {
   if (comm_ < 0 || row < 0 || row >= rows_ || column < 0 || column >= columns_) return nullptr;
   const analysis::CommModel& c = session_->model().comms()[comm_];
-  return c.ranks[column].AtSeq(SeqOfRow(row));
+  const analysis::CollectiveSlot* slot = c.ranks[column].AtSeq(SeqOfRow(row));
+  // A bucket of a trace shown at levels of detail stands for many calls, none at this seq.
+  return slot && session_->BucketAt(slot->call) ? nullptr : slot;
 }
 
 const std::vector<uint8_t>& AlignmentModel::RowStates(int row) const {
@@ -97,7 +99,8 @@ const std::vector<uint8_t>& AlignmentModel::RowStates(int row) const {
   }
   for (int col = 0; col < columns_; ++col) {
     if (!sigs[col]) {
-      states[col] = any ? kMissing : kEmpty;
+      // Shown at levels of detail, a rank's call at this seq may lie outside the window read.
+      states[col] = any && !session_->windowed() ? kMissing : kEmpty;
       continue;
     }
     const bool majority = votes[*sigs[col]] == best && tied == 1;

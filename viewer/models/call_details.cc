@@ -78,6 +78,15 @@ void CallDetailsModel::Show(const std::shared_ptr<const TraceSession>& session,
     return;
   const TraceSession& s = *session;
   QStandardItem* root = invisibleRootItem();
+  if (const CallBucket* b = s.BucketAt(*call)) {  // a trace shown at levels of detail
+    QStandardItem* sec = Section(root, "Calls drawn as one box");
+    Field(sec, "calls", QString::number(b->calls));
+    Field(sec, "what",
+          QString::fromStdString(s.BucketText(*b, s.model().files()[call->file].clock_offset_ns)));
+    AddFindings(root, s, *call);
+    AddProcess(root, s, *call);
+    return;
+  }
   AddCall(root, s, *call);
   AddPairing(root, s, *call);
   AddFindings(root, s, *call);

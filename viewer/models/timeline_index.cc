@@ -93,7 +93,7 @@ class IndexBuilder {
       : m_(m), marks_(marks), filter_(f), x_(*out), lane_of_(*lane_of) {}
 
   void Build() {
-    origin_ = m_.start_ns();
+    origin_ = x_.origin_ns();
     ChooseDevices();
     std::vector<FileLanes> files(m_.dir().files.size());
     ParallelFor(files.size(), CoreCount(), [&](size_t f) {
@@ -329,9 +329,9 @@ class IndexBuilder {
 }  // namespace
 
 TimelineIndex TimelineIndex::Build(const TraceModel& model, const CallMarks& marks,
-                                   const TimelineFilter& filter) {
+                                   const TimelineFilter& filter, int64_t origin_ns) {
   TimelineIndex x;
-  x.origin_ns_ = model.start_ns();
+  x.origin_ns_ = origin_ns == INT64_MIN ? model.start_ns() : origin_ns;
   IndexBuilder(model, marks, filter, &x, &x.lane_of_).Build();
   return x;
 }

@@ -95,8 +95,10 @@ struct BoxRef {
 
 class TimelineIndex {
  public:
+  // Times are ns since `origin_ns` on the common timeline (INT64_MIN: the model's first call;
+  // a trace shown at levels of detail keeps the whole trace's first call as its origin).
   static TimelineIndex Build(const analysis::TraceModel& model, const CallMarks& marks,
-                             const TimelineFilter& filter = {});
+                             const TimelineFilter& filter = {}, int64_t origin_ns = INT64_MIN);
 
   std::vector<Lane> lanes;
   std::vector<DeviceRow> devices;

@@ -1,9 +1,14 @@
 #include "models/trace_session.h"
 
 #include <chrono>
+#include <filesystem>
 #include <future>
 
+#include "models/time_axis.h"
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/check_in_passes.h"
+#include "ncclrr/base/memory_use.h"
+#include "ncclrr/base/parallel_for.h"
 #include "ncclrr/trace/describe.h"
 
 namespace ncclrr::viewer {
@@ -13,14 +18,38 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// What the viewer holds per call of a trace it loads whole (model, check, timeline index and
+// its copy for the marks: 9.1 GB at the peak for 10^8 calls, bench/README.md "Viewer").
+constexpr uint64_t kViewerBytesPerCall = 100;
+
+bool TooLargeToHold(const std::string& path, const SessionOptions& options) {
+  const uint64_t free = AvailableMemoryBytes();
+  if (options.max_calls == 0) {
+    // Most traces are far from it: their size on disk says so without reading the footers (a
+    // call takes at least a quarter of a byte on disk, compressed).
+    uint64_t on_disk = 0;
+    if (auto files = ListTraceFiles(path); files.ok())
+      for (const std::string& f : files.value()) {
+        std::error_code ec;
+        const auto n = std::filesystem::file_size(f, ec);
+        if (!ec) on_disk += n;
+      }
+    if (free == 0 || on_disk * 4 * kViewerBytesPerCall <= free / 10 * 8) return false;
+  }
+  const uint64_t bytes = analysis::OnePassMemoryEstimate(path, CoreCount());
+  const uint64_t calls = bytes / analysis::kCheckBytesPerCall;
+  if (options.max_calls > 0) return calls > options.max_calls;
+  return free > 0 && calls * kViewerBytesPerCall > free / 10 * 8;
+}
+
 }  // namespace
 
 TraceSession::TraceSession(std::string path, std::shared_ptr<const analysis::TraceModel> model,
-                           analysis::Report report)
+                           analysis::Report report, int64_t origin_ns)
     : path_(std::move(path)), model_(std::move(model)), report_(std::move(report)) {
   marks_ = CallMarks::FromReport(report_);
   const auto t0 = std::chrono::steady_clock::now();
-  timeline_ = TimelineIndex::Build(*model_, marks_);
+  timeline_ = TimelineIndex::Build(*model_, marks_, {}, origin_ns);
   timings_.index_s = SecondsSince(t0);
 }
 
@@ -44,10 +73,23 @@ std::shared_ptr<const TraceSession> TraceSession::Make(std::string path, analysi
 
 StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::string& path,
                                                                  const ProgressFn& progress,
-                                                                 const TimelineFn& timeline) {
+                                                                 const TimelineFn& timeline,
+                                                                 const SessionOptions& options) {
   auto say = [&](int percent, std::string_view what) {
     if (progress) progress(percent, what);
   };
+  if (TooLargeToHold(path, options)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    say(0, "outlining the trace (too large to hold: shown at levels of detail)");
+    // The buckets take at most a quarter of what a session may hold.
+    const uint64_t buckets = options.max_calls > 0
+                                 ? std::min(WindowedTrace::kBucketBudget, options.max_calls / 4)
+                                 : WindowedTrace::kBucketBudget;
+    auto trace = WindowedTrace::Outline(
+        path, CoreCount(), [&](std::string_view w) { say(20, w); }, buckets);
+    if (!trace.ok()) return trace.status();
+    return LoadWindowed(std::move(trace.value()), SecondsSince(t0), progress, timeline);
+  }
   auto t0 = std::chrono::steady_clock::now();
   say(0, "reading trace files");
   analysis::LoadOptions lo;
@@ -102,7 +144,8 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
 }
 
 std::optional<CommSeq> TraceSession::CommSeqOf(CallRef r) const {
-  if (r.file >= model_->dir().files.size() || r.index >= model_->file(r.file).calls.size())
+  if (r.file >= model_->dir().files.size() || r.index >= model_->file(r.file).calls.size() ||
+      BucketAt(r))
     return std::nullopt;
   const CallRecord& c = model_->call(r);
   const Api api = static_cast<Api>(c.api);
@@ -172,12 +215,25 @@ std::string LoadErrorText(const std::string& path, const Status& status) {
          "`ncclrr info DIR` prints what the reader finds in each file.";
 }
 
+std::string TraceSession::BucketText(const CallBucket& b, int64_t clock_offset_ns) const {
+  const int64_t shift = clock_offset_ns - timeline_.origin_ns();
+  return std::to_string(b.calls) + (b.calls == 1 ? " call" : " calls") + " of this stream from " +
+         FormatTime(b.begin + shift, 1000) + " to " + FormatTime(b.end + shift, 1000) +
+         ", drawn as one box: the trace is too large to hold, so zoom in to see each call (they "
+         "are read when the view holds few enough)";
+}
+
 std::string TraceSession::CallSite(CallRef r) const {
   const uint32_t site = model_->call(r).callsite;
   return site ? model_->file(r.file).String(site) : "";
 }
 
 std::string TraceSession::CallTip(CallRef r) const {
+  if (const CallBucket* b = BucketAt(r)) {
+    std::string tip = BucketText(*b, model_->files()[r.file].clock_offset_ns);
+    for (uint32_t f : marks_.FindingsOf(r)) tip += "\n\n" + report_.findings[f].message;
+    return tip;
+  }
   std::string tip = DescribeCall(model_->call(r), false);
   const std::string site = CallSite(r);
   if (!site.empty()) tip += "\nat " + site.substr(0, site.find('<'));

@@ -7,6 +7,7 @@
 // This header and trace_session.cc are the only places that call into the analysis library's
 // loading and checking; the views read the model through the accessors below.
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "models/call_marks.h"
 #include "models/timeline_index.h"
+#include "models/windowed_trace.h"
 #include "ncclrr/analysis/finding.h"
 #include "ncclrr/analysis/model.h"
 #include "ncclrr/base/status.h"
@@ -45,6 +47,19 @@ struct CommSeq {
   int peer = -1;
 };
 
+struct SessionOptions {
+  // Traces of more calls than this are shown at levels of detail (windowed_trace.h); 0: more
+  // than fit in the memory this machine has free.
+  uint64_t max_calls = 0;
+};
+
+// The whole trace's findings for a trace shown at levels of detail: the report, whose calls
+// are numbered as ReadTraceFile numbers them, and the records of the calls it names.
+struct WindowedFindings {
+  analysis::Report report;
+  std::map<uint64_t, CallRecord> named;  // CallKey of (file, index) -> its record
+};
+
 class TraceSession {
  public:
   // Reads, models, checks and indexes `path` (a trace directory or one .ncclrr file). Call it
@@ -54,7 +69,15 @@ class TraceSession {
   // `progress` may then be called from either thread.
   static StatusOr<std::shared_ptr<const TraceSession>> Load(const std::string& path,
                                                             const ProgressFn& progress = {},
-                                                            const TimelineFn& timeline = {});
+                                                            const TimelineFn& timeline = {},
+                                                            const SessionOptions& options = {});
+  // A trace shown at levels of detail: `shown`'s trace and findings with the real calls of
+  // `window` (session ns; nullopt: buckets only). Call it from a worker thread.
+  static StatusOr<std::shared_ptr<const TraceSession>> LoadWindow(
+      const TraceSession& shown, std::optional<std::pair<int64_t, int64_t>> window);
+  // `shown` with the whole trace's findings (`shown` is a session of the same WindowedTrace).
+  static std::shared_ptr<const TraceSession> WithFindings(
+      const TraceSession& shown, std::shared_ptr<const WindowedFindings> findings);
   // From a model and report already at hand (tests give hand-written reports).
   static std::shared_ptr<const TraceSession> Make(std::string path, analysis::TraceModel model,
                                                   analysis::Report report);
@@ -73,6 +96,18 @@ class TraceSession {
   const TimelineIndex& timeline() const { return timeline_; }  // unfiltered
   const LoadTimings& timings() const { return timings_; }
 
+  // Set when the trace is shown at levels of detail: its model is then a composite of buckets
+  // and the real calls of window() (windowed_trace.h).
+  const std::shared_ptr<const WindowedTrace>& windowed() const { return windowed_; }
+  const std::optional<std::pair<int64_t, int64_t>>& window() const { return window_; }
+  const std::shared_ptr<const WindowedFindings>& windowed_findings() const {
+    return windowed_findings_;
+  }
+  // The bucket a call of the composite model stands for, or null for a real call.
+  const CallBucket* BucketAt(CallRef r) const;
+  // What a bucket holds, for tool tips and the details pane.
+  std::string BucketText(const CallBucket& b, int64_t clock_offset_ns) const;
+
   std::optional<CommSeq> CommSeqOf(CallRef r) const;
   // The calls NCCL pairs with `r` on every rank (itself included): the same (comm, seq) for a
   // collective, the peer's matching call for a send or receive. Empty for other calls.
@@ -82,10 +117,21 @@ class TraceSession {
 
  private:
   TraceSession(std::string path, std::shared_ptr<const analysis::TraceModel> model,
-               analysis::Report report);
+               analysis::Report report, int64_t origin_ns = INT64_MIN);
   // The session `before` (same model, no findings yet) with `report`, and `timeline` (a copy of
   // before's) with the report's marks added.
   TraceSession(const TraceSession& before, TimelineIndex timeline, analysis::Report report);
+  // A session of `trace` showing the real calls of `window`, with `findings` when known.
+  static StatusOr<std::shared_ptr<TraceSession>> MakeComposite(
+      std::shared_ptr<const WindowedTrace> trace, std::optional<std::pair<int64_t, int64_t>> window,
+      std::shared_ptr<const WindowedFindings> findings);
+  static StatusOr<std::shared_ptr<const TraceSession>> LoadWindowed(
+      std::shared_ptr<const WindowedTrace> trace, double outline_s, const ProgressFn& progress,
+      const TimelineFn& timeline);
+  static std::shared_ptr<TraceSession> Checked(const TraceSession& shown,
+                                               std::shared_ptr<const WindowedFindings> findings);
+  // The whole trace's report with its calls put on this composite's calls or buckets.
+  analysis::Report Translate(const WindowedFindings& findings) const;
 
   std::string path_;
   std::shared_ptr<const analysis::TraceModel> model_;  // shared by the session shown first
@@ -94,6 +140,10 @@ class TraceSession {
   CallMarks marks_;
   TimelineIndex timeline_;
   LoadTimings timings_;
+  std::shared_ptr<const WindowedTrace> windowed_;
+  std::shared_ptr<const WindowedFindings> windowed_findings_;
+  std::vector<std::vector<CompositeCall>> composite_;  // per file, per call of the model
+  std::optional<std::pair<int64_t, int64_t>> window_;
 };
 
 // The text of the error dialog when a trace cannot be opened: what happened, the reader's
