@@ -19,6 +19,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ncclrr/testing/synthetic_trace.h"
+#include "ncclrr/testing/temp_dir.h"
 #include "scenarios.h"
 #include "viewer_test_util.h"
 
@@ -271,6 +273,56 @@ TEST(MainWindow, FiltersAndSeqSearchDriveTheViews) {
   ASSERT_TRUE(window);
   EXPECT_EQ(window->first, 500'000);
   EXPECT_EQ(window->second, 1'250'000);
+}
+
+}  // namespace
+}  // namespace ncclrr::viewer
+
+namespace ncclrr::viewer {
+namespace {
+
+// A trace of more calls than --max-calls: the window opens on buckets, and selecting a finding
+// zooms to it, reads the calls there in the background and selects the finding's own calls.
+TEST(MainWindow, ATraceTooLargeToHoldReadsTheCallsOfAFindingItZoomsTo) {
+  testing::EnsureApp();
+  const std::string dir = ncclrr::testing::FreshTempDir("viewer-windowed") + "/t";
+  SyntheticTraceOptions o;
+  o.dir = dir;
+  o.ranks = 4;
+  o.steps = 300;
+  o.swap_rank = 3;
+  o.swap_steps = {150};
+  o.flush_every = 50;
+  ASSERT_TRUE(WriteSyntheticTrace(o).ok());
+  MainWindow w;
+  SessionOptions options;
+  options.max_calls = 2000;  // of 4,800: views of at most 1,000 calls are read
+  w.loader()->SetOptions(options);
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(OpenAndWait(w, dir).isEmpty());
+  ASSERT_NE(w.session(), nullptr);
+  ASSERT_TRUE(w.session()->windowed());
+  EXPECT_FALSE(w.session()->window());
+  ASSERT_TRUE(w.session()->checked());
+  ASSERT_FALSE(w.session()->report().findings.empty());
+  EXPECT_LT(w.timeline()->scene().index->boxes, 1000u);
+
+  ASSERT_TRUE(w.SelectFinding(0));
+  for (int i = 0; i < 100 && !w.session()->window(); ++i) QTest::qWait(100);
+  ASSERT_TRUE(w.session()->window()) << "the calls in view were never read";
+  QTest::qWait(200);  // the finding is selected again on the window read
+  const TimelineScene& scene = w.timeline()->scene();
+  ASSERT_TRUE(scene.selected);
+  EXPECT_EQ(w.session()->BucketAt(*scene.selected), nullptr);
+  EXPECT_TRUE(w.session()->marks().MarksOf(*scene.selected) & mark::kFinding);
+  ASSERT_FALSE(scene.highlighted.empty());
+  bool swapping_rank = false;
+  for (CallRef r : scene.highlighted) {
+    EXPECT_EQ(w.session()->BucketAt(r), nullptr);
+    swapping_rank = swapping_rank || w.session()->model().call(r).rank == 3;
+  }
+  EXPECT_TRUE(swapping_rank);
 }
 
 }  // namespace

@@ -15,9 +15,6 @@
 namespace ncclrr::viewer {
 
 constexpr quint64 kNoCall = ~quint64{0};
-// A trace shown at levels of detail reads the real calls of a view holding at most this many
-// (about a second to read and index on 2 cores), with as much again on each side for panning.
-constexpr uint64_t kWindowCalls = 1'000'000;
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("ncclrr viewer");
@@ -152,11 +149,13 @@ void MainWindow::LoadWindowForView() {
     return w && begin >= w->first && end <= w->second;
   };
   if (covers(session_->window()) || covers(window_asked_)) return;
+  // At most window_calls() in view (about a second to read and index on 2 cores), with as many
+  // again around them for panning.
   const WindowedTrace& t = *session_->windowed();
-  if (t.CallsIn(begin, end) > kWindowCalls) return;  // buckets tell as much as pixels can
+  if (t.CallsIn(begin, end) > t.window_calls()) return;  // buckets tell as much as pixels can
   const int64_t span = end - begin;
   std::pair<int64_t, int64_t> w{begin - span, end + span};
-  if (t.CallsIn(w.first, w.second) > 3 * kWindowCalls) w = {begin, end};
+  if (t.CallsIn(w.first, w.second) > 2 * t.window_calls()) w = {begin, end};
   LoadWindow(w);
 }
 

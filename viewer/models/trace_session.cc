@@ -1,5 +1,6 @@
 #include "models/trace_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -88,6 +89,10 @@ StatusOr<std::shared_ptr<const TraceSession>> TraceSession::Load(const std::stri
     auto trace = WindowedTrace::Outline(
         path, CoreCount(), [&](std::string_view w) { say(20, w); }, buckets);
     if (!trace.ok()) return trace.status();
+    // A window with what is around it holds at most what a session may.
+    if (options.max_calls > 0)
+      trace.value()->set_window_calls(
+          std::clamp<uint64_t>(options.max_calls / 2, 1, WindowedTrace::kWindowCalls));
     return LoadWindowed(std::move(trace.value()), SecondsSince(t0), progress, timeline);
   }
   auto t0 = std::chrono::steady_clock::now();

@@ -50,6 +50,11 @@ class WindowedTrace {
       const std::string& path, int threads, const std::function<void(std::string_view)>& progress,
       uint64_t bucket_budget = kBucketBudget);
 
+  // A view holding at most this many calls has them read (and as many again around it).
+  static constexpr uint64_t kWindowCalls = 1'000'000;
+  uint64_t window_calls() const { return window_calls_; }
+  void set_window_calls(uint64_t n) { window_calls_ = n; }
+
   const std::string& path() const { return path_; }
   uint64_t calls() const { return calls_; }
   size_t files() const { return outlines_.size(); }
@@ -97,6 +102,7 @@ class WindowedTrace {
   std::vector<int64_t> clock_offset_ns_;  // per file: common = monotonic + offset
   std::map<uint64_t, uint64_t> calls_per_comm_;
   uint64_t calls_ = 0;
+  uint64_t window_calls_ = kWindowCalls;
   int64_t origin_ns_ = 0;
   std::vector<std::string> warnings_;
 };
