@@ -183,6 +183,42 @@ TEST(RealTraces, FinalizeWithALiveGraphIsTheHangAtExit) {
   ncclrr::testing::ExpectGolden(RealDir() / "graph-keep.check.txt", c.text);
 }
 
+// The one finding of a real trace, of `kind` (a default-constructed one, after a failure, when
+// there is not exactly one).
+Finding OnlyFinding(const std::string& name, FindingKind kind) {
+  const Checked c = CheckReal(name);
+  EXPECT_TRUE(c.model.has_value());
+  EXPECT_EQ(c.report.findings.size(), 1u) << c.text;
+  if (c.report.findings.size() != 1) return {};
+  EXPECT_EQ(c.report.findings[0].kind, kind) << c.text;
+  return c.report.findings[0];
+}
+
+// Process groups made by iterating a set of names: each rank's "grad" group is the other's
+// "metrics" group, so both wait in their first gradient all-reduce. The same call issued first
+// on each side names the swap of communicators as the likely cause; a genuine opposite order
+// (two-groups: rank 1 logs its metrics first) does not.
+TEST(RealTraces, GroupsMadeInADifferentOrderAreNamedAsTheCause) {
+  const Finding f = OnlyFinding("setup-group-order", FindingKind::kCrossCommOrder);
+  EXPECT_NE(f.message.find("disagree on which communicator is which"), std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("one fixed order on every rank"), std::string::npos);
+  const Checked opposite = CheckReal("two-groups");
+  ASSERT_EQ(opposite.report.findings.size(), 1u) << opposite.text;
+  EXPECT_EQ(opposite.report.findings[0].kind, FindingKind::kCrossCommOrder);
+  EXPECT_EQ(opposite.report.findings[0].message.find("which communicator is which"),
+            std::string::npos);
+}
+
+// The initial weights broadcast with src=rank: one finding for every parameter, naming the
+// root each rank gave itself.
+TEST(RealTraces, BroadcastFromEachRanksOwnRootIsOneFinding) {
+  const Finding f = OnlyFinding("setup-bcast-src", FindingKind::kRootMismatch);
+  EXPECT_EQ(f.repeats, 5u);
+  EXPECT_NE(f.message.find("Every rank passed its own rank as the root"), std::string::npos)
+      << f.message;
+}
+
 // The founding bug in JAX: gradients psum'd one at a time, walked in each process's set order
 // (its hash seed): two same-shape weights swapped and four same-shape biases rotated, at every
 // step (`record --sketch`). The data tell both, at all 20 steps: a reordering of four and a swap.
@@ -330,7 +366,15 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"side-crash", FindingKind::kMissingCall, 6},
         // DDP: rank 1's validation shard is smaller and the predictions are all-gathered with
         // all_gather_into_tensor; the advice names uneven per-rank lengths.
-        RealTrace{"ddp-uneven-gather", FindingKind::kCountMismatch, 6}),
+        RealTrace{"ddp-uneven-gather", FindingKind::kCountMismatch, 6},
+        // Hand-written data parallelism with its own process groups: clean; the initial weights
+        // broadcast with src=rank (every parameter's broadcast one finding with repeats, saying
+        // each rank named itself the root); the groups made by walking a set of names, whose
+        // order differs per process: both ranks issue their first gradient all-reduce, each on
+        // the group the other made for metrics, and wait.
+        RealTrace{"setup-clean", std::nullopt},
+        RealTrace{"setup-bcast-src", FindingKind::kRootMismatch, 0, 5},
+        RealTrace{"setup-group-order", FindingKind::kCrossCommOrder, 0}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -222,6 +222,13 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 27)) "$J/torch_hsdp_compile.py" --mode hsdp
   variant hsdp-clean-sketch "$RUN_S" - no --sketch -- \
     "${TORCHRUN4[@]}" --master-port $((P + 28)) "$J/torch_hsdp_compile.py" --mode hsdp
+  # Setup bugs: the initial broadcast from src=rank; process groups made by walking a set.
+  variant setup-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 48)) "$J/torch_setup_bugs.py" --bug none
+  variant setup-bcast-src "$HANG_S" root_mismatch no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 49)) "$J/torch_setup_bugs.py" --bug bcast-src
+  variant setup-group-order "$HANG_S" "count_mismatch|cross_comm_order|op_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 50)) "$J/torch_setup_bugs.py" --bug group-order
   variant tp-clean "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 44)) "$J/torch_hsdp_compile.py" --mode tp
   variant compile-clean "$RUN_S" - no -- \

@@ -174,6 +174,15 @@ class CrossCommChecker : public Checker {
     f.pattern = Hex64(cy.id);
     f.first_time = INT64_MAX;
     std::string xcall = "a call", ycall = "a call";
+    // What each side issued first: the X call of `before`, the Y call of `after`.
+    std::set<std::string> first_before, first_after;
+    for (const auto& [v, b] : list) {
+      const bool is_before = std::find(before.begin(), before.end(), v) != before.end();
+      const bool is_after = std::find(after.begin(), after.end(), v) != after.end();
+      const CollectiveSlot* sx = cx.ranks[rank_in.at(vs[v]).at(x)].AtSeq(a);
+      if (is_before && sx) first_before.insert(ShortCall(m.call(sx->call)));
+      if (is_after && b->issued) first_after.insert(ShortCall(m.call(b->y_call)));
+    }
     for (const auto& [v, b] : list) {
       const RankView& rx = cx.ranks[rank_in.at(vs[v]).at(x)];
       const CollectiveSlot* sx = rx.AtSeq(a);
@@ -217,6 +226,19 @@ class CrossCommChecker : public Checker {
                 "wait in the other: a deadlock, or one waiting to happen where separate streams "
                 "happen to overlap. Issue the collectives of different communicators in one "
                 "global order on every rank, or put both in one ncclGroupStart/ncclGroupEnd.";
+    // Both sides issued the same call first, each on its own communicator over the same ranks:
+    // the ranks may not disagree on the order at all but on which communicator is which.
+    if (cx.nranks == cy.nranks && vs.size() == static_cast<size_t>(cx.nranks) &&
+        first_before.size() == 1 && first_before == first_after)
+      f.message += " But both sides issued the same call first, " + *first_before.begin() +
+                   ", each on its own communicator over the same ranks: the ranks may rather "
+                   "disagree on which communicator is which, " +
+                   RankList(ra) + "'s " + Short(cy) + " being " + RankList(rb) + "'s " + Short(cx) +
+                   " in purpose. That happens when process groups (or ncclCommSplit colors) "
+                   "are created in a different order on different ranks -- new_group called "
+                   "while iterating a set or dict of group names (Python's string hashing "
+                   "differs per process), or in a rank-dependent branch: create the groups in "
+                   "one fixed order on every rank (a sorted list).";
     // The hang that follows on both communicators is this finding's consequence.
     ctx.Claim(x, a, kNoSeq);
     ctx.Claim(y, yseq, kNoSeq);

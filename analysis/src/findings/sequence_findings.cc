@@ -197,6 +197,18 @@ bool IsFloating(int32_t dtype) {
   return n.find("float") != std::string_view::npos || n.rfind("fp8", 0) == 0;
 }
 
+// Every rank that issued the collective at `seq` named itself its root.
+bool EveryRankItsOwnRoot(const TraceModel& m, const CommModel& c, uint64_t seq) {
+  int named = 0;
+  for (const RankView& rv : c.ranks) {
+    const CollectiveSlot* s = rv.AtSeq(seq);
+    if (!s) continue;
+    if (m.call(s->call).root_peer != rv.rank) return false;
+    ++named;
+  }
+  return named >= 2;
+}
+
 // What goes wrong when NCCL pairs `a` with `b`.
 std::string PairingConsequence(const CallRecord& a, const CallRecord& b) {
   switch (MismatchKind(a, b)) {
@@ -613,6 +625,20 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       }
       f.message =
           PerPositionMessage(f.kind, e.seq, a, b, who, others, agreeing.size() > 1, c.nranks);
+      if (f.kind == FindingKind::kRootMismatch) {
+        // One mistake however many tensors it moves: the roots, not the sizes, make the
+        // pattern, so the broadcasts of a model's parameters are one finding with repeats.
+        const bool self = EveryRankItsOwnRoot(sc.ctx.model(), c, e.seq);
+        f.pattern = "root:" + ApiStr(a) + ":" +
+                    (self ? std::string("self")
+                          : std::to_string(a.root_peer) + "|" + std::to_string(b.root_peer));
+        if (self)
+          f.message +=
+              " Every rank passed its own rank as the root, so each claims to be the "
+              "sender: a root computed from the rank itself (src=rank, or a local rank "
+              "where a global one was meant). Pass the one rank that holds the data "
+              "(e.g. src=0) on every rank.";
+      }
       if (f.kind == FindingKind::kDtypeMismatch && a.count == b.count) {
         // The same tensors in another precision: one pattern whatever the bucket's size, so
         // that every bucket of the step is one finding with repeats.
