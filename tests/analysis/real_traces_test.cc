@@ -210,6 +210,19 @@ TEST(RealTraces, GroupsMadeInADifferentOrderAreNamedAsTheCause) {
             std::string::npos);
 }
 
+// DDP with a parameter one rank left out of one step's forward: the skipped bucket is named as
+// issued by autograd's hooks, with DDP's unused-parameter cause and both remedies.
+TEST(RealTraces, DdpBucketMissingOnOneRankNamesUnusedParameters) {
+  const Finding f = OnlyFinding("ddp-unused-param", FindingKind::kMissingCall);
+  EXPECT_NE(f.short_text.find("rank 1 never issued"), std::string::npos) << f.short_text;
+  EXPECT_NE(f.message.find("autograd's backward hooks"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("find_unused_parameters=True"), std::string::npos);
+  // A step skipped whole (forward, backward and the loss all-reduce) is not that.
+  const Checked skipped = CheckReal("ddp-skip-step");
+  for (const Finding& g : skipped.report.findings)
+    EXPECT_EQ(g.message.find("autograd's backward hooks"), std::string::npos) << g.message;
+}
+
 // The initial weights broadcast with src=rank: one finding for every parameter, naming the
 // root each rank gave itself.
 TEST(RealTraces, BroadcastFromEachRanksOwnRootIsOneFinding) {
@@ -374,7 +387,11 @@ INSTANTIATE_TEST_SUITE_P(
         // the group the other made for metrics, and wait.
         RealTrace{"setup-clean", std::nullopt},
         RealTrace{"setup-bcast-src", FindingKind::kRootMismatch, 0, 5},
-        RealTrace{"setup-group-order", FindingKind::kCrossCommOrder, 0}),
+        RealTrace{"setup-group-order", FindingKind::kCrossCommOrder, 0},
+        // DDP with an auxiliary head rank 1 leaves out of one step's forward: DDP on rank 1
+        // waits for the head's gradient and launches no bucket; its loss all-reduce meets rank
+        // 0's bucket. The skipped call has no Python site (autograd's hooks issued it).
+        RealTrace{"ddp-unused-param", FindingKind::kMissingCall, 23}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

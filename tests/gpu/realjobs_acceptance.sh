@@ -168,6 +168,8 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 45)) "$J/torch_ddp.py" --bug skip-step
   variant ddp-uneven-gather "$HANG_S" count_mismatch no -- \
     "${TORCHRUN[@]}" --master-port $((P + 46)) "$J/torch_ddp.py" --bug uneven-gather
+  variant ddp-unused-param "$HANG_S" "count_mismatch|missing_call|op_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 51)) "$J/torch_ddp.py" --bug unused-param
   variant fsdp2-clean "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 6)) "$J/torch_fsdp2.py"
   variant fsdp2-clean-sketch "$RUN_S" - no --sketch -- \

@@ -197,6 +197,19 @@ bool IsFloating(int32_t dtype) {
   return n.find("float") != std::string_view::npos || n.rfind("fp8", 0) == 0;
 }
 
+// The `n` calls a rank skipped were issued by autograd's hooks: gradient reductions (AllReduce,
+// ReduceScatter) without a Python call site, where the rank's next call has one (so the trace
+// records sites, and the hooks' calls are the ones without).
+bool SkippedGradientHooks(const EventView& v, const RawEvent& e, size_t n) {
+  if (e.rank_slots.empty() || e.rank_slots[0].empty() || v.Mine(0).callsite == 0) return false;
+  for (size_t k = 0; k < n && k < e.ref_slots.size(); ++k) {
+    const CallRecord r = v.Ref(k);
+    const Api api = CanonicalApi(static_cast<Api>(r.api));
+    if (r.callsite != 0 || (api != Api::kAllReduce && api != Api::kReduceScatter)) return false;
+  }
+  return n > 0;
+}
+
 // Every rank that issued the collective at `seq` named itself its root.
 bool EveryRankItsOwnRoot(const TraceModel& m, const CommModel& c, uint64_t seq) {
   int named = 0;
@@ -537,6 +550,18 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                     " had no partner: a hang, preceded by wrong results or a crash where the "
                     "mispaired calls differ. A collective inside a rank-dependent branch is the "
                     "usual cause: make every rank issue it.";
+        if (SkippedGradientHooks(v, e, n))
+          f.message +=
+              " The skipped " + std::string(n == 1 ? "call carries" : "calls carry") +
+              " no Python call site while " + who +
+              "'s next call does: " + (n == 1 ? "it was" : "they were") +
+              " issued from autograd's backward hooks, as DDP's gradient buckets (FSDP's "
+              "reduce-scatters) are. A bucket missing on one rank at one step is what DDP does "
+              "when a parameter in it got no gradient there -- a branch that leaves a layer "
+              "out of the forward on some ranks (an auxiliary head, an expert, a condition on "
+              "the batch) with find_unused_parameters=False, the default -- or when that rank "
+              "ran no backward at that step. Use every parameter on every rank at every step "
+              "(add 0 * the unused output to the loss) or pass find_unused_parameters=True.";
         if (e.op.ref_len >= 2 && e.op.skip_pos + e.op.ref_len <= e.op.ref_pos) {
           // The same calls repeat, whole, before the place the alignment chose: a step.
           const uint64_t earliest = e.ref_seq - (e.op.ref_pos - e.op.skip_pos);

@@ -12,6 +12,11 @@ backward. Without --bug, `ncclrr check` must report no finding.
 --bug uneven-gather: rank 1's validation shard holds 250 samples, rank 0's 256, and the
   predictions are all-gathered with all_gather_into_tensor (equal sizes required): the counts
   differ at the first validation.
+--bug unused-param: the model has an auxiliary head whose loss is added when the batch has
+  auxiliary targets; at --bug-step rank 1's batch has none, so its forward leaves the head out.
+  DDP (find_unused_parameters=False, the default) waits for the head's gradients forever: rank
+  1 launches no gradient bucket that step, its next collective (the loss all_reduce) meets rank
+  0's first bucket, and its next forward raises "Expected to have finished reduction".
 
 Independent reference: each rank also keeps an unwrapped copy of the model (same initial
 weights) and computes its local gradient on the same batch with plain autograd; the copies are
@@ -40,15 +45,21 @@ from common import (finish, gather_cpu, log, off_by, torch_env, torchrun_ranks, 
 
 
 class Classifier(nn.Module):
-    def __init__(self, d_in=128, hidden=256, n_classes=16):
+    def __init__(self, d_in=128, hidden=256, n_classes=16, aux=False):
         super().__init__()
         self.net = nn.Sequential(
             nn.Linear(d_in, hidden), nn.LayerNorm(hidden), nn.GELU(),
             nn.Linear(hidden, hidden), nn.LayerNorm(hidden), nn.GELU(),
             nn.Linear(hidden, n_classes))
+        self.aux = nn.Linear(d_in, 4) if aux else None  # an auxiliary head on the input
 
-    def forward(self, x):
-        return self.net(x)
+    def forward(self, x, use_aux=True):
+        out = self.net(x)
+        if self.aux is None:
+            return out
+        # The auxiliary loss rides on the logits, as a second head's output would.
+        extra = self.aux(x).pow(2).mean() if use_aux else out.new_zeros(())
+        return out, extra
 
 
 def main():
@@ -56,7 +67,8 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--val-every", type=int, default=5)
-    ap.add_argument("--bug", choices=["none", "skip-step", "uneven-gather"], default="none")
+    ap.add_argument("--bug", choices=["none", "skip-step", "uneven-gather", "unused-param"],
+                    default="none")
     ap.add_argument("--bug-step", type=int, default=7)
     args = ap.parse_args()
 
@@ -67,12 +79,19 @@ def main():
     check_pg = dist.new_group(backend="gloo")
 
     torch.manual_seed(0)
-    model = Classifier().to(dev)
+    aux = args.bug == "unused-param"
+    model = Classifier(aux=aux).to(dev)
     replica = copy.deepcopy(model)  # the reference, never wrapped
     ddp = DDP(model, device_ids=[dev.index])
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     ref_opt = torch.optim.SGD(replica.parameters(), lr=0.05, momentum=0.9)
     names = [n for n, _ in model.named_parameters()]
+
+    def loss_of(m, x, y, use_aux):
+        if not aux:
+            return F.cross_entropy(m(x), y)
+        out, extra = m(x, use_aux)
+        return F.cross_entropy(out, y) + 0.1 * extra
 
     teacher = torch.randn(128, 16, generator=torch.Generator().manual_seed(7)).to(dev)
     gen = torch.Generator(device=dev).manual_seed(3000 + rank)
@@ -88,16 +107,20 @@ def main():
 
         # Reference: this rank's own gradient, from the replica.
         ref_opt.zero_grad()
-        ref_loss = F.cross_entropy(replica(x), y)
+        use_aux = not (args.bug == "unused-param" and rank == 1 and step == args.bug_step)
+        if not use_aux:
+            log(rank, f"step {step}: no auxiliary targets in this batch, aux head left out (bug)")
+        ref_loss = loss_of(replica, x, y, use_aux)
         if args.bug == "skip-step" and rank == 1 and step == args.bug_step:
             log(rank, f"step {step}: loss not finite here, step skipped (bug)")
             continue
         ref_loss.backward()
-        mine = torch.cat([p.grad.reshape(-1) for p in replica.parameters()]
+        mine = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                          for p in replica.parameters()]
                          + [ref_loss.detach().reshape(1)]).cpu()
 
         opt.zero_grad()
-        loss = F.cross_entropy(ddp(x), y)
+        loss = loss_of(ddp, x, y, use_aux)
         loss.backward()  # DDP all-reduces the gradient buckets here
         loss_avg = loss.detach().clone()
         dist.all_reduce(loss_avg, op=dist.ReduceOp.AVG)
@@ -106,7 +129,8 @@ def main():
         off = 0
         for name, p, rp in zip(names, model.parameters(), replica.parameters()):
             n = p.numel()
-            err, bad = off_by(p.grad.reshape(-1).cpu(), want[off:off + n])
+            g = p.grad if p.grad is not None else torch.zeros_like(p)
+            err, bad = off_by(g.reshape(-1).cpu(), want[off:off + n])
             if bad:
                 wrong += 1
                 log(rank, f"WRONG: step {step} DDP gradient of {name} off by {err:.3g} "
@@ -124,6 +148,7 @@ def main():
             ddp.eval()
             with torch.no_grad():
                 out = ddp(val_x)
+                out = out[0] if aux else out
                 stats = torch.stack([F.cross_entropy(out, val_y, reduction="sum"),
                                      (out.argmax(dim=1) == val_y).sum().float(),
                                      torch.tensor(float(val_x.shape[0]), device=dev)])
