@@ -231,6 +231,10 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 49)) "$J/torch_setup_bugs.py" --bug bcast-src
   variant setup-group-order "$HANG_S" "count_mismatch|cross_comm_order|op_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 50)) "$J/torch_setup_bugs.py" --bug group-order
+  variant setup4-bcast-src "$HANG_S" root_mismatch no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 52)) "$J/torch_setup_bugs.py" --bug bcast-src
+  variant setup4-group-order "$HANG_S" "count_mismatch|cross_comm_order|op_mismatch" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 53)) "$J/torch_setup_bugs.py" --bug group-order
   variant tp-clean "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 44)) "$J/torch_hsdp_compile.py" --mode tp
   variant compile-clean "$RUN_S" - no -- \

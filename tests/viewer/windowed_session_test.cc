@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <numeric>
 
 #include "models/trace_session.h"
@@ -176,6 +178,57 @@ TEST(WindowedSession, CommunicatorLargerThanMemoryIsNotCheckedAndSaysWhatToRun) 
   auto checked = outlined.value()->Check(1ull << 30, {});
   ASSERT_TRUE(checked.ok());
   EXPECT_FALSE(checked->findings.empty());
+}
+
+}  // namespace
+}  // namespace ncclrr::viewer
+
+namespace ncclrr::viewer {
+namespace {
+
+// Every real job's trace shown at levels of detail: the whole trace's findings, and, once a
+// window holds the whole trace, each finding on the very calls the in-memory check names
+// (killed jobs' in-flight copies, several communicators, p2p, graphs and sketches included).
+TEST(WindowedSession, RealJobsTracesGiveTheInMemoryFindingsOnTheirCalls) {
+  namespace fs = std::filesystem;
+  const char* src = std::getenv("NCCLRR_SOURCE_DIR");
+  const fs::path real = fs::path(src ? src : ".") / "tests/data/real";
+  int traces = 0, placed = 0;
+  for (const auto& e : fs::directory_iterator(real)) {
+    if (!e.is_directory() || e.path().filename() == "diff") continue;
+    SCOPED_TRACE(e.path().string());
+    auto whole = analysis::TraceModel::Load(e.path().string());
+    ASSERT_TRUE(whole.ok()) << whole.status().message();
+    const analysis::Report expected = analysis::Check(*whole);
+    SessionOptions options;
+    options.max_calls = std::max<uint64_t>(whole->total_calls() / 4, 8);
+    auto s = TraceSession::Load(e.path().string(), {}, {}, options);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE((*s)->windowed());
+    ASSERT_EQ((*s)->report().findings.size(), expected.findings.size());
+    auto all = TraceSession::LoadWindow(**s, std::make_pair(INT64_MIN / 4, INT64_MAX / 4));
+    ASSERT_TRUE(all.ok()) << all.status().message();
+    const TraceSession& w = **all;
+    for (size_t i = 0; i < expected.findings.size(); ++i) {
+      const analysis::Finding& want = expected.findings[i];
+      const analysis::Finding& got = w.report().findings[i];
+      EXPECT_EQ(got.message, want.message);
+      std::vector<std::pair<uint32_t, uint64_t>> a, b;  // (file, uid)
+      for (const analysis::InvolvedCall& c : want.calls)
+        a.push_back({c.call.file, whole->call(c.call).uid});
+      for (const analysis::InvolvedCall& c : got.calls) {
+        EXPECT_EQ(w.BucketAt(c.call), nullptr);
+        b.push_back({c.call.file, w.model().call(c.call).uid});
+      }
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      EXPECT_EQ(b, a) << want.message;
+      placed += static_cast<int>(b.size());
+    }
+    ++traces;
+  }
+  EXPECT_GE(traces, 50);
+  EXPECT_GT(placed, 100);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 two setup bugs seen in real training scripts. Launched with torchrun (2 ranks):
 
   torchrun --nproc-per-node 2 torch_setup_bugs.py [--bug none|bcast-src|group-order]
+  (or 4 processes)
 
 The job builds a "grad" group (gradient all-reduces and a found-inf check) and a "metrics"
 group (loss and accuracy for the log line) over all ranks, syncs the initial weights from rank
@@ -15,7 +16,7 @@ group (loss and accuracy for the log line) over all ranks, syncs the initial wei
   pairs process groups by the order they are created, so on a rank that walks the set the other
   way its "grad" group is the other ranks' "metrics" group. For a repeatable run each process
   re-executes itself with a PYTHONHASHSEED that walks the set in the order that process's rank
-  gets (rank 0 grad first, rank 1 metrics first).
+  gets (the last rank metrics first, the others grad first).
 --bug none: the groups made from a sorted list, the broadcast from rank 0; finishes with 0 wrong.
 
 Results are checked against the ranks' contributions all-gathered over a gloo group. Prints a
@@ -50,8 +51,9 @@ def parse():
 
 ARGS = parse()
 if ARGS.bug == "group-order" and "NCCLRR_JOB_HASHSEED_SET" not in os.environ:
-    rank0 = int(os.environ.get("RANK", "0")) == 0
-    order = GROUP_NAMES if rank0 else tuple(reversed(GROUP_NAMES))
+    # The last rank walks the set the other way (with 2 ranks: rank 1).
+    last = int(os.environ.get("RANK", "0")) == int(os.environ.get("WORLD_SIZE", "1")) - 1
+    order = tuple(reversed(GROUP_NAMES)) if last else GROUP_NAMES
     os.environ["PYTHONHASHSEED"] = seed_walking(order)
     os.environ["NCCLRR_JOB_HASHSEED_SET"] = "1"
     os.execv(sys.executable, [sys.executable] + sys.argv)
