@@ -199,10 +199,12 @@ Finding OnlyFinding(const std::string& name, FindingKind kind) {
 // on each side names the swap of communicators as the likely cause; a genuine opposite order
 // (two-groups: rank 1 logs its metrics first) does not.
 TEST(RealTraces, GroupsMadeInADifferentOrderAreNamedAsTheCause) {
-  const Finding f = OnlyFinding("setup-group-order", FindingKind::kCrossCommOrder);
-  EXPECT_NE(f.message.find("disagree on which communicator is which"), std::string::npos)
-      << f.message;
-  EXPECT_NE(f.message.find("one fixed order on every rank"), std::string::npos);
+  for (const char* name : {"setup-group-order", "setup4-group-order"}) {
+    const Finding f = OnlyFinding(name, FindingKind::kCrossCommOrder);
+    EXPECT_NE(f.message.find("disagree on which communicator is which"), std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("one fixed order on every rank"), std::string::npos);
+  }
   const Checked opposite = CheckReal("two-groups");
   ASSERT_EQ(opposite.report.findings.size(), 1u) << opposite.text;
   EXPECT_EQ(opposite.report.findings[0].kind, FindingKind::kCrossCommOrder);
@@ -226,10 +228,13 @@ TEST(RealTraces, DdpBucketMissingOnOneRankNamesUnusedParameters) {
 // The initial weights broadcast with src=rank: one finding for every parameter, naming the
 // root each rank gave itself.
 TEST(RealTraces, BroadcastFromEachRanksOwnRootIsOneFinding) {
-  const Finding f = OnlyFinding("setup-bcast-src", FindingKind::kRootMismatch);
-  EXPECT_EQ(f.repeats, 5u);
-  EXPECT_NE(f.message.find("Every rank passed its own rank as the root"), std::string::npos)
-      << f.message;
+  for (const auto& [name, ranks] : {std::pair{"setup-bcast-src", 2}, {"setup4-bcast-src", 4}}) {
+    const Finding f = OnlyFinding(name, FindingKind::kRootMismatch);
+    EXPECT_EQ(f.repeats, 5u);
+    EXPECT_NE(f.message.find("passed its own rank as the root"), std::string::npos) << f.message;
+    EXPECT_EQ(f.table.size(), static_cast<size_t>(ranks));  // every rank, none the odd one out
+    EXPECT_EQ(f.calls.size(), static_cast<size_t>(ranks));
+  }
 }
 
 // The founding bug in JAX: gradients psum'd one at a time, walked in each process's set order
@@ -388,6 +393,10 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"setup-clean", std::nullopt},
         RealTrace{"setup-bcast-src", FindingKind::kRootMismatch, 0, 5},
         RealTrace{"setup-group-order", FindingKind::kCrossCommOrder, 0},
+        // The same with 4 processes: every rank its own root (no majority); the last rank
+        // walking the set the other way.
+        RealTrace{"setup4-bcast-src", FindingKind::kRootMismatch, 0, 5},
+        RealTrace{"setup4-group-order", FindingKind::kCrossCommOrder, 0},
         // DDP with an auxiliary head rank 1 leaves out of one step's forward: DDP on rank 1
         // waits for the head's gradient and launches no bucket; its loss all-reduce meets rank
         // 0's bucket. The skipped call has no Python site (autograd's hooks issued it).

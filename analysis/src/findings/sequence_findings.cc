@@ -657,12 +657,29 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         f.pattern = "root:" + ApiStr(a) + ":" +
                     (self ? std::string("self")
                           : std::to_string(a.root_peer) + "|" + std::to_string(b.root_peer));
-        if (self)
-          f.message +=
-              " Every rank passed its own rank as the root, so each claims to be the "
-              "sender: a root computed from the rank itself (src=rank, or a local rank "
-              "where a global one was meant). Pass the one rank that holds the data "
-              "(e.g. src=0) on every rank.";
+        if (self) {
+          // No rank is the odd one out: every rank is, so the table shows them all.
+          const TraceModel& m = sc.ctx.model();
+          f.table.clear();
+          f.ranks.clear();
+          f.calls.clear();
+          for (const RankView& rv : c.ranks)
+            if (const CollectiveSlot* slot = rv.AtSeq(e.seq)) {
+              f.table.push_back({std::to_string(rv.rank), std::to_string(e.seq),
+                                 ShortCall(m.call(slot->call)), true});
+              f.ranks.push_back(rv.rank);
+              f.calls.push_back({slot->call, rv.rank, e.seq});
+            }
+          f.short_text = "every rank passed its own rank as the root of " + ApiStr(a) + " (" +
+                         RankList(f.ranks) + ")";
+          f.message = "At seq " + std::to_string(e.seq) + " every rank (" + RankList(f.ranks) +
+                      ") passed its own rank as the root of " + ApiStr(a) +
+                      ", so each claims to be the sender: NCCL pairs the calls anyway, which "
+                      "hangs or leaves the data where it was. A root computed from the rank "
+                      "itself does this (src=rank, or a local rank where a global one was "
+                      "meant): pass the one rank that holds the data (e.g. src=0) on every "
+                      "rank.";
+        }
       }
       if (f.kind == FindingKind::kDtypeMismatch && a.count == b.count) {
         // The same tensors in another precision: one pattern whatever the bucket's size, so
