@@ -225,6 +225,28 @@ TEST(RealTraces, DdpBucketMissingOnOneRankNamesUnusedParameters) {
     EXPECT_EQ(g.message.find("autograd's backward hooks"), std::string::npos) << g.message;
 }
 
+// A pipeline whose second stage runs fewer micro-batches: the first finding, the loss broadcast
+// the first stage never reached, names the unmatched receives as the reason it stopped; the
+// p2p_mismatch findings give the counts.
+TEST(RealTraces, PipelineStagesWithDifferentMicroBatchCountsNameTheUnmatchedReceives) {
+  const Checked c = CheckReal("pptp-micro");
+  ASSERT_GE(c.report.findings.size(), 2u) << c.text;
+  const Finding& f = c.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kMissingCall);
+  EXPECT_NE(f.message.find("Rank 2 posted 18 Recvs from rank 0, which posted 16 Sends"),
+            std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("same number of micro-batches"), std::string::npos);
+  int p2p = 0;
+  for (const Finding& g : c.report.findings) p2p += g.kind == FindingKind::kP2pMismatch;
+  EXPECT_EQ(p2p, 4);
+  // A hang with no point-to-point calls keeps the plain advice.
+  const Checked crash = CheckReal("side-crash");
+  for (const Finding& g : crash.report.findings)
+    EXPECT_EQ(g.message.find("Recvs from rank"), std::string::npos) << g.message;
+  ncclrr::testing::ExpectGolden(RealDir() / "pptp-micro.check.txt", c.text);
+}
+
 // The initial weights broadcast with src=rank: one finding for every parameter, naming the
 // root each rank gave itself.
 TEST(RealTraces, BroadcastFromEachRanksOwnRootIsOneFinding) {

@@ -184,6 +184,8 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 12)) "$J/torch_pipeline_tp.py" --bug none
   variant pptp-swap-same "$RUN_S" "suspected_swap|order_swap" yes -- \
     "${TORCHRUN4[@]}" --master-port $((P + 13)) "$J/torch_pipeline_tp.py" --bug swap-same
+  variant pptp-micro "$HANG_S" "p2p_mismatch|missing_call|count_mismatch" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 54)) "$J/torch_pipeline_tp.py" --bug micro
   variant accum-clean "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 14)) "$J/torch_ddp_accum.py" --bug none
   variant accum-uneven "$HANG_S" "missing_call|op_mismatch|count_mismatch" no -- \

@@ -224,10 +224,51 @@ class MissingCallChecker : public Checker {
                                  " exited without issuing it: look at how it ended (an uncaught "
                                  "exception, such as running out of memory, or an exit in a "
                                  "rank-dependent branch; its own output has the error)."
-                           : ". Find why " + RankList(accused) +
-                                 " did not get there: a rank-dependent branch, an exception, or a "
-                                 "blocking call on another communicator (see cross_comm_order).");
+                 : UnmatchedReceives(m, c, accused).empty()
+                     ? ". Find why " + RankList(accused) +
+                           " did not get there: a rank-dependent branch, an exception, "
+                           "or a blocking call on another communicator (see "
+                           "cross_comm_order)."
+                     : ". " + UnmatchedReceives(m, c, accused));
     sink.Add(std::move(f));
+  }
+
+  // "Rank 2 posted 18 Recvs from rank 0, which posted 16 Sends to it (see p2p_mismatch): ...",
+  // when this communicator's point-to-point calls do not match and every accused rank takes part
+  // in them: a Recv without its Send never completes, its GPU waits there, and every later call
+  // of that rank waits behind it -- the Sends its peers wait for too. "" otherwise.
+  static std::string UnmatchedReceives(const TraceModel& m, const CommModel& c,
+                                       const std::vector<int>& accused) {
+    (void)m;
+    for (int r : accused)
+      if (c.ranks[r].p2p.empty()) return "";
+    std::vector<std::string> unmatched;
+    for (const RankView& rv : c.ranks) {
+      if (!rv.has_file()) continue;
+      std::map<int, std::pair<uint64_t, uint64_t>> by_peer;  // peer -> (its recvs, peer's sends)
+      for (const P2pCall& p : rv.p2p)
+        if (!p.send && p.peer >= 0 && p.peer < static_cast<int>(c.ranks.size()))
+          ++by_peer[p.peer].first;
+      for (auto& [peer, n] : by_peer)
+        for (const P2pCall& p : c.ranks[peer].p2p)
+          if (p.send && p.peer == rv.rank) ++n.second;
+      for (const auto& [peer, n] : by_peer)
+        if (c.ranks[peer].has_file() && n.first > n.second)
+          unmatched.push_back("rank " + std::to_string(rv.rank) + " posted " +
+                              std::to_string(n.first) + " Recvs from rank " + std::to_string(peer) +
+                              ", which posted " + std::to_string(n.second) + " Sends to it");
+    }
+    if (unmatched.empty()) return "";
+    std::string s = unmatched[0];
+    if (unmatched.size() == 2) s += "; " + unmatched[1];
+    if (unmatched.size() > 2) s += "; and " + std::to_string(unmatched.size() - 1) + " more such";
+    return Capitalized(s) +
+           " (see p2p_mismatch): a Recv without its Send never completes, so that rank's GPU "
+           "waits in it, every later call of that rank waits behind it (the Sends its peers "
+           "wait for too), and a host that syncs with its GPU blocks. " +
+           Capitalized(RankList(accused)) +
+           " most likely stopped for that: make the ranks post matching Sends and Recvs (a "
+           "pipeline's stages the same number of micro-batches per step).";
   }
 
   static std::string Capitalized(std::string s) {

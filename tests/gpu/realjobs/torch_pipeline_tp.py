@@ -16,6 +16,9 @@ written the way Megatron-style code is: 2 pipeline stages x 2 tensor-parallel ra
   another order (block 1's weight before block 0's: both H floats), as code that walks a set or a
   dict built in another order does. NCCL pairs them with rank 2's calls by position: both ranks get
   the other tensor's sum, silently.
+--bug micro: from --bug-step (default 3) the stage-1 ranks run 3 micro-batches per step instead
+  of 4 (their node's config sets fewer gradient-accumulation steps), while stage 0 still sends 4
+  activations: stage 0's fourth send and its fourth gradient receive have no partner, a hang.
 --bug none: no reordering; the job finishes with 0 wrong results.
 
 Independent reference: every LayerNorm gradient all-reduce is compared with the ranks'
@@ -102,8 +105,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--micro-batch", type=int, default=8)
-    ap.add_argument("--bug", choices=["swap-same", "none"], default="none")
+    ap.add_argument("--bug", choices=["swap-same", "micro", "none"], default="none")
     ap.add_argument("--swap-steps", default="4,9")
+    ap.add_argument("--bug-step", type=int, default=3)
     args = ap.parse_args()
     swap_steps = {int(s) for s in args.swap_steps.split(",") if s}
 
@@ -138,7 +142,12 @@ def main():
     for step in range(args.steps):
         opt.zero_grad()
         inputs, outputs, losses = [], [], []
-        for m in range(MICRO):
+        micro = MICRO
+        if args.bug == "micro" and stage == 1 and step >= args.bug_step:
+            micro = MICRO - 1  # this node's config: fewer gradient-accumulation steps
+            if step == args.bug_step:
+                log(rank, f"step {step}: {micro} micro-batches per step here (bug)")
+        for m in range(micro):
             x = torch.randn(args.micro_batch, H, device=dev, generator=gen)
             y = (x @ teacher).argmax(dim=1)
             if stage == 0:
@@ -150,8 +159,8 @@ def main():
                 dist.batch_isend_irecv([dist.P2POp(dist.irecv, act, peer)])[0].wait()
                 act.requires_grad_(True)
                 inputs.append(act)
-                losses.append(F.cross_entropy(model(act), y) / MICRO)
-        for m in range(MICRO):
+                losses.append(F.cross_entropy(model(act), y) / micro)
+        for m in range(micro):
             if stage == STAGES - 1:
                 losses[m].backward()
                 dist.batch_isend_irecv([dist.P2POp(dist.isend, inputs[m].grad.contiguous(), peer)])[0].wait()
