@@ -238,7 +238,14 @@ TEST(RealTraces, PipelineStagesWithDifferentMicroBatchCountsNameTheUnmatchedRece
       << f.message;
   EXPECT_NE(f.message.find("same number of micro-batches"), std::string::npos);
   int p2p = 0;
-  for (const Finding& g : c.report.findings) p2p += g.kind == FindingKind::kP2pMismatch;
+  for (const Finding& g : c.report.findings) {
+    if (g.kind != FindingKind::kP2pMismatch) continue;
+    ++p2p;
+    // Where the per-step counts changed: after the loss broadcast of step 2.
+    EXPECT_NE(g.message.find("up to seq 2 (4 and 4 in the last of them)"), std::string::npos)
+        << g.message;
+    EXPECT_NE(g.message.find("different number of messages per step"), std::string::npos);
+  }
   EXPECT_EQ(p2p, 4);
   // A hang with no point-to-point calls keeps the plain advice.
   const Checked crash = CheckReal("side-crash");

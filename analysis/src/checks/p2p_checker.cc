@@ -139,10 +139,50 @@ class P2pChecker : public Checker {
                   " from rank " + std::to_string(src) + ": the " + Nth(k) + " " +
                   (more_sends ? "Send" : "Recv") + " (" + ShortCall(x) +
                   ") has no partner, so it never completes (a hang, or a deadlock inside its "
-                  "group). Post every Send with a matching Recv on the peer.";
+                  "group). Post every Send with a matching Recv on the peer." +
+                  PerStepChange(m, c, src, dst);
       NoteMismatch(ctx, f);
       sink.Add(std::move(f));
     }
+  }
+
+  // How many Sends (or Recvs) `rv` posted to (from) `peer` in each stretch between its
+  // collectives on this communicator: stretch k lies after collective seq k-1 (collectives pair
+  // by seq, so stretch k is the same stretch on every rank).
+  static std::vector<uint64_t> PerStretch(const TraceModel& m, const RankView& rv, bool send,
+                                          int peer) {
+    std::vector<int64_t> bounds;
+    for (const CollectiveSlot& s : rv.collectives) bounds.push_back(m.SlotTime(s));
+    std::sort(bounds.begin(), bounds.end());
+    std::vector<uint64_t> n(bounds.size() + 1, 0);
+    for (const P2pCall& p : rv.p2p)
+      if (p.send == send && p.peer == peer)
+        ++n[static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), p.time_ns) -
+                                bounds.begin())];
+    return n;
+  }
+
+  // " Counted between the communicator's collectives, ..." when the pair's per-step counts
+  // agreed for at least two stretches and then changed: the number of messages per step differs
+  // from there on (a pipeline stage running another number of micro-batches). "" otherwise.
+  static std::string PerStepChange(const TraceModel& m, const CommModel& c, int src, int dst) {
+    if (!c.ranks[src].has_file() || !c.ranks[dst].has_file()) return "";
+    const std::vector<uint64_t> s = PerStretch(m, c.ranks[src], true, dst);
+    const std::vector<uint64_t> r = PerStretch(m, c.ranks[dst], false, src);
+    size_t k = 0, agreed = 0;
+    for (; k < s.size() && k < r.size() && s[k] == r[k]; ++k) agreed += s[k] > 0;
+    if (k >= s.size() || k >= r.size() || agreed < 2 || k == 0) return "";
+    return " Counted between the communicator's collectives, rank " + std::to_string(src) +
+           "'s Sends to rank " + std::to_string(dst) + " and rank " + std::to_string(dst) +
+           "'s Recvs from it agree in every stretch up to seq " + std::to_string(k - 1) + " (" +
+           std::to_string(s[k - 1]) + " and " + std::to_string(r[k - 1]) +
+           " in the last of them); after seq " + std::to_string(k - 1) + ", rank " +
+           std::to_string(src) + " posted " + Plural(s[k], "Send", "Sends") + " and rank " +
+           std::to_string(dst) + " posted " + Plural(r[k], "Recv", "Recvs") +
+           ". From there the two exchange a different number of messages per step, and every "
+           "later message pairs with another step's: one side's schedule changed, as a pipeline "
+           "stage that runs a different number of micro-batches (a gradient-accumulation "
+           "setting read per node) does. Give every stage the same number of micro-batches.";
   }
 
   struct SizeMismatch {
