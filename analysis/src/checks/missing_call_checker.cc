@@ -194,7 +194,7 @@ class MissingCallChecker : public Checker {
       f.table.push_back({CompactRanks(ranks), n ? std::to_string(n - 1) : "-", last, true});
       stops += (stops.empty() ? "" : "; ") + RankList(ranks) +
                (n ? " stopped after seq " + std::to_string(n - 1) : " issued none") +
-               ElsewhereNote(m, ci, rv, stable);
+               ElsewhereNote(m, ci, rv, ranks.size() > 1, stable);
       // Its trace closed in order while a waiter's was not: it exited on its own, and the
       // waiters were killed later (a launcher stopping the job). Traces all closed in order (an
       // interrupt ends every rank alike, a log import) tell nothing.
@@ -293,15 +293,16 @@ class MissingCallChecker : public Checker {
 
   // "(its last call was AllReduce(...) on comm Y)" when the rank went on elsewhere.
   static std::string ElsewhereNote(const TraceModel& m, size_t ci, const RankView& rv,
-                                   bool stable) {
+                                   bool of_several, bool stable) {
     const TraceFile& t = m.file(static_cast<uint32_t>(rv.file));
     std::optional<CallRecord> last;
     for (const CallRecord& call : t.calls)
       if (IsCollective(static_cast<Api>(call.api)) || IsP2p(static_cast<Api>(call.api)))
         if (!last || call.enter_ns > last->enter_ns) last = call;
     if (!last || last->comm_id == m.comms()[ci].id) return "";
-    std::string s = ", and its process's last call was " + ShortCall(*last) + " on comm " +
-                    Hex64(last->comm_id);
+    const std::string whose = of_several ? "rank " + std::to_string(rv.rank) + "'s" : "its";
+    std::string s = ", and " + whose + " process's last call was " + ShortCall(*last) +
+                    " on comm " + Hex64(last->comm_id);
     if (last->seq != kNoSeq) s += " seq " + std::to_string(last->seq);
     if (last->flags & call_flags::kInFlight) s += ", in which it was blocked (it never returned)";
     (void)stable;
