@@ -83,6 +83,26 @@ TEST(ScreenshotCli, BadInputExitsTwoWithTheDialogText) {
   r = RunViewer({"--bogus"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(r.err.contains("unknown flag '--bogus'")) << r.err.toStdString();
+  for (const char* bad : {"0", "-5", "many"}) {
+    r = RunViewer({"--max-calls", bad, "/tmp"});
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_TRUE(r.err.contains("--max-calls needs a number of calls")) << r.err.toStdString();
+  }
+}
+
+// A trace of more calls than --max-calls: drawn at levels of detail, its finding still red.
+TEST(ScreenshotCli, ATraceTooLargeToHoldIsDrawnWithItsFinding) {
+  testing::EnsureApp();
+  const std::string dir = testing::WriteSwapTrace("cli-lod");
+  const QString png = QString::fromStdString(testing::TempDir("cli-out-lod") + "/lod.png");
+  const ViewerRun r =
+      RunViewer({QString::fromStdString(dir), "--screenshot", png, "--select-finding", "0",
+                 "--max-calls", "8", "--size", "1400x900"});
+  ASSERT_EQ(r.rc, 0) << r.err.toStdString();
+  EXPECT_TRUE(r.out.contains("1 findings")) << r.out.toStdString();
+  QImage image(png);
+  ASSERT_FALSE(image.isNull());
+  EXPECT_GT(testing::CountPixels(image, FindingColor(), QRectF(0, 100, 1400, 800)), 50);
 }
 
 // A trace directory whose name is not UTF-8 (Latin-1 "caf\xe9") opens: the path keeps its bytes
