@@ -327,6 +327,72 @@ TEST(RealTraces, InPlaceAlltoAllIsNamedAsTheCause) {
   ncclrr::testing::ExpectGolden(RealDir() / "nccltests-alltoall-sketch.check.txt", text);
 }
 
+// Ring attention whose blocks move with a blocking send, then a receive, on every rank: with 4
+// ranks each is stuck in its Send to the next (in-flight records), with 2 NCCL failed both
+// ranks' group ends. One finding names the cycle and the two ways out; the group ends' errors
+// name the Sends of their groups and the cycle that may have caused them. The same ring with
+// batch_isend_irecv, and pipeline stages with unmatched receives, give no cycle.
+TEST(RealTraces, SendsBeforeReceivesInARingAreOneCycle) {
+  const Checked four = CheckReal("ring4-send-first");
+  ASSERT_EQ(four.report.findings.size(), 1u) << four.text;
+  const Finding& f = four.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kP2pMismatch);
+  EXPECT_EQ(f.pattern, "send cycle");
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(f.calls.size(), 4u);
+  EXPECT_NE(f.message.find("(0 to 1, 1 to 2, 2 to 3, 3 to 0)"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("dist.batch_isend_irecv"), std::string::npos);
+  EXPECT_NE(f.message.find("rank parity"), std::string::npos);
+  ncclrr::testing::ExpectGolden(RealDir() / "ring4-send-first.check.txt", four.text);
+
+  const Checked two = CheckReal("ring-send-first");
+  ASSERT_EQ(two.report.findings.size(), 3u) << two.text;
+  EXPECT_EQ(two.report.findings[0].pattern, "send cycle");
+  EXPECT_EQ(two.report.findings[0].ranks, (std::vector<int>{0, 1}));
+  for (size_t i = 1; i < 3; ++i) {
+    const Finding& e = two.report.findings[i];
+    EXPECT_EQ(e.kind, FindingKind::kNcclError);
+    EXPECT_EQ(e.ranks, std::vector<int>{static_cast<int>(i) - 1});
+    EXPECT_NE(e.message.find("ncclGroupEnd on rank"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("its group held Send(4194304 float32 to"), std::string::npos)
+        << e.message;
+    EXPECT_NE(e.message.find("which may have caused it"), std::string::npos) << e.message;
+  }
+  ncclrr::testing::ExpectGolden(RealDir() / "ring-send-first.check.txt", two.text);
+
+  for (const char* name : {"ring-clean", "pptp-micro", "moe-splits"}) {
+    const Checked c = CheckReal(name);
+    for (const Finding& g : c.report.findings) EXPECT_NE(g.pattern, "send cycle") << name;
+  }
+}
+
+// torchrun restarted a job after rank 1 failed. In one run the new rank 1 read the previous
+// attempt's unique id and joined the dead communicator (its init returned ncclRemoteError a
+// minute later) while the new rank 0 waited in the init of the id it had made: one
+// lifecycle_error names the stale id and the process left waiting. In another run the restart
+// went well: the first attempt's failure alone is reported.
+TEST(RealTraces, ARestartedRankWithThePreviousAttemptsIdIsNamed) {
+  const Checked stale = CheckReal("elastic-stale-id");
+  const Finding* f = nullptr;
+  for (const Finding& g : stale.report.findings)
+    if (g.kind == FindingKind::kLifecycleError) f = &g;
+  ASSERT_NE(f, nullptr) << stale.text;
+  EXPECT_EQ(f->pattern, "stale unique id");
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
+  EXPECT_NE(f->message.find("returned ncclRemoteError"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("Meanwhile a process, in comm 0xe05111a01953393e"), std::string::npos)
+      << f->message;
+  EXPECT_NE(f->message.find("a rendezvous of its own"), std::string::npos);
+  EXPECT_EQ(stale.report.findings[0].kind, FindingKind::kMissingCall) << stale.text;
+  ncclrr::testing::ExpectGolden(RealDir() / "elastic-stale-id.check.txt", stale.text);
+
+  const Checked restart = CheckReal("elastic-restart");
+  ASSERT_EQ(restart.report.findings.size(), 2u) << restart.text;
+  EXPECT_EQ(restart.report.findings[0].kind, FindingKind::kMissingCall);
+  EXPECT_EQ(restart.report.findings[1].kind, FindingKind::kNcclError);
+  ncclrr::testing::ExpectGolden(RealDir() / "elastic-restart.check.txt", restart.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -429,7 +495,11 @@ INSTANTIATE_TEST_SUITE_P(
         // DDP with an auxiliary head rank 1 leaves out of one step's forward: DDP on rank 1
         // waits for the head's gradient and launches no bucket; its loss all-reduce meets rank
         // 0's bucket. The skipped call has no Python site (autograd's hooks issued it).
-        RealTrace{"ddp-unused-param", FindingKind::kMissingCall, 23}),
+        RealTrace{"ddp-unused-param", FindingKind::kMissingCall, 23},
+        // Ring attention with batch_isend_irecv, DDP under torchrun's fault tolerance (no
+        // failure), JAX's jit over a global mesh with a shard_map body: clean.
+        RealTrace{"ring-clean", std::nullopt}, RealTrace{"elastic-clean", std::nullopt},
+        RealTrace{"jaxsm-clean", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -264,6 +264,21 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "$PY" "$J/torch_cuda_graph.py" --port $((P + 38)) --bug extra-replay
   variant graph-keep "$HANG_S" lifecycle_error no -- \
     "$PY" "$J/torch_cuda_graph.py" --port $((P + 42)) --bug keep-graph
+  # torchrun's fault tolerance: a failed first attempt, restarted from a checkpoint (both
+  # attempts' processes record into one trace directory).
+  variant elastic-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --max-restarts 1 --master-port $((P + 55)) "$J/torch_elastic.py" \
+    --ckpt "$(mktemp -d)" --bug none
+  variant elastic-crash "$RUN_S" "missing_call|nccl_error" no -- \
+    "${TORCHRUN[@]}" --max-restarts 1 --master-port $((P + 56)) "$J/torch_elastic.py" \
+    --ckpt "$(mktemp -d)" --bug crash
+  # Ring attention's key/value blocks passed round the ranks.
+  variant ring-clean "$RUN_S" - no -- \
+    "$PY" "$J/torch_ring.py" --port $((P + 57)) --bug none
+  variant ring-send-first "$HANG_S" p2p_mismatch no -- \
+    "$PY" "$J/torch_ring.py" --port $((P + 58)) --bug send-first
+  variant ring4-send-first "$HANG_S" p2p_mismatch no -- \
+    "$PY" "$J/torch_ring.py" --port $((P + 59)) --bug send-first --world 4
 else
   say "SKIP the PyTorch jobs: $PY cannot import torch"
 fi
@@ -289,6 +304,9 @@ if [ "$HAVE_JAX" = 1 ]; then
   variant jax-set-order-sketch "$RUN_S" "suspected_swap|order_swap" yes --sketch -- \
     bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_set_order.py" "$NGPU" --port $((P + 41)) \
     --bug set-order
+  # The current style: one jit'd step over a global mesh, a shard_map body with pmean.
+  variant jaxsm-clean "$RUN_S" - no -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_shard_map.py" "$NGPU" --port $((P + 60))
 else
   say "SKIP the JAX jobs: $PY cannot import jax"
 fi

@@ -8,6 +8,7 @@
 
 #include "checks/checkers.h"
 #include "ncclrr/analysis/coverage.h"
+#include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {
@@ -34,6 +35,7 @@ class LifecycleChecker : public Checker {
                     "nranks, each rank exactly once.";
         sink.Add(std::move(f));
       }
+      for (const CommModel::Rejoin& j : c.rejoins) Rejoined(ctx, ci, j, sink);
       for (const RankView& r : c.ranks) UseAfterEnd(ctx, ci, r, sink);
       EndBlockedByGraphs(ctx, ci, sink);
       CollectiveLifecycle(ctx, ci, Api::kCommFinalize, "ncclCommFinalize", sink);
@@ -43,6 +45,111 @@ class LifecycleChecker : public Checker {
   }
 
  private:
+  static bool IsRootInit(Api a) {
+    return a == Api::kCommInitRank || a == Api::kCommInitRankConfig ||
+           a == Api::kCommInitRankScalable;
+  }
+
+  // "process 1908 (vm-1908.ncclrr)", or "a process" when stable.
+  static std::string ProcessOf(const TraceModel& m, int32_t f, bool stable) {
+    if (f < 0) return "a process";
+    const FileView& v = m.files()[static_cast<size_t>(f)];
+    return stable ? "a process" : "process " + std::to_string(v.pid) + " (" + v.name + ")";
+  }
+
+  // A rank of the communicator also issued calls from a second process. When that process
+  // began after the first had ended, it initialised a communicator with the unique id of one
+  // whose processes were gone: a restarted job whose ranks read the previous attempt's id.
+  void Rejoined(CheckContext& ctx, size_t ci, const CommModel::Rejoin& j, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const bool stable = ctx.options().stable;
+    const FileView& first = m.files()[static_cast<size_t>(j.first_file)];
+    const FileView& second = m.files()[j.call.file];
+    const CallRecord call = m.call(j.call);
+    const int64_t start = m.CallTime(j.call);
+    Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
+    f.ranks = {j.rank};
+    f.calls = {{j.call, j.rank, kNoSeq}};
+    const std::string two = "rank " + std::to_string(j.rank) + " issued calls from two processes";
+    bool all_gone = IsRootInit(static_cast<Api>(call.api));
+    for (const RankView& r : c.ranks)
+      all_gone &= !r.has_file() || m.files()[static_cast<size_t>(r.file)].last_alive_ns < start;
+    if (!all_gone) {
+      f.short_text = two + " (" + first.name + " and " + second.name + ")";
+      f.pattern = f.short_text;
+      f.first_time = m.start_ns();
+      f.message = "Inconsistent creation of " + CommLabel(c) + ": " + f.short_text +
+                  ". Every rank must create a communicator with the same unique id and nranks, "
+                  "each rank exactly once.";
+      sink.Add(std::move(f));
+      return;
+    }
+    const std::string init = "nccl" + std::string(ApiName(static_cast<Api>(call.api)));
+    const bool in_flight = (call.flags & call_flags::kInFlight) != 0;
+    std::string outcome;
+    if (in_flight)
+      outcome = "it was still waiting in " + init + " when its trace ended";
+    else if (call.result != 0)
+      outcome = init + " returned " + NcclResultName(call.result) +
+                (stable ? "" : " after " + Seconds(call.exit_ns - call.enter_ns));
+    else
+      outcome = init + " returned";
+    f.first_time = start;
+    f.pattern = "stale unique id";
+    f.table.push_back({std::to_string(j.rank), "-",
+                       init + (in_flight ? std::string(" (in flight)")
+                                         : std::string(" -> ") + NcclResultName(call.result)),
+                       true});
+    f.short_text = "rank " + std::to_string(j.rank) + " was initialised again by a later " +
+                   "process, with the unique id of a communicator whose processes had ended";
+    f.message =
+        "Rank " + std::to_string(j.rank) + " of " + CommLabel(c) + " was initialised twice: by " +
+        ProcessOf(m, j.first_file, stable) + ", whose trace ended" +
+        (stable ? "" : " at +" + Seconds(first.last_alive_ns - m.start_ns())) + ", and again by " +
+        ProcessOf(m, static_cast<int32_t>(j.call.file), stable) + ", which started after it" +
+        (stable ? "" : " (at +" + Seconds(start - m.start_ns()) + ")") +
+        ". The later process passed " + init +
+        " the unique id of a communicator whose processes were gone, so it waited for peers "
+        "that no longer exist: " +
+        outcome + "." + NewAttempt(m, j, stable) +
+        " A restarted job does this when a rank reads the previous attempt's unique id (left "
+        "in the rendezvous store from before the restart) instead of the one its new rank 0 "
+        "created. Make every attempt exchange its id through a rendezvous of its own (a store "
+        "or key per attempt, e.g. one that includes the restart count), so that no rank can "
+        "read an earlier attempt's.";
+    sink.Add(std::move(f));
+  }
+
+  // " Meanwhile process P (...) created comm X and was still waiting in its init ..." for the
+  // processes that started with the second one and waited in an init of another communicator:
+  // the new attempt's ranks that used the new id. "" when none.
+  static std::string NewAttempt(const TraceModel& m, const CommModel::Rejoin& j, bool stable) {
+    const int64_t gone = m.files()[static_cast<size_t>(j.first_file)].last_alive_ns;
+    constexpr uint32_t kFirstRows = 64;  // a process's inits come first
+    std::vector<std::string> waiting;
+    for (uint32_t f = 0; f < m.files().size(); ++f) {
+      if (f == j.call.file) continue;
+      const CallTable& calls = m.file(f).calls;
+      for (uint32_t i = 0; i < calls.size() && i < kFirstRows; ++i) {
+        const CallRecord c = calls[i];
+        if (!IsRootInit(static_cast<Api>(c.api)) || !(c.flags & call_flags::kInFlight)) continue;
+        if (m.CallTime(CallRef{f, i}) <= gone || c.comm_id == m.call(j.call).comm_id) continue;
+        waiting.push_back(ProcessOf(m, static_cast<int32_t>(f), stable) + ", in comm " +
+                          Hex64(c.comm_id));
+        break;
+      }
+    }
+    if (waiting.empty()) return "";
+    std::string list;
+    for (size_t k = 0; k < waiting.size(); ++k)
+      list += (k == 0 ? "" : k + 1 == waiting.size() ? " and " : ", ") + waiting[k];
+    return " Meanwhile " + list + ", also started after the communicator's processes had ended, " +
+           (waiting.size() == 1 ? "was" : "were") +
+           " still waiting in its initialisation when the trace ended: no other process joined "
+           "that id.";
+  }
+
   // Collectives or p2p issued after the rank destroyed, aborted or finalized the comm.
   void UseAfterEnd(CheckContext& ctx, size_t ci, const RankView& r, FindingSink& sink) {
     const TraceModel& m = ctx.model();

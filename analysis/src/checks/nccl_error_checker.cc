@@ -65,16 +65,47 @@ class NcclErrorChecker : public Checker {
         IsCollective(api) || IsP2p(api) ? ShortCall(call) : "nccl" + std::string(ApiName(api));
     f.table.push_back(
         {std::to_string(rank), f.seq ? std::to_string(*f.seq) : "-", what + " -> " + result, true});
+    const std::string group = api == Api::kGroupEnd ? GroupCalls(m, ci, ref, &f) : "";
     f.short_text = async ? "rank " + std::to_string(rank) + " saw the asynchronous error " + result
                          : what + " on rank " + std::to_string(rank) + " returned " + result;
     f.message = (async ? "The communicator's asynchronous error on rank " + std::to_string(rank) +
                              " became " + result + "."
                        : what + " on rank " + std::to_string(rank) + " of " + CommLabel(c) +
-                             " returned " + result + ".") +
+                             " returned " + result + group + ".") +
                 " " +
                 (AfterMismatch(ctx, ci, f.first_time, call.result)
                      .value_or(std::string(Advice(call.result))));
     sink.Add(std::move(f));
+  }
+
+  // " (its group held Send(...) and Recv(...))": the calls of a failed ncclGroupEnd's group on
+  // communicator `ci`, also added to the finding's calls and table.
+  static std::string GroupCalls(const TraceModel& m, size_t ci, CallRef end, Finding* f) {
+    const CallTable& calls = m.file(end.file).calls;
+    const uint64_t group = calls[end.index].group_id;
+    constexpr size_t kShown = 3;
+    constexpr uint32_t kLookBack = 1 << 16;
+    std::vector<std::string> shown;
+    size_t held = 0;
+    for (uint32_t i = end.index; i-- > 0 && end.index - i <= kLookBack;) {
+      const CallRecord c = calls[i];
+      if (c.group_id != group || c.comm_id != m.comms()[ci].id) continue;
+      const Api api = static_cast<Api>(c.api);
+      if (!IsCollective(api) && !IsP2p(api)) continue;
+      ++held;
+      if (shown.size() == kShown) continue;
+      shown.insert(shown.begin(), ShortCall(c));
+      const uint64_t seq = c.seq;
+      f->calls.push_back({CallRef{end.file, i}, c.rank, seq});
+      f->table.push_back({std::to_string(c.rank), seq == kNoSeq ? "-" : std::to_string(seq),
+                          "in the group: " + ShortCall(c), false});
+    }
+    if (held == 0) return "";
+    std::string text;
+    for (size_t k = 0; k < shown.size(); ++k)
+      text += (k == 0 ? "" : k + 1 == shown.size() ? " and " : ", ") + shown[k];
+    if (held > shown.size()) text += " (" + std::to_string(held) + " calls in all)";
+    return " (its group held " + text + ")";
   }
 
   // Mismatched calls make NCCL fail the communicator (it detects a message larger than its
@@ -82,9 +113,14 @@ class NcclErrorChecker : public Checker {
   // found on the communicator is its consequence, and the generic advice would mislead.
   static std::optional<std::string> AfterMismatch(const CheckContext& ctx, size_t ci, int64_t t,
                                                   int result) {
-    if (result != 5 && result != 6) return std::nullopt;  // ncclInvalidUsage, ncclRemoteError
+    // ncclInternalError, ncclInvalidUsage, ncclRemoteError
+    if (result != 3 && result != 5 && result != 6) return std::nullopt;
     const auto* cause = ctx.FirstMismatch(ci);
     if (!cause || cause->first > t) return std::nullopt;
+    if (result == 3)
+      return "It follows the mismatched calls reported on this communicator (" + cause->second +
+             "), which may have caused it (NCCL fails in unusual ways on calls that do not "
+             "pair). Fix that mismatch first; if the error remains, NCCL_DEBUG=INFO says more.";
     return result == 5
                ? "It follows the mismatched calls reported on this communicator (" + cause->second +
                      "): NCCL detects some of them itself (a message larger than the receive "

@@ -101,6 +101,7 @@ class P2pChecker : public Checker {
     auto stopped = [&](int rank) {
       return !c.ranks[rank].has_file() || !m.files()[c.ranks[rank].file].clean;
     };
+    std::vector<Unmatched> unmatched;
     for (const auto& [src, dst] : pairs) {
       if (mismatched.count(src) && mismatched.count(dst) && (stopped(src) || stopped(dst)))
         continue;
@@ -141,6 +142,89 @@ class P2pChecker : public Checker {
                   ") has no partner, so it never completes (a hang, or a deadlock inside its "
                   "group). Post every Send with a matching Recv on the peer." +
                   PerStepChange(m, c, src, dst);
+      unmatched.push_back({src, dst, more_sends, extra, std::move(f)});
+    }
+    ReportSendCycles(ctx, ci, &unmatched, sink);
+    for (Unmatched& u : unmatched) {
+      if (u.in_cycle) continue;
+      NoteMismatch(ctx, u.finding);
+      sink.Add(std::move(u.finding));
+    }
+  }
+
+  // A pair whose counts differ at the end: the first call without a partner, and its finding.
+  struct Unmatched {
+    int src, dst;
+    bool send;
+    const P2pCall* first;
+    Finding finding;
+    bool in_cycle = false;
+  };
+
+  // Whether `p` is the last call rank `rv` issued on the communicator (what it stopped in).
+  static bool LastCallOf(const TraceModel& m, const RankView& rv, const P2pCall* p) {
+    if (rv.p2p.empty() || &rv.p2p.back() != p) return false;
+    return rv.collectives.empty() || m.SlotTime(rv.collectives.back()) <= p->time_ns;
+  }
+
+  // Ranks that each stopped in a Send without a partner, to the next rank of a cycle that also
+  // stopped in one: every rank sends before it receives, and none of the Recvs the Sends wait
+  // for was ever posted. One finding for the cycle, in place of one per pair.
+  static void ReportSendCycles(CheckContext& ctx, size_t ci, std::vector<Unmatched>* unmatched,
+                               FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::map<int, size_t> stuck;  // rank -> its unmatched Send it stopped in
+    for (size_t i = 0; i < unmatched->size(); ++i) {
+      const Unmatched& u = (*unmatched)[i];
+      if (u.send && LastCallOf(m, c.ranks[u.src], u.first)) stuck[u.src] = i;
+    }
+    std::set<int> seen;
+    for (const auto& [start, first_edge] : stuck) {
+      if (seen.count(start)) continue;
+      std::vector<size_t> path;  // edges from `start`, until the walk leaves `stuck` or loops
+      std::map<int, size_t> at;
+      int r = start;
+      while (stuck.count(r) && !at.count(r) && !seen.count(r)) {
+        at[r] = path.size();
+        path.push_back(stuck[r]);
+        r = (*unmatched)[stuck[r]].dst;
+      }
+      for (const auto& [rank, i] : at) seen.insert(rank);
+      if (!at.count(r)) continue;  // no cycle through this walk
+      std::vector<size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(at[r]), path.end());
+      if (cycle.size() < 2) continue;
+      Finding f = FindingOn(FindingKind::kP2pMismatch, m, ci);
+      const Unmatched& head = (*unmatched)[cycle.front()];
+      f.seq = head.finding.seq;
+      f.peer = head.dst;
+      f.first_time = INT64_MAX;
+      std::string edges;
+      for (size_t i : cycle) {
+        Unmatched& u = (*unmatched)[i];
+        u.in_cycle = true;
+        f.ranks.push_back(u.src);
+        f.first_time = std::min(f.first_time, u.first->time_ns);
+        f.calls.push_back({u.first->call, u.src, u.first->pair_seq});
+        f.table.push_back({std::to_string(u.src), std::to_string(u.first->pair_seq),
+                           ShortCall(m.call(u.first->call)), true});
+        edges +=
+            (edges.empty() ? "" : ", ") + std::to_string(u.src) + " to " + std::to_string(u.dst);
+      }
+      std::sort(f.ranks.begin(), f.ranks.end());
+      f.pattern = "send cycle";
+      f.short_text = RankList(f.ranks) + " each stopped in a Send to the next (" + edges +
+                     ") whose Recv was never posted: a cycle of sends";
+      f.message =
+          "Each of " + RankList(f.ranks) + " stopped in a Send (" + edges +
+          ") that has no Recv on its peer, and each peer is itself stopped in its own Send: "
+          "every rank of the cycle sends before it receives. A Send larger than what NCCL "
+          "buffers completes only once its peer receives, so each waits for a Recv queued "
+          "behind its peer's Send: a deadlock, or an NCCL error where NCCL gives up (small "
+          "messages pass, so such code works in small tests). Post each rank's Send and Recv of an "
+          "exchange together, in one group "
+          "(ncclGroupStart/ncclGroupEnd; in PyTorch, one dist.batch_isend_irecv), or order "
+          "them by rank parity: even ranks send first, odd ranks receive first.";
       NoteMismatch(ctx, f);
       sink.Add(std::move(f));
     }

@@ -90,7 +90,19 @@ void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
   };
   std::map<uint64_t, std::vector<int>> dests;  // per comm id, as the file goes
   calls->ForEachRow([&](size_t row, const CallRecord& c) {
-    if (row >= limit || !RoutedCall(c)) return;
+    if (row >= limit) return;
+    if (!RoutedCall(c)) {
+      // A failed group end names no communicator: every member gets it, and the one holding
+      // its group's calls flags it (TraceModel::flagged_calls).
+      if (FailedGroupEnd(c))
+        for (size_t m = 0; m < rows->size(); ++m)
+          if (only < 0 || static_cast<int>(m) == only) {
+            (*rows)[m].push_back(static_cast<uint32_t>(row));
+            stage[m].push_back(c);
+            if (stage[m].size() == kStage) flush(m);
+          }
+      return;
+    }
     auto it = dests.find(c.comm_id);
     if (it == dests.end()) it = dests.emplace(c.comm_id, Dests(f, c.comm_id)).first;
     for (int dest : it->second) {

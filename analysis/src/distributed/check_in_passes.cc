@@ -302,6 +302,11 @@ StatusOr<Report> Passes::Run() {
   uint64_t occurrences = 0;
   MergeResults(std::move(results_), &report.notes, &findings, &occurrences);
   FinishReport(*skeleton_, std::move(findings), occurrences, &report);
+  // The skeleton holds the communicators the files announced; a whole model also holds one per
+  // id that only calls name (an init still in flight when its process was killed, say).
+  std::set<uint64_t> announced;
+  for (const CommModel& c : skeleton_->comms()) announced.insert(c.id);
+  for (const auto& [id, n] : calls_per_id_) report.summary.comms += announced.count(id) == 0;
   report.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;

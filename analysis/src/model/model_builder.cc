@@ -215,6 +215,7 @@ class ModelBuilder {
     std::vector<FlaggedCall> flagged;
     std::vector<uint32_t> deferred;
     std::map<std::tuple<size_t, int, uint64_t>, size_t> graph_of;  // (comm, rank, graph) -> index
+    std::vector<uint32_t> failed_group_ends;  // rows of ncclGroupEnd calls that returned an error
   };
 
   // Files are placed on several threads: a call touches only the RankViews its file's
@@ -268,6 +269,25 @@ class ModelBuilder {
       PlaceCall(f, row, m_.dir_->files[f].calls[row], *scan, false);
     }
     apply_until(UINT32_MAX);
+    for (const uint32_t row : scan->failed_group_ends) FlagGroupEnd(f, row);
+  }
+
+  // A failed ncclGroupEnd names no communicator: it is flagged on the communicators of the calls
+  // of its group (the same group id, issued before it in the same file).
+  void FlagGroupEnd(uint32_t f, uint32_t row) {
+    const CallTable& calls = m_.dir_->files[f].calls;
+    const uint64_t group = calls[row].group_id;
+    if (group == 0) return;
+    constexpr uint32_t kLookBack = 1 << 16;  // a group holds at most a few thousand calls
+    std::set<size_t> flagged;
+    for (uint32_t i = row; i-- > 0 && row - i <= kLookBack;) {
+      const CallRecord c = calls[i];
+      if (c.group_id != group) continue;
+      if (c.comm_id == 0 || c.rank < 0 || UnplaceableCall(c)) continue;
+      const size_t ci = FileCommOfCall(f, c);
+      if (ci == SIZE_MAX || !flagged.insert(ci).second) continue;
+      m_.flagged_.push_back({CallRef{f, row}, ci, c.rank});
+    }
   }
 
   // Places call `i` of file f. On a worker thread, returns false before changing anything
@@ -279,7 +299,10 @@ class ModelBuilder {
       ++m_.files_[f].unplaceable_calls;
       return true;
     }
-    if (c.comm_id == 0) return true;
+    if (c.comm_id == 0) {
+      if (FailedGroupEnd(c)) scan.failed_group_ends.push_back(i);
+      return true;
+    }
     size_t ci = FileCommOfCall(f, c);
     if (ci == SIZE_MAX) {
       if (on_worker) return false;
@@ -306,8 +329,12 @@ class ModelBuilder {
       rv.file = static_cast<int32_t>(f);
       rv.device = c.device;
     } else if (rv.file != static_cast<int32_t>(f)) {
-      problem("rank " + std::to_string(c.rank) + " issued calls from two processes (" +
-              m_.files_[rv.file].name + " and " + m_.files_[f].name + ")");
+      if (on_worker) return false;  // placed in file order, so the first call of `f` is kept
+      std::vector<CommModel::Rejoin>& rejoins = m_.comms_[ci].rejoins;
+      const bool known = std::any_of(rejoins.begin(), rejoins.end(), [&](const auto& r) {
+        return r.rank == c.rank && r.call.file == f;
+      });
+      if (!known) rejoins.push_back({c.rank, rv.file, CallRef{f, i}});
       return true;
     }
     const CallRef ref{f, i};
@@ -527,6 +554,11 @@ bool UnplaceableCall(const CallRecord& c) {
   const size_t elem = DtypeSize(c.dtype);
   constexpr uint64_t kMaxCallBytes = 1ull << 44;  // 16 TiB: more than any GPU's memory
   return elem == 0 || c.count > kMaxCallBytes / elem;
+}
+
+bool FailedGroupEnd(const CallRecord& c) {
+  constexpr int8_t kInProgress = 7;
+  return static_cast<Api>(c.api) == Api::kGroupEnd && c.result != 0 && c.result != kInProgress;
 }
 
 }  // namespace ncclrr::analysis

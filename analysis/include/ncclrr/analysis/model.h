@@ -97,6 +97,14 @@ struct CommModel {
   // Inconsistencies between the ranks' CommRecords (nranks disagree, two files claim one rank,
   // calls on a comm no CommRecord announced): evidence for lifecycle_error.
   std::vector<std::string> problems;
+  // A rank that issued calls from a second process (lifecycle_error): calls of `call.file` name
+  // rank `rank`, which the process of `first_file` held; `call` is the first of them.
+  struct Rejoin {
+    int rank = -1;
+    int32_t first_file = -1;
+    CallRef call;
+  };
+  std::vector<Rejoin> rejoins;
 
   uint64_t max_issued() const;  // max over ranks of issued()
 };
@@ -158,6 +166,10 @@ struct PartOfTrace {
 // A call no analysis can use: it names no rank or no communicator where its operation needs one,
 // its operation is unknown, or it moves more data than any GPU holds.
 bool UnplaceableCall(const CallRecord& c);
+
+// An ncclGroupEnd that returned an error (ncclInProgress is none). It names no communicator:
+// the model flags it on the communicators of its group's calls (FlaggedCall).
+bool FailedGroupEnd(const CallRecord& c);
 
 struct LoadOptions {
   int threads = CoreCount();  // files, and frames within files, decoded in parallel
