@@ -393,6 +393,47 @@ TEST(RealTraces, ARestartedRankWithThePreviousAttemptsIdIsNamed) {
   ncclrr::testing::ExpectGolden(RealDir() / "elastic-restart.check.txt", restart.text);
 }
 
+// A hand-written trainer: evaluate() all-reduces its sums after every batch of the rank's shard,
+// and the shards (129 samples over 2 ranks) differ by one batch, so rank 0's third per-batch
+// all_reduce meets rank 1's next gradient bucket. The finding says the loop ran once more on
+// rank 0 and names uneven shards, not the sizes. The same trainer with the barrier of its save
+// inside `if rank == 0:`: rank 0's barrier is the first call from its line, which the finding
+// says (hedged: with two ranks either may be the one that left the loop).
+TEST(RealTraces, PerBatchReductionsOverUnevenShardsNameTheLoop) {
+  const Checked eval = CheckReal("trainer-uneven-eval");
+  ASSERT_FALSE(eval.report.findings.empty()) << eval.text;
+  const Finding& f = eval.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kCountMismatch);
+  EXPECT_EQ(f.seq, 15u);
+  EXPECT_NE(f.message.find("ran once more on rank 0 than on rank 1"), std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("torch_trainer.py:50 in evaluate) 3 times in a row (seq 13-15)"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(f.message.find("Pass the same count"), std::string::npos) << f.message;
+  ncclrr::testing::ExpectGolden(RealDir() / "trainer-uneven-eval.check.txt", eval.text);
+
+  const Checked barrier = CheckReal("trainer-rank0-barrier");
+  ASSERT_EQ(barrier.report.findings.size(), 1u) << barrier.text;
+  const Finding& b = barrier.report.findings[0];
+  EXPECT_EQ(b.seq, 19u);
+  EXPECT_NE(b.message.find("Rank 0's call at seq 19 is the first from torch_trainer.py:122"),
+            std::string::npos)
+      << b.message;
+  EXPECT_NE(b.message.find("`if rank == 0:`"), std::string::npos);
+  ncclrr::testing::ExpectGolden(RealDir() / "trainer-rank0-barrier.check.txt", barrier.text);
+
+  // Uneven inputs where the lone rank went on with the loop keep their text; a per-position
+  // size mismatch is no loop.
+  for (const char* name : {"accum-uneven", "ddp-uneven-gather", "compress-mixed"}) {
+    const Checked c = CheckReal(name);
+    for (const Finding& g : c.report.findings) {
+      EXPECT_EQ(g.message.find("is the first from"), std::string::npos) << name;
+      EXPECT_EQ(g.message.find("loop's call again"), std::string::npos) << name;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -499,7 +540,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Ring attention with batch_isend_irecv, DDP under torchrun's fault tolerance (no
         // failure), JAX's jit over a global mesh with a shard_map body: clean.
         RealTrace{"ring-clean", std::nullopt}, RealTrace{"elastic-clean", std::nullopt},
-        RealTrace{"jaxsm-clean", std::nullopt}),
+        RealTrace{"jaxsm-clean", std::nullopt}, RealTrace{"trainer-clean", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -272,6 +272,13 @@ if [ "$HAVE_TORCH" = 1 ]; then
   variant elastic-crash "$RUN_S" "missing_call|nccl_error" no -- \
     "${TORCHRUN[@]}" --max-restarts 1 --master-port $((P + 56)) "$J/torch_elastic.py" \
     --ckpt "$(mktemp -d)" --bug crash
+  # A hand-written trainer: per-batch metric all_reduces in evaluate(), a barrier at the save.
+  variant trainer-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 62)) "$J/torch_trainer.py" --bug none
+  variant trainer-uneven-eval "$HANG_S" "count_mismatch|op_mismatch|missing_call" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 63)) "$J/torch_trainer.py" --bug uneven-eval
+  variant trainer-rank0-barrier "$HANG_S" "count_mismatch|op_mismatch|missing_call" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 64)) "$J/torch_trainer.py" --bug rank0-barrier
   # Ring attention's key/value blocks passed round the ranks.
   variant ring-clean "$RUN_S" - no -- \
     "$PY" "$J/torch_ring.py" --port $((P + 57)) --bug none

@@ -1,7 +1,10 @@
 #include "findings/sequence_findings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -210,6 +213,88 @@ bool SkippedGradientHooks(const EventView& v, const RawEvent& e, size_t n) {
   return n > 0;
 }
 
+// A rank's call at `seq` and its call site ("" without one), for comparing calls by what
+// issued them.
+struct IssuedCall {
+  uint64_t shape = 0;
+  std::string site;
+  std::string text;  // ShortCall
+  uint16_t api = 0;
+  uint64_t count = 0;
+};
+std::optional<IssuedCall> IssuedAt(const TraceModel& m, const RankView& rv, uint64_t seq) {
+  const CollectiveSlot* s = rv.AtSeq(seq);
+  if (!s) return std::nullopt;
+  const CallRecord c = m.call(s->call);
+  IssuedCall out{ShapeSignature(c), "", ShortCall(c), c.api, c.count};
+  if (c.callsite != 0) {
+    out.site = m.file(s->call.file).String(c.callsite);
+    out.site = out.site.substr(0, out.site.find('<'));
+  }
+  return out;
+}
+bool SameIssue(const std::optional<IssuedCall>& a, const std::optional<IssuedCall>& b) {
+  return a && b && a->shape == b->shape && a->site == b->site;
+}
+
+// " It is the loop's call again: ..." when, at the mismatch at `seq`, rank `longer` issued the
+// call it (and rank `shorter`) had issued just before, once more, where `shorter` went on with
+// another call: a loop that ran more times on one rank (a per-batch collective over shards of
+// different lengths). "" otherwise.
+std::string LoopRanLonger(const TraceModel& m, const CommModel& c, uint64_t seq, int longer,
+                          int shorter, const std::string& lw, const std::string& sw) {
+  if (seq == 0) return "";
+  const RankView &l = c.ranks[longer], &sh = c.ranks[shorter];
+  const auto again = IssuedAt(m, l, seq), before = IssuedAt(m, l, seq - 1);
+  const auto other_before = IssuedAt(m, sh, seq - 1), other_now = IssuedAt(m, sh, seq);
+  if (!SameIssue(again, before) || !SameIssue(before, other_before) ||
+      SameIssue(other_now, other_before))
+    return "";
+  uint64_t first = seq - 1;  // the loop's first call both ranks issued
+  while (first > 0 && SameIssue(IssuedAt(m, sh, first - 1), before) &&
+         SameIssue(IssuedAt(m, l, first - 1), before))
+    --first;
+  uint64_t last = seq;  // the longer rank's last call of the loop
+  while (SameIssue(IssuedAt(m, l, last + 1), before)) ++last;
+  const uint64_t both = seq - first, extra = last - seq + 1;
+  if (both < 2) return "";  // one call before is no loop
+  // The same operation and size with another reduction, type or root: one call's parameter.
+  if (other_now->api == before->api && other_now->count == before->count) return "";
+  // A loop that ran once more shifts every later call: ranks that agree again right after
+  // differ at this one position only.
+  if (SameIssue(IssuedAt(m, l, seq + 1), IssuedAt(m, sh, seq + 1))) return "";
+  const std::string where = before->site.empty() ? "" : " (at " + before->site + ")";
+  return " It is the loop's call again: " + lw + " issued " + before->text + where + " " +
+         std::to_string(both + extra) + " times in a row (seq " + std::to_string(first) + "-" +
+         std::to_string(last) + "), " + sw + " " + std::to_string(both) +
+         (both == 1 ? " time" : " times") + " (seq " + SeqRange(first, both) +
+         ") before it went on with " + other_now->text + ". The loop that issues it ran " +
+         (extra == 1 ? "once" : std::to_string(extra) + " times") + " more on " + lw + " than on " +
+         sw +
+         ". A loop over each rank's share of the data runs a different number of times "
+         "when the shares differ in length (uneven inputs: a data set that does not divide "
+         "evenly among the ranks, shards sliced by hand): give every rank the same number of "
+         "batches (DistributedSampler pads the shards to one length, drop_last=True drops the "
+         "rest) or reduce once after the loop rather than per batch. The sizes passed are not "
+         "the fault.";
+}
+
+// Whether the call rank `rv` issued at `seq` comes from a call site (or, without sites, has a
+// shape) that none of its earlier calls on the communicator had: code that ran there for the
+// first time.
+bool FirstFromItsSite(const TraceModel& m, const RankView& rv, uint64_t seq) {
+  const auto now = IssuedAt(m, rv, seq);
+  if (!now) return false;
+  for (const CollectiveSlot& s : rv.collectives) {
+    if (s.seq >= seq) break;
+    const CallRecord c = m.call(s.call);
+    if (now->site.empty() ? ShapeSignature(c) == now->shape
+                          : c.callsite != 0 && IssuedAt(m, rv, s.seq)->site == now->site)
+      return false;
+  }
+  return true;
+}
+
 // Every rank that issued the collective at `seq` named itself its root.
 bool EveryRankItsOwnRoot(const TraceModel& m, const CommModel& c, uint64_t seq) {
   int named = 0;
@@ -389,6 +474,22 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
   return p;
 }
 
+// "Rank 0's call at seq S is the first from SITE ..." when the rank that left the loop issued a
+// call from code that had issued none before (a branch only it took?); "" otherwise.
+std::string BranchFirst(const SequenceContext& sc, int off_rank, uint64_t seq,
+                        const std::string& off) {
+  const TraceModel& m = sc.ctx.model();
+  const RankView& rv = m.comms()[sc.ci].ranks[off_rank];
+  if (!FirstFromItsSite(m, rv, seq)) return "";
+  const auto now = IssuedAt(m, rv, seq);
+  std::string who = off;
+  if (!who.empty()) who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
+  return who + "'s call at seq " + std::to_string(seq) +
+         (now->site.empty() ? " has a shape none of its earlier calls had"
+                            : " is the first from " + now->site) +
+         ": code that ran there for the first time, on " + off + " only.";
+}
+
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
   // Explained already by a check that runs first (a graph launched more often on some ranks).
   if (sc.ctx.Claimed(sc.ci, std::min(e.seq, e.ref_seq))) return;
@@ -514,14 +615,38 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
            : later    ? "; " + on + "'s " + Plural(later, "later call", "later calls") +
                          " had no partner: a hang"
                    : "") +
-          ". So " + off + " left the loop or took a branch " + on +
-          " did not take. Ranks that run the loop a different number of times do this: " +
+          ". So " + off + " left the loop or took a branch " + on + " did not take.";
+      // A lone rank off the loop, the others on it: its new code is a branch only it took. A
+      // lone rank on the loop: the others' new code is what follows the loop (uneven inputs).
+      // One against one: either.
+      const size_t n_off = rank_on ? agreeing.size() : e.ranks.size();
+      const size_t n_on = rank_on ? e.ranks.size() : agreeing.size();
+      const std::string branch = n_off == 1 && n_on >= 1
+                                     ? BranchFirst(sc, rank_on ? sc.ref : r0, e.seq, off)
+                                     : std::string();
+      if (!branch.empty() && n_on > 1) {
+        f.message += " " + branch +
+                     " A collective inside a rank-dependent branch is the likely cause (a barrier "
+                     "or broadcast under `if rank == 0:` next to a checkpoint save or a log "
+                     "line): move it out of the branch so that every rank issues it.";
+        break;
+      }
+      f.message +=
+          std::string(" Ranks that run the loop a different number of times do this: ") +
           "uneven inputs (one rank's share of the data holds more batches) or a stopping " +
           "condition each rank decides alone (a loss threshold, a time limit); give every rank " +
           "the same number of steps (shard the data evenly, e.g. DistributedSampler with " +
           "drop_last=True; decide to stop on one rank and broadcast it) or use DDP's join() for " +
           "uneven inputs. If " + off + " took a rank-dependent branch instead, make every rank " +
           "issue the same collectives there." + SkipAlternative(e, off, on);
+      if (!branch.empty())
+        f.message += " " + branch +
+                     " If that line is not the code that follows the loop, it is "
+                     "a collective inside a branch only " +
+                     off +
+                     " took (a barrier or broadcast "
+                     "under `if rank == 0:` next to a checkpoint save or a log line): move it out "
+                     "of the branch.";
       break;
     }
     case AlignOp::kSkip:
@@ -650,6 +775,15 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       }
       f.message =
           PerPositionMessage(f.kind, e.seq, a, b, who, others, agreeing.size() > 1, c.nranks);
+      if (f.kind != FindingKind::kRootMismatch) {
+        const TraceModel& m = sc.ctx.model();
+        std::string loop = LoopRanLonger(m, c, e.seq, r0, sc.ref, who, others);
+        if (loop.empty()) loop = LoopRanLonger(m, c, e.seq, sc.ref, r0, others, who);
+        if (!loop.empty())
+          f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
+                      others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
+                      "." + loop;
+      }
       if (f.kind == FindingKind::kRootMismatch) {
         // One mistake however many tensors it moves: the roots, not the sizes, make the
         // pattern, so the broadcasts of a model's parameters are one finding with repeats.
