@@ -257,7 +257,7 @@ std::vector<FileSummary> SummariesOf(const std::string& dir) {
 
 // "ncclrr: recorded 2 processes, 1 communicator (ranks 2 of 2), 1234 calls, 0 dropped, route
 // preload, in DIR"; or why nothing was recorded. Read from the files' footers.
-void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
+void PrintSummary(const std::string& dir, bool gpu_timing, bool capture, int exit_code) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     std::fprintf(stderr,
@@ -276,6 +276,12 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture) {
                  "\"ncclrr: cannot record this process\" above, it could not create its trace "
                  "file there.\n",
                  dir.c_str());
+    if (exit_code > 128)  // a hung job stopped by a signal (a timeout, the scheduler)
+      std::fprintf(stderr,
+                   "ncclrr: the job ended by signal %d (%s): if it hung, it hung before its "
+                   "first NCCL call (in its rendezvous, a compilation or its data loading), "
+                   "where ncclrr sees nothing to check.\n",
+                   exit_code - 128, strsignal(exit_code - 128));
     return;
   }
   uint64_t calls = 0, dropped = 0;
@@ -488,7 +494,7 @@ class RecordCommand : public Command {
                    r.error.c_str());
       return r.exit_code != 0 ? r.exit_code : kExitNotLaunched;
     }
-    PrintSummary(dir.string(), gpu_timing, capture > 0);
+    PrintSummary(dir.string(), gpu_timing, capture > 0, r.exit_code);
     return r.exit_code;
   }
 };

@@ -150,6 +150,22 @@ TEST(RecordVerb, SummaryComesFromTheFooters) {
   std::filesystem::remove_all(dir);
 }
 
+// A job stopped by a signal before its first NCCL call (a JAX process hung compiling, a
+// rendezvous that never completed): nothing recorded, and the summary says where it hung.
+TEST(RecordVerb, AJobKilledBeforeItsFirstNcclCallIsSaidToHaveHungBeforeIt) {
+  const std::string cwd = FreshDir("killed-early");
+  const Cli r = Ncclrr("record -o " + cwd + "/t -- sh -c 'kill -TERM $$'", cwd);
+  EXPECT_EQ(r.code, 128 + 15) << r.out;
+  EXPECT_NE(r.out.find("ncclrr: no NCCL call was seen"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ncclrr: the job ended by signal 15 (Terminated): if it hung, it hung "
+                       "before its first NCCL call"),
+            std::string::npos)
+      << r.out;
+  const Cli plain = Ncclrr("record -o " + cwd + "/u -- true", cwd);
+  EXPECT_EQ(plain.out.find("ended by signal"), std::string::npos) << plain.out;
+  std::filesystem::remove_all(cwd);
+}
+
 TEST(RecordVerb, DefaultDirectoryAndNoNcclCall) {
   const std::string cwd = FreshDir("default");
   const Cli r = Ncclrr("record -- true", cwd);
