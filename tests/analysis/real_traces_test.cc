@@ -434,6 +434,43 @@ TEST(RealTraces, PerBatchReductionsOverUnevenShardsNameTheLoop) {
   }
 }
 
+// Rank 1 killed outright (SIGKILL) before a gradient all_reduce: its trace is cut where it was
+// last flushed (its last two calls, which rank 0 completed with it, are not in it), so no
+// missing_call is claimed; rank 0's remote error names rank 1 as the one peer whose calls
+// stopped before it, killed (trace not closed). Where the peer exited (elastic-restart's rank 1
+// raised), it says so instead; a remote error with no such peer keeps the plain advice.
+TEST(RealTraces, ARemoteErrorNamesThePeerThatStoppedFirst) {
+  const Checked killed = CheckReal("side-killed");
+  ASSERT_EQ(killed.report.findings.size(), 1u) << killed.text;
+  const Finding& f = killed.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kNcclError);
+  EXPECT_NE(f.message.find("Rank 1 is the one peer whose calls stopped before it, and its trace "
+                           "was not closed: the process was killed"),
+            std::string::npos)
+      << f.message;
+  ncclrr::testing::ExpectGolden(RealDir() / "side-killed.check.txt", killed.text);
+  const Checked exited = CheckReal("elastic-restart");
+  ASSERT_EQ(exited.report.findings.size(), 2u) << exited.text;
+  EXPECT_NE(exited.report.findings[1].message.find("trace was closed in order: it exited"),
+            std::string::npos)
+      << exited.text;
+  const Checked moe = CheckReal("moe-splits");
+  for (const Finding& g : moe.report.findings)
+    EXPECT_EQ(g.message.find("stopped before it"), std::string::npos) << g.message;
+}
+
+// DDP's PowerSGD hook: every rank all-reduces whole buckets for 4 iterations, then low-rank
+// factors (the calls change size mid-run on every rank alike): clean. With rank 1's start
+// iteration set to 8 by its node, rank 0 issues factors from iteration 4 where rank 1 still
+// issues whole buckets: where they part.
+TEST(RealTraces, PowerSgdStartingAtDifferentIterationsPartsThere) {
+  const Checked mixed = CheckReal("compress-powersgd-mixed");
+  ASSERT_EQ(mixed.report.findings.size(), 1u) << mixed.text;
+  EXPECT_EQ(mixed.report.findings[0].kind, FindingKind::kCountMismatch);
+  EXPECT_EQ(mixed.report.findings[0].seq, 26u);
+  ncclrr::testing::ExpectGolden(RealDir() / "compress-powersgd-mixed.check.txt", mixed.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -540,7 +577,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Ring attention with batch_isend_irecv, DDP under torchrun's fault tolerance (no
         // failure), JAX's jit over a global mesh with a shard_map body: clean.
         RealTrace{"ring-clean", std::nullopt}, RealTrace{"elastic-clean", std::nullopt},
-        RealTrace{"jaxsm-clean", std::nullopt}, RealTrace{"trainer-clean", std::nullopt}),
+        RealTrace{"jaxsm-clean", std::nullopt}, RealTrace{"trainer-clean", std::nullopt},
+        RealTrace{"compress-powersgd", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -279,6 +279,14 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 63)) "$J/torch_trainer.py" --bug uneven-eval
   variant trainer-rank0-barrier "$HANG_S" "count_mismatch|op_mismatch|missing_call" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 64)) "$J/torch_trainer.py" --bug rank0-barrier
+  # Rank 1 killed outright (SIGKILL: the out-of-memory killer) before a gradient all_reduce.
+  variant side-killed "$HANG_S" missing_call no -- \
+    "$PY" "$J/torch_side_stream.py" --port $((P + 65)) --bug killed
+  # DDP's PowerSGD hook: whole buckets, then low-rank factors from an iteration set per node.
+  variant compress-powersgd "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 66)) "$J/torch_ddp_compress.py" --bug powersgd
+  variant compress-powersgd-mixed "$HANG_S" "count_mismatch|op_mismatch|missing_call" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 67)) "$J/torch_ddp_compress.py" --bug powersgd-mixed
   # Ring attention's key/value blocks passed round the ranks.
   variant ring-clean "$RUN_S" - no -- \
     "$PY" "$J/torch_ring.py" --port $((P + 57)) --bug none

@@ -11,6 +11,7 @@ namespace ncclrr::analysis {
 namespace {
 
 constexpr int kInProgress = 7;
+constexpr int kRemoteError = 6;
 
 const char* Advice(int result) {
   switch (result) {
@@ -74,8 +75,51 @@ class NcclErrorChecker : public Checker {
                              " returned " + result + group + ".") +
                 " " +
                 (AfterMismatch(ctx, ci, f.first_time, call.result)
-                     .value_or(std::string(Advice(call.result))));
+                     .value_or(std::string(Advice(call.result)) +
+                               (call.result == kRemoteError
+                                    ? StoppedFirst(m, ci, rank, f.first_time, ctx.options().stable)
+                                    : "")));
     sink.Add(std::move(f));
+  }
+
+  // " Rank 1's process stopped first: ..." for a remote error on rank `rank` at time `t`: the one
+  // peer whose last call came clearly before it (a millisecond: a socket's close takes longer
+  // to reach the peers), and how its trace ended. "" when none or several did.
+  static std::string StoppedFirst(const TraceModel& m, size_t ci, int rank, int64_t t,
+                                  bool stable) {
+    constexpr int64_t kMargin = 1'000'000;
+    const CommModel& c = m.comms()[ci];
+    const RankView* first = nullptr;
+    int64_t first_last = 0;
+    int candidates = 0;
+    for (const RankView& r : c.ranks) {
+      if (r.rank == rank || !r.has_file()) continue;
+      const auto f = static_cast<uint32_t>(r.file);
+      const size_t n = m.file(f).calls.size();
+      if (n == 0) continue;
+      const int64_t last = m.CallTime(CallRef{f, static_cast<uint32_t>(n - 1)});
+      if (last + kMargin >= t) continue;
+      ++candidates;
+      first = &r;
+      first_last = last;
+    }
+    if (candidates != 1) return "";
+    const FileView& v = m.files()[static_cast<size_t>(first->file)];
+    const std::string who = "Rank " + std::to_string(first->rank);
+    const std::string when = stable ? ""
+                                    : " (its last call at +" + Seconds(first_last - m.start_ns()) +
+                                          ", " + Seconds(t - first_last) + " before this error)";
+    if (v.clean)
+      return " " + who + " is the one peer whose calls stopped before it" + when +
+             ", and its trace was closed in order: it exited (an uncaught exception, an exit in "
+             "a rank-dependent branch); its own output says why.";
+    return " " + who + " is the one peer whose calls stopped before it" + when +
+           ", and its trace was not closed: the process was killed or crashed without running "
+           "its exit handlers (the kernel's out-of-memory killer, a segmentation fault, "
+           "SIGKILL), and its last calls, up to ~50 ms of them, may be missing from the trace. "
+           "Look at how rank " +
+           std::to_string(first->rank) +
+           " ended (its own output; the kernel log, dmesg, for the out-of-memory killer).";
   }
 
   // " (its group held Send(...) and Recv(...))": the calls of a failed ncclGroupEnd's group on

@@ -9,6 +9,12 @@ per node), AdamW, the loss averaged every step and a validation sum every 5 step
   the job hangs.
 --bug none: no compression on either rank; --bug both: bf16 on both (clean, and the sums are
   only as exact as bf16).
+--bug powersgd: both ranks use DDP's PowerSGD hook (GRAD_COMPRESSION=powersgd), which all-reduces
+  whole buckets for its first POWERSGD_START_ITER (4) iterations and then low-rank factors: the
+  calls change size mid-run on every rank alike (clean; the gradients are approximations, so
+  only the loss is checked).
+--bug powersgd-mixed: the same, but rank 1's node sets POWERSGD_START_ITER=8: from iteration 4
+  rank 0 all-reduces factors where rank 1 still all-reduces whole buckets.
 
 Every step the averaged gradients are checked against the ranks' own gradients all-gathered
 over a gloo group (no NCCL call), to bf16's tolerance when compressing. Rank 0 prints
@@ -24,7 +30,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,12 +52,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--bug", choices=["none", "mixed", "both"], default="none")
+    ap.add_argument("--bug", choices=["none", "mixed", "both", "powersgd", "powersgd-mixed"],
+                    default="none")
     args = ap.parse_args()
     rank, world, local_rank = torchrun_ranks()
     torch_env(rank)
     if args.bug == "both" or (args.bug == "mixed" and rank == 1):
         os.environ["GRAD_COMPRESSION"] = "bf16"  # what this rank's node passes
+    if args.bug.startswith("powersgd"):
+        os.environ["GRAD_COMPRESSION"] = "powersgd"
+        os.environ["POWERSGD_START_ITER"] = "8" if args.bug.endswith("mixed") and rank == 1 \
+            else "4"
     dev = use_gpu(local_rank)
     dist.init_process_group("nccl", device_id=dev)
     check_pg = dist.new_group(backend="gloo")
@@ -63,6 +74,12 @@ def main():
     compress = os.environ.get("GRAD_COMPRESSION", "none")
     if compress == "bf16":
         model.register_comm_hook(dist.group.WORLD, default_hooks.bf16_compress_hook)
+    elif compress == "powersgd":
+        state = powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=1,
+            start_powerSGD_iter=int(os.environ.get("POWERSGD_START_ITER", "4")),
+            min_compression_rate=0.5)
+        model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
     log(rank, f"gradient compression: {compress}")
     rtol = 2e-2 if compress == "bf16" else 1e-4
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -84,7 +101,7 @@ def main():
         got = torch.cat([p.grad.reshape(-1) for p in params]).cpu()
         want = gather_cpu(mine, check_pg, world).mean(dim=0)
         err, bad = off_by(got, want, rtol=rtol)
-        if bad:
+        if bad and compress != "powersgd":  # PowerSGD's gradients are low-rank approximations
             wrong += 1
             log(rank, f"WRONG: step {step} averaged gradients off by {err:.3g}")
         opt.step()

@@ -15,6 +15,9 @@ torch.multiprocessing.spawn.
 --bug crash: at the first of --bug-steps rank 1 raises (as an out-of-memory error in its
   backward would) before the bucket's all_reduce: rank 0 waits in that all_reduce until the
   launcher, seeing rank 1 fail, ends it.
+--bug killed: at the first of --bug-steps rank 1 is killed outright (SIGKILL, as the kernel's
+  out-of-memory killer ends a process: no exception, no exit handlers) before the bucket's
+  all_reduce: its trace is cut where it was last flushed.
 --bug none: the same loop without either; it finishes with 0 wrong results.
 
 Results are checked against the ranks' contributions (the bucket as it was when the all_reduce
@@ -25,6 +28,7 @@ N == 0.
 """
 import datetime
 import os
+import signal
 import sys
 
 import torch
@@ -79,6 +83,9 @@ def worker(rank, world, args, results):
             dist.all_reduce(debug)
         if args.bug == "crash" and rank == 1 and step == bug_steps[0]:
             raise RuntimeError(f"step {step}: CUDA out of memory (raised by the job, bug)")
+        if args.bug == "killed" and rank == 1 and step == bug_steps[0]:
+            log(rank, f"step {step}: killed (SIGKILL, bug)")
+            os.kill(os.getpid(), signal.SIGKILL)
         dist.all_reduce(bucket)
         torch.cuda.current_stream().wait_stream(side)
         bucket /= world
@@ -105,7 +112,8 @@ def main():
     ap = spawn_parser(__doc__, 29633)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--bug", choices=["none", "race", "branch", "crash"], default="none")
+    ap.add_argument("--bug", choices=["none", "race", "branch", "crash", "killed"],
+                    default="none")
     ap.add_argument("--bug-steps", default="3,6,9,12,15")
     ap.add_argument("--delay-cycles", type=int, default=200000)
     ap.add_argument("--pg-timeout", type=float, default=0, help="seconds; 0: PyTorch's default")
