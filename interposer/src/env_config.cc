@@ -54,6 +54,7 @@ Config Load() {
   c.py_depth = static_cast<int>(Unsigned("NCCLRR_PY_DEPTH", 2, 8));
   if (c.py_depth == 0) c.py_depth = 1;
   c.py_skip = String("NCCLRR_PY_SKIP", c.py_skip.c_str());
+  c.py_api = String("NCCLRR_PY_API", c.py_api.c_str());
   c.verbose = Bool("NCCLRR_VERBOSE", false);
   c.gpu_timing = static_cast<int>(Unsigned("NCCLRR_GPU_TIMING", 0, 2));
   c.gpu_timing_source = String("NCCLRR_GPU_TIMING_SOURCE", "auto");

@@ -38,6 +38,9 @@ struct Config {
   int py_depth = 2;              // NCCLRR_PY_DEPTH: Python frames per site (1 to 8)
   // NCCLRR_PY_SKIP: comma-separated path fragments of frameworks' frames that a site passes over
   std::string py_skip = "packages/torch/,/torch/distributed/,packages/jax/,packages/jaxlib/";
+  // NCCLRR_PY_API: fragments of the frameworks' collective API files among those; a site made
+  // of frameworks' frames only names the innermost frame outside them (e.g. a DDP comm hook)
+  std::string py_api = "/torch/distributed/distributed_c10d.py,/torch/distributed/c10d_logger.py";
   bool verbose = false;           // NCCLRR_VERBOSE=1: say on stderr how NCCL was found
   int nccl_comm_blocking = -1;    // NCCL_COMM_BLOCKING as NCCL reads it (-1: unset), read only
   int gpu_timing = 0;             // NCCLRR_GPU_TIMING: 1 GPU start/end per call (set by record

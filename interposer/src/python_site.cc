@@ -16,26 +16,41 @@
 namespace ncclrr::interpose {
 namespace {
 
+// A comma-separated list's items (empty ones left out), made once; never destroyed (calls
+// during exit).
+const std::vector<std::string>* Fragments(std::string_view list) {
+  auto* v = new std::vector<std::string>();
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (comma != 0) v->emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return v;
+}
+
 const std::vector<std::string>& SkipFragments() {
-  static const auto* fragments = [] {
-    auto* v = new std::vector<std::string>();  // never destroyed (calls during exit)
-    std::string_view rest = GetConfig().py_skip;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      if (comma != 0) v->emplace_back(rest.substr(0, comma));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-    return v;
-  }();
+  static const auto* fragments = Fragments(GetConfig().py_skip);
   return *fragments;
 }
 
-bool IsInternal(const void* code) {
+const std::vector<std::string>& ApiFragments() {
+  static const auto* fragments = Fragments(GetConfig().py_api);
+  return *fragments;
+}
+
+// A frame's kind: the job's own code, a framework's internals, or the framework's collective
+// API itself (the function that called NCCL and its logging wrapper).
+enum class FrameKind : uint8_t { kUser, kInternal, kCollectiveApi };
+
+FrameKind KindOf(const void* code) {
   const std::string file = PyCodeFile(code);
-  for (const std::string& f : SkipFragments())
-    if (file.find(f) != std::string::npos) return true;
-  return false;
+  bool internal = false;
+  for (const std::string& f : SkipFragments()) internal |= file.find(f) != std::string::npos;
+  if (!internal) return FrameKind::kUser;
+  for (const std::string& api : ApiFragments())
+    if (file.find(api) != std::string::npos) return FrameKind::kCollectiveApi;
+  return FrameKind::kInternal;
 }
 
 // Direct-mapped per-thread caches: no locks on the per-call path. A code object is known by
@@ -44,7 +59,7 @@ bool IsInternal(const void* code) {
 struct CodeClass {
   const void* code = nullptr;
   const void* file = nullptr;
-  bool internal = false;
+  FrameKind kind = FrameKind::kUser;
 };
 struct SiteSlot {
   uint64_t key = 0;
@@ -64,15 +79,15 @@ size_t CodeSet(const void* code) {
   return static_cast<size_t>((reinterpret_cast<uintptr_t>(code) * 0x9E3779B97F4A7C15ull) >> 56);
 }
 
-bool Internal(SiteCache& cache, const void* code) {
+FrameKind Kind(SiteCache& cache, const void* code) {
   const size_t set = CodeSet(code);
   const void* file = PyCodeFileObject(code);
   for (CodeClass& c : cache.classes[set])
-    if (c.code == code && c.file == file) return c.internal;
+    if (c.code == code && c.file == file) return c.kind;
   CodeClass& c = cache.classes[set][cache.next_way[set]];
   cache.next_way[set] ^= 1;
-  c = {code, file, IsInternal(code)};
-  return c.internal;
+  c = {code, file, KindOf(code)};
+  return c.kind;
 }
 
 std::mutex g_mu;
@@ -101,16 +116,23 @@ bool ReadSite(SiteCache& cache, PythonSite* out) {
     key = (key ^ reinterpret_cast<uintptr_t>(PyCodeFileObject(f.code))) * 0x100000001b3ull;
     key = (key ^ static_cast<uint32_t>(f.lasti)) * 0x100000001b3ull;
   };
-  PyFrameRef f, innermost;
-  bool any = false;
+  PyFrameRef f, innermost, caller;
+  bool any = false, have_caller = false;
   for (PyFrameCursor cursor; out->depth < depth && cursor.Next(&f);) {
     if (!any) innermost = f;
     any = true;
-    if (!Internal(cache, f.code)) keep(f);
+    const FrameKind kind = Kind(cache, f.code);
+    if (kind == FrameKind::kUser) keep(f);
+    if (kind == FrameKind::kInternal && !have_caller) {
+      caller = f;
+      have_caller = true;
+    }
   }
   if (!any) return false;
-  // Only frameworks' frames (e.g. a call from inside torch itself): the innermost one.
-  if (out->depth == 0) keep(innermost);
+  // Only frameworks' frames (a call from inside torch itself, such as a DDP communication hook):
+  // the innermost one that called the collective API, which tells such calls apart; else the
+  // innermost.
+  if (out->depth == 0) keep(have_caller ? caller : innermost);
   out->key = key | 1;  // never 0: 0 marks an empty cache slot
   return true;
 }

@@ -462,12 +462,20 @@ TEST(RealTraces, ARemoteErrorNamesThePeerThatStoppedFirst) {
 // DDP's PowerSGD hook: every rank all-reduces whole buckets for 4 iterations, then low-rank
 // factors (the calls change size mid-run on every rank alike): clean. With rank 1's start
 // iteration set to 8 by its node, rank 0 issues factors from iteration 4 where rank 1 still
-// issues whole buckets: where they part.
+// issues whole buckets: where they part, each side's calls named by the hook line that issued
+// them.
 TEST(RealTraces, PowerSgdStartingAtDifferentIterationsPartsThere) {
   const Checked mixed = CheckReal("compress-powersgd-mixed");
   ASSERT_EQ(mixed.report.findings.size(), 1u) << mixed.text;
   EXPECT_EQ(mixed.report.findings[0].kind, FindingKind::kCountMismatch);
   EXPECT_EQ(mixed.report.findings[0].seq, 26u);
+  // The hook's calls are named by the hook's lines (no frame of the job is above them).
+  EXPECT_NE(mixed.report.findings[0].call_sites.find("powerSGD_hook.py:569 in powerSGD_hook"),
+            std::string::npos)
+      << mixed.text;
+  EXPECT_NE(mixed.report.findings[0].call_sites.find("default_hooks.py:29 in _allreduce_fut"),
+            std::string::npos)
+      << mixed.text;
   ncclrr::testing::ExpectGolden(RealDir() / "compress-powersgd-mixed.check.txt", mixed.text);
 }
 

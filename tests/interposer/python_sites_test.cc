@@ -23,9 +23,9 @@ std::string JobDir() {
 }
 
 // "NAME" -> line of the `# site:NAME` marker in job.py.
-std::map<std::string, int> Markers() {
+std::map<std::string, int> Markers(const std::string& file = "job.py") {
   std::map<std::string, int> lines;
-  std::ifstream in(JobDir() + "/job.py");
+  std::ifstream in(JobDir() + "/" + file);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n)
     if (size_t at = line.find("# site:"); at != std::string::npos) lines[line.substr(at + 7)] = n;
@@ -51,13 +51,13 @@ std::vector<std::pair<int, std::string>> Interpreters() {
 
 // Records job.py into a fresh directory with `env` ("A=1 B=2") and reads its one trace.
 TraceFile RecordJob(const std::string& tag, const std::string& env,
-                    const std::string& python = "python3") {
+                    const std::string& python = "python3", const std::string& script = "job.py") {
   const std::string dir = FreshDir(tag);
   const std::string bin = std::string(std::getenv("NCCLRR_TEST_BIN")) + "/ncclrr";
   const std::string lib = std::string(std::getenv("NCCLRR_TEST_LIB")) + "/hostnccl";
-  const ShellResult r =
-      RunShell("cd '" + JobDir() + "' && NCCLRR_PY_SKIP=fakefw/ LD_LIBRARY_PATH='" + lib + "' " +
-               env + " '" + bin + "' record -o '" + dir + "/t' -- '" + python + "' job.py 2>&1");
+  const ShellResult r = RunShell(
+      "cd '" + JobDir() + "' && NCCLRR_PY_SKIP=fakefw/ LD_LIBRARY_PATH='" + lib + "' " + env +
+      " '" + bin + "' record -o '" + dir + "/t' -- '" + python + "' " + script + " 2>&1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
   return ReadOnlyTrace(dir + "/t");
@@ -138,6 +138,29 @@ TEST(PythonSites, FrameworkFramesAreKeptWhenNotSkipped) {
   const auto calls = CallsOf(t, Api::kAllReduce);
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(Site(t, calls[0]).find("dist.py:"), 0u) << Site(t, calls[0]);
+}
+
+// A call made by a framework's hook on the framework's own thread (DDP's PowerSGD hook run by
+// autograd): every frame is the framework's, so the site names the innermost one outside the
+// collective API (the hook's line), not the API's all_reduce; without API files, the innermost.
+TEST(PythonSites, AHookRunByTheFrameworkIsNamedByItsLine) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  const std::string hook =
+      "hooks.py:" + std::to_string(Markers("fakefw/hooks.py").at("hook")) + " in bucket_hook";
+  const TraceFile t = RecordJob("pysites-hook",
+                                "NCCLRR_PY_SKIP=fakefw/,threading.py "
+                                "NCCLRR_PY_API=fakefw/dist.py",
+                                "python3", "hook_job.py");
+  const auto calls = CallsOf(t, Api::kAllReduce);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(Site(t, calls[0]).find(hook), 0u) << Site(t, calls[0]);
+  const TraceFile plain = RecordJob("pysites-hook-noapi",
+                                    "NCCLRR_PY_SKIP=fakefw/,threading.py "
+                                    "NCCLRR_PY_API=",
+                                    "python3", "hook_job.py");
+  const auto plain_calls = CallsOf(plain, Api::kAllReduce);
+  ASSERT_EQ(plain_calls.size(), 1u);
+  EXPECT_EQ(Site(plain, plain_calls[0]).find("dist.py:"), 0u) << Site(plain, plain_calls[0]);
 }
 
 // A CPython whose frames ncclrr does not read: the trace says so, the job runs as it would.
