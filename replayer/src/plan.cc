@@ -118,15 +118,21 @@ class PlanBuilder {
   }
 
   // A send or receive is replayed when its partner is in the trace, or when the partner's file
-  // holds every call its process made (then the partner never issued it: a real mismatch).
+  // holds every call its process made (then the partner never issued it: a real mismatch), or
+  // lacks only its unflushed tail and the partner's process was seen alive long after this call
+  // (a hung rank, killed later: the partner call was not issued, as coverage reads collectives).
   bool P2pHeld(size_t ci, const RankView& r, const analysis::P2pCall& p) const {
     const CommModel& c = m_.comms()[ci];
     if (p.peer < 0 || p.peer >= static_cast<int>(c.ranks.size())) return true;
     const RankView& peer = c.ranks[static_cast<size_t>(p.peer)];
-    if (!peer.has_file() || !analysis::FileMayLackCalls(m_.files()[peer.file])) return true;
+    if (!peer.has_file()) return true;
+    const analysis::FileView& pf = m_.files()[peer.file];
+    if (!analysis::FileMayLackCalls(pf)) return true;
     for (const analysis::P2pCall& q : peer.p2p)
       if (q.peer == r.rank && q.send != p.send && q.pair_seq == p.pair_seq) return true;
-    return false;
+    const bool only_tail = !pf.ring_mode && !pf.torn && pf.bad_frames == 0 && pf.dropped == 0 &&
+                           pf.write_error.empty() && pf.unplaceable_calls == 0;
+    return only_tail && pf.last_alive_ns - p.time_ns >= analysis::kUnflushedSlackNs;
   }
 
   // Calls of communicator `ci` outside the part every rank's file holds (Coverage), counted once

@@ -155,6 +155,26 @@ TEST(RealTraceReplay, StuckAllToAllListsOnlyTheMismatchedPairs) {
   }
 }
 
+// Ring attention with every rank sending before it receives (4 ranks, killed while each was
+// blocked in its Send): no file was closed, but every process was seen alive long after its
+// peer's Send, so the missing Recvs were never issued. The replay runs the four Sends and
+// hangs with them, each stuck with no partner, rather than refusing a trace that may lack calls.
+TEST(RealTraceReplay, SendsOfARingThatNeverReceivedHangAgain) {
+  auto model = LoadReal("ring4-send-first");
+  ASSERT_NE(model, nullptr);
+  const replay::ReplayReport r = MustReplay(*model, TestOptions("recorded", 3.0));
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].outcome, replay::Outcome::kHang) << replay::FormatText(r);
+  EXPECT_EQ(r.results[0].stuck.size(), 4u) << replay::FormatText(r);
+  // A rank killed outright: its file ends at its last flush, so its peer's calls after it are
+  // still left out (no hang is made up).
+  auto killed = LoadReal("side-killed");
+  ASSERT_NE(killed, nullptr);
+  const replay::ReplayReport k = MustReplay(*killed, TestOptions("recorded", 3.0));
+  ASSERT_EQ(k.results.size(), 1u);
+  EXPECT_EQ(k.results[0].outcome, replay::Outcome::kRight) << replay::FormatText(k);
+}
+
 // tests/data/real/torch4-swap: four PyTorch processes on one GPU (real NCCL), rank 1 swapping two
 // same-size allreduces on odd steps. The replay as one process and as one process per rank (as
 // the nccl backend runs it on one GPU) gives the same report: 3 of 6 steps wrong, canonical right.
