@@ -586,7 +586,10 @@ INSTANTIATE_TEST_SUITE_P(
         // failure), JAX's jit over a global mesh with a shard_map body: clean.
         RealTrace{"ring-clean", std::nullopt}, RealTrace{"elastic-clean", std::nullopt},
         RealTrace{"jaxsm-clean", std::nullopt}, RealTrace{"trainer-clean", std::nullopt},
-        RealTrace{"compress-powersgd", std::nullopt}),
+        RealTrace{"compress-powersgd", std::nullopt},
+        // ddp-unused-param's fix: find_unused_parameters=True, rank 1 leaving the head out of
+        // one step's forward (DDP all-reduces which parameters were used, every step): clean.
+        RealTrace{"ddp-find-unused", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

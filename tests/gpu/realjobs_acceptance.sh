@@ -170,6 +170,9 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 46)) "$J/torch_ddp.py" --bug uneven-gather
   variant ddp-unused-param "$HANG_S" "count_mismatch|missing_call|op_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 51)) "$J/torch_ddp.py" --bug unused-param
+  # The fix of ddp-unused-param: find_unused_parameters=True (an extra all_reduce per step).
+  variant ddp-find-unused "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 68)) "$J/torch_ddp.py" --bug unused-param --find-unused
   variant fsdp2-clean "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 6)) "$J/torch_fsdp2.py"
   variant fsdp2-clean-sketch "$RUN_S" - no --sketch -- \

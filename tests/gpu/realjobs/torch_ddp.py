@@ -16,7 +16,8 @@ backward. Without --bug, `ncclrr check` must report no finding.
   auxiliary targets; at --bug-step rank 1's batch has none, so its forward leaves the head out.
   DDP (find_unused_parameters=False, the default) waits for the head's gradients forever: rank
   1 launches no gradient bucket that step, its next collective (the loss all_reduce) meets rank
-  0's first bucket, and its next forward raises "Expected to have finished reduction".
+  0's first bucket, and its next forward raises "Expected to have finished reduction". With
+  --find-unused (the fix) DDP finds the unused head itself every step: clean.
 
 Independent reference: each rank also keeps an unwrapped copy of the model (same initial
 weights) and computes its local gradient on the same batch with plain autograd; the copies are
@@ -70,6 +71,9 @@ def main():
     ap.add_argument("--bug", choices=["none", "skip-step", "uneven-gather", "unused-param"],
                     default="none")
     ap.add_argument("--bug-step", type=int, default=7)
+    ap.add_argument("--find-unused", action="store_true",
+                    help="DDP(find_unused_parameters=True): the fix for --bug unused-param (DDP "
+                         "then all-reduces which parameters each rank used, every step)")
     args = ap.parse_args()
 
     rank, world, local_rank = torchrun_ranks()
@@ -82,7 +86,7 @@ def main():
     aux = args.bug == "unused-param"
     model = Classifier(aux=aux).to(dev)
     replica = copy.deepcopy(model)  # the reference, never wrapped
-    ddp = DDP(model, device_ids=[dev.index])
+    ddp = DDP(model, device_ids=[dev.index], find_unused_parameters=args.find_unused)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     ref_opt = torch.optim.SGD(replica.parameters(), lr=0.05, momentum=0.9)
     names = [n for n, _ in model.named_parameters()]
