@@ -444,6 +444,31 @@ TEST(LiveStatusRealJobs, TwoGroupsInOppositeOrdersAreADeadlock) {
   EXPECT_THAT(FormatLiveText(r), HasSubstr("used in opposite orders, a deadlock"));
 }
 
+// Ring attention where every rank sent first (4 ranks, killed while hung): no collective was
+// issued, and each rank's grouped Send returned at once (it waits in the group's end, which the
+// trace does not show). Each rank's last NCCL call is a Send its peer never matched: a hang,
+// naming every rank's Send. Looked at right after the calls, it is not a hang yet.
+TEST(LiveStatusRealJobs, RanksStoppedAfterUnmatchedSendsAreAHang) {
+  const LiveReport r = Refresh(RealTrace("ring4-send-first"), 30);
+  EXPECT_EQ(r.verdict, LiveVerdict::kHung) << FormatLiveText(r);
+  ASSERT_EQ(r.comms.size(), 1u);
+  EXPECT_EQ(r.comms[0].waiting, (std::vector<int>{0, 1, 2, 3}));
+  for (const LiveRank& k : r.comms[0].ranks) {
+    EXPECT_TRUE(k.p2p_unmatched) << k.rank;
+    EXPECT_EQ(k.p2p_calls, 1u);
+  }
+  EXPECT_THAT(FormatLiveText(r), HasSubstr("rank 3 since Send(4194304 float32 to 0)"));
+  EXPECT_THAT(FormatLiveJson(r), HasSubstr("\"p2p_unmatched\":true"));
+  EXPECT_NE(Refresh(RealTrace("ring4-send-first"), 1).verdict, LiveVerdict::kHung);
+  // A pipeline hung at a collective (pptp-micro) is still told by that collective.
+  const LiveReport pipeline = Refresh(RealTrace("pptp-micro"), 30);
+  EXPECT_EQ(pipeline.verdict, LiveVerdict::kHung);
+  bool at_seq_3 = false;
+  for (const LiveComm& c : pipeline.comms)
+    at_seq_3 |= c.state == LiveState::kHung && c.wait_seq == 3 && c.why.find("seq 3") == 0;
+  EXPECT_TRUE(at_seq_3) << FormatLiveText(pipeline);
+}
+
 TEST(LiveStatusRealJobs, AJaxProcessTakingAnExtraBranchIsNamed) {
   const LiveReport r = Refresh(RealTrace("jax-branch"), 30);
   EXPECT_EQ(r.verdict, LiveVerdict::kHung) << FormatLiveText(r);

@@ -79,7 +79,9 @@ void CommText(const LiveComm& c, std::string* out) {
   for (const LiveRank& r : c.ranks) {
     *out += "  rank " + std::to_string(r.rank) + " (" + r.process + "): ";
     if (!r.has_call)
-      *out += "no collective yet";
+      *out += r.p2p_calls > 0 || r.p2p_blocked
+                  ? "no collective yet, " + std::to_string(r.p2p_calls) + " Send/Recv returned"
+                  : std::string("no collective yet");
     else
       *out += "issued seq " + std::to_string(r.last.seq) + " " + r.last.call + " " +
               Secs(r.last.ago_s) + " ago";
@@ -87,6 +89,12 @@ void CommText(const LiveComm& c, std::string* out) {
     if (r.blocked)
       *out += "; blocked in seq " + std::to_string(r.blocked_in.seq) + " for " +
               Secs(r.blocked_in.ago_s);
+    if (r.p2p_blocked)
+      *out +=
+          r.p2p_unmatched
+              ? "; no NCCL call since " + r.p2p_blocked_in.call + ", unmatched by its peer, " +
+                    Secs(r.p2p_blocked_in.ago_s) + " ago"
+              : "; blocked in " + r.p2p_blocked_in.call + " for " + Secs(r.p2p_blocked_in.ago_s);
     if (r.behind) *out += "   <-- never issued seq " + std::to_string(c.wait_seq);
     *out += "\n";
   }
@@ -192,6 +200,13 @@ std::string FormatLiveJson(const LiveReport& r) {
         CallJson(j, k.blocked_in);
       else
         j.Null();
+      j.Key("p2p_calls").Uint(k.p2p_calls);
+      j.Key("p2p_blocked_in");
+      if (k.p2p_blocked)
+        CallJson(j, k.p2p_blocked_in);
+      else
+        j.Null();
+      j.Key("p2p_unmatched").Bool(k.p2p_unmatched);
       j.Key("behind").Bool(k.behind);
       j.Key("gpu_front");
       if (k.has_gpu_front)

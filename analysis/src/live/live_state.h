@@ -20,8 +20,13 @@ struct LiveCommRank {
   uint64_t comm_id = 0;
   int rank = 0;
   int nranks = 0;
-  std::deque<CallRecord> recent;             // last collectives issued, by seq (bounded)
-  std::map<uint64_t, CallRecord> in_flight;  // uid -> collective still in flight
+  std::deque<CallRecord> recent;                 // last collectives issued, by seq (bounded)
+  std::map<uint64_t, CallRecord> in_flight;      // uid -> collective still in flight
+  uint64_t p2p_calls = 0;                        // Sends and Recvs seen returned
+  std::map<uint64_t, CallRecord> p2p_in_flight;  // uid -> Send or Recv still in flight
+  std::map<std::pair<int, bool>, uint64_t> p2p_returned;  // (peer, send) -> returned calls
+  bool has_last_p2p = false;
+  CallRecord last_p2p{};  // the latest Send or Recv issued
 };
 
 struct LiveFile {

@@ -62,6 +62,24 @@ void ApplyCall(LiveFile& f, const CallRecord& c, bool remember) {
   } else if (f.last.uid == c.uid) {
     f.last = c;  // the same call, now returned
   }
+  if (IsP2p(static_cast<Api>(c.api)) && c.comm_id != 0 && c.capture != 1 && c.rank >= 0) {
+    LiveCommRank& pr = f.comm_ranks[{c.comm_id, c.rank}];
+    pr.comm_id = c.comm_id;
+    pr.rank = c.rank;
+    const bool send = static_cast<Api>(c.api) == Api::kSend;
+    if (in_flight) {
+      pr.p2p_in_flight[c.uid] = c;
+    } else {
+      pr.p2p_in_flight.erase(c.uid);
+      ++pr.p2p_calls;
+      ++pr.p2p_returned[{c.root_peer, send}];
+    }
+    if (!pr.has_last_p2p || c.enter_ns >= pr.last_p2p.enter_ns) {
+      pr.has_last_p2p = true;
+      pr.last_p2p = c;
+    }
+    return;
+  }
   if (!Tracked(c)) return;
   LiveCommRank& cr = f.comm_ranks[{c.comm_id, c.rank}];
   cr.comm_id = c.comm_id;
@@ -120,7 +138,10 @@ void Apply(LiveFile& f, const TraceFile& d) {
     // goes (~150 KB a process: gigabytes over the files of a job of thousands of ranks).
     std::unordered_set<uint64_t>().swap(f.returned);
     std::deque<uint64_t>().swap(f.returned_order);
-    for (auto& [key, cr] : f.comm_ranks) cr.in_flight.clear();
+    for (auto& [key, cr] : f.comm_ranks) {
+      cr.in_flight.clear();
+      cr.p2p_in_flight.clear();
+    }
   }
 }
 

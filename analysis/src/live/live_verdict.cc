@@ -205,6 +205,70 @@ bool JudgeGpu(const LiveStatusOptions& o, LiveComm* out) {
   return true;
 }
 
+// Sends (Recvs) `cr` posted to (from) `peer`: returned, and still in flight.
+uint64_t Posted(const LiveCommRank& cr, int peer, bool send) {
+  auto it = cr.p2p_returned.find({peer, send});
+  uint64_t n = it == cr.p2p_returned.end() ? 0 : it->second;
+  for (const auto& [uid, c] : cr.p2p_in_flight)
+    n += c.root_peer == peer && (static_cast<Api>(c.api) == Api::kSend) == send;
+  return n;
+}
+
+// Ranks not blocked in a Send or Recv whose last one has no partner on its peer yet and whose
+// process made no NCCL call after it: a grouped Send returns at once and the process waits in
+// the group's end (or a later synchronisation), which the trace does not show.
+void UnmatchedP2p(const std::vector<CommRankView>& views, int64_t now, LiveComm* out) {
+  for (LiveRank& r : out->ranks) {
+    if (r.p2p_blocked) continue;
+    const CommRankView* me = nullptr;
+    for (const CommRankView& v : views)
+      if (v.cr->rank == r.rank) me = &v;
+    if (!me || !me->cr->has_last_p2p || me->file->closed) continue;
+    const CallRecord& last = me->cr->last_p2p;
+    if (!me->file->has_last || me->file->last.uid != last.uid) continue;  // called NCCL since
+    const bool send = static_cast<Api>(last.api) == Api::kSend;
+    const CommRankView* peer = nullptr;
+    for (const CommRankView& v : views)
+      if (v.cr->rank == last.root_peer) peer = &v;
+    if (!peer) continue;
+    if (Posted(*peer->cr, r.rank, !send) >= Posted(*me->cr, last.root_peer, send)) continue;
+    r.p2p_blocked = true;
+    r.p2p_unmatched = true;
+    r.p2p_blocked_in = CallOf(*me->file, last, now, false);
+  }
+}
+
+// No collective is waited in, but ranks have been blocked in (or, UnmatchedP2p, stopped after) a
+// Send or Recv for hang_after_s: NCCL cannot pair them (a Send whose Recv was never posted,
+// ranks that all send first).
+bool JudgeP2p(const LiveStatusOptions& o, LiveComm* out) {
+  double longest = 0;
+  std::vector<int> blocked;
+  std::string calls;
+  for (const LiveRank& r : out->ranks) {
+    if (!r.p2p_blocked || r.p2p_blocked_in.ago_s < o.hang_after_s) continue;
+    blocked.push_back(r.rank);
+    constexpr size_t kListed = 8;
+    if (blocked.size() <= kListed)
+      calls += std::string(calls.empty() ? "" : ", ") + "rank " + std::to_string(r.rank) +
+               (r.p2p_unmatched ? " since " : " in ") + r.p2p_blocked_in.call;
+    if (r.p2p_blocked_in.ago_s > longest) {
+      longest = r.p2p_blocked_in.ago_s;
+      out->wait_call = r.p2p_blocked_in.call;
+    }
+  }
+  if (blocked.empty()) return false;
+  out->state = LiveState::kHung;
+  out->wait_s = longest;
+  out->waiting = blocked;
+  out->why = "rank(s) " + Ranks(blocked) +
+             " have waited on point-to-point calls their peers have not matched, for up to " +
+             Seconds(longest) + " (" + calls +
+             "; none made an NCCL call since): a Send whose Recv was never posted, or ranks that "
+             "all send before they receive (`ncclrr check` says which)";
+  return true;
+}
+
 void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatusOptions& o,
            int64_t now, LiveComm* out) {
   out->id = id;
@@ -232,11 +296,20 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       r.blocked = true;
       r.blocked_in = CallOf(*v.file, *oldest, now, true);
     }
+    r.p2p_calls = v.cr->p2p_calls;
+    if (!v.cr->p2p_in_flight.empty()) {
+      const CallRecord* oldest = nullptr;
+      for (const auto& [uid, c] : v.cr->p2p_in_flight)
+        if (!oldest || c.enter_ns < oldest->enter_ns) oldest = &c;
+      r.p2p_blocked = true;
+      r.p2p_blocked_in = CallOf(*v.file, *oldest, now, true);
+    }
     GpuFront(*v.file, *v.cr, now, &r);
     out->ranks.push_back(r);
     ahead = std::max(ahead, v.issued());
     low = std::min(low, v.issued());
   }
+  UnmatchedP2p(views, now, out);
   std::sort(out->ranks.begin(), out->ranks.end(),
             [](const LiveRank& a, const LiveRank& b) { return a.rank < b.rank; });
   out->unseen_ranks = std::max(0, nranks - static_cast<int>(views.size()));
@@ -246,6 +319,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
     return;
   }
   if (ahead < 0) {
+    if (JudgeP2p(o, out)) return;
     out->why = "no collective issued yet";
     return;
   }
@@ -315,7 +389,7 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       }
     }
   if (blocked.empty()) {
-    if (JudgeGpu(o, out)) return;
+    if (JudgeGpu(o, out) || JudgeP2p(o, out)) return;
     out->why = "every rank keeps up";
     JudgeLag(views, o, now, out);
     return;
@@ -359,7 +433,8 @@ void JudgeComms(const std::map<std::string, LiveFile>& files, const LiveStatusOp
   for (const auto& [id, views] : by_comm) {
     LiveComm c;
     Judge(id, views, o, now, &c);
-    for (const LiveRank& r : c.ranks) any_call |= r.has_call || r.blocked;
+    for (const LiveRank& r : c.ranks)
+      any_call |= r.has_call || r.blocked || r.p2p_calls > 0 || r.p2p_blocked;
     report->comms.push_back(std::move(c));
   }
   // Deadlocks: a rank waited for here waits itself in another communicator for a rank that

@@ -11,7 +11,8 @@
 //              never issued it (named, with their last NCCL call on any communicator and how long
 //              ago), or every rank issued it and some are blocked inside it that long, or (with
 //              GPU progress) it has not started on some ranks' GPUs, or run on every rank's GPU,
-//              that long.
+//              that long; or, with no collective waited in, ranks have been blocked in a Send
+//              or Recv that long (a pipeline or ring exchange that NCCL cannot pair).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,7 +59,13 @@ struct LiveRank {
   bool has_call = false;
   LiveCall last;  // last collective issued on this communicator
   bool blocked = false;
-  LiveCall blocked_in;  // the oldest call of this rank on the communicator still in flight
+  LiveCall blocked_in;     // the oldest call of this rank on the communicator still in flight
+  uint64_t p2p_calls = 0;  // Sends and Recvs seen on the communicator
+  bool p2p_blocked = false;
+  LiveCall p2p_blocked_in;  // the oldest Send or Recv of this rank still in flight; or
+  // p2p_unmatched: its last Send or Recv, which the peer has not matched, and after which the
+  // process made no NCCL call (a grouped Send returns at once; the wait is in the group's end)
+  bool p2p_unmatched = false;
   bool behind = false;  // has not issued the collective the others wait in
   // With GPU progress: the oldest collective issued on this communicator that the GPU has not
   // finished (gpu_front.gpu says whether it runs or has not started); none when all are done.
