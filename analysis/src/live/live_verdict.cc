@@ -205,6 +205,14 @@ bool JudgeGpu(const LiveStatusOptions& o, LiveComm* out) {
   return true;
 }
 
+// The call in flight longest (the earliest issued), or null.
+const CallRecord* Oldest(const std::map<uint64_t, CallRecord>& in_flight) {
+  const CallRecord* oldest = nullptr;
+  for (const auto& [uid, c] : in_flight)
+    if (!oldest || c.enter_ns < oldest->enter_ns) oldest = &c;
+  return oldest;
+}
+
 // Sends (Recvs) `cr` posted to (from) `peer`: returned, and still in flight.
 uint64_t Posted(const LiveCommRank& cr, int peer, bool send) {
   auto it = cr.p2p_returned.find({peer, send});
@@ -289,18 +297,12 @@ void Judge(uint64_t id, const std::vector<CommRankView>& views, const LiveStatus
       r.last = CallOf(*v.file, v.cr->recent.back(), now,
                       v.cr->in_flight.count(v.cr->recent.back().uid) > 0);
     }
-    if (!v.cr->in_flight.empty()) {
-      const CallRecord* oldest = nullptr;
-      for (const auto& [uid, c] : v.cr->in_flight)
-        if (!oldest || c.enter_ns < oldest->enter_ns) oldest = &c;
+    if (const CallRecord* oldest = Oldest(v.cr->in_flight)) {
       r.blocked = true;
       r.blocked_in = CallOf(*v.file, *oldest, now, true);
     }
     r.p2p_calls = v.cr->p2p_calls;
-    if (!v.cr->p2p_in_flight.empty()) {
-      const CallRecord* oldest = nullptr;
-      for (const auto& [uid, c] : v.cr->p2p_in_flight)
-        if (!oldest || c.enter_ns < oldest->enter_ns) oldest = &c;
+    if (const CallRecord* oldest = Oldest(v.cr->p2p_in_flight)) {
       r.p2p_blocked = true;
       r.p2p_blocked_in = CallOf(*v.file, *oldest, now, true);
     }
