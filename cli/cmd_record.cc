@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -276,7 +277,8 @@ void PrintSummary(const std::string& dir, bool gpu_timing, bool capture, int exi
                  "\"ncclrr: cannot record this process\" above, it could not create its trace "
                  "file there.\n",
                  dir.c_str());
-    if (exit_code > 128)  // a hung job stopped by a signal (a timeout, the scheduler)
+    if (exit_code > 128 &&
+        exit_code - 128 < NSIG)  // stopped by a signal (a timeout, the scheduler)
       std::fprintf(stderr,
                    "ncclrr: the job ended by signal %d (%s): if it hung, it hung before its "
                    "first NCCL call (in its rendezvous, a compilation or its data loading), "

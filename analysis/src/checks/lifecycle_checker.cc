@@ -35,7 +35,7 @@ class LifecycleChecker : public Checker {
                     "nranks, each rank exactly once.";
         sink.Add(std::move(f));
       }
-      for (const CommModel::Rejoin& j : c.rejoins) Rejoined(ctx, ci, j, sink);
+      for (size_t k = 0; k < c.rejoins.size(); ++k) Rejoined(ctx, ci, c.rejoins[k], k == 0, sink);
       for (const RankView& r : c.ranks) UseAfterEnd(ctx, ci, r, sink);
       EndBlockedByGraphs(ctx, ci, sink);
       CollectiveLifecycle(ctx, ci, Api::kCommFinalize, "ncclCommFinalize", sink);
@@ -60,7 +60,10 @@ class LifecycleChecker : public Checker {
   // A rank of the communicator also issued calls from a second process. When that process
   // began after the first had ended, it initialised a communicator with the unique id of one
   // whose processes were gone: a restarted job whose ranks read the previous attempt's id.
-  void Rejoined(CheckContext& ctx, size_t ci, const CommModel::Rejoin& j, FindingSink& sink) {
+  // `first_rejoin`: the communicator's first, whose message also names the new attempt's
+  // processes left waiting (a scan of every file, once per communicator).
+  void Rejoined(CheckContext& ctx, size_t ci, const CommModel::Rejoin& j, bool first_rejoin,
+                FindingSink& sink) {
     const TraceModel& m = ctx.model();
     const CommModel& c = m.comms()[ci];
     const bool stable = ctx.options().stable;
@@ -112,7 +115,7 @@ class LifecycleChecker : public Checker {
         ". The later process passed " + init +
         " the unique id of a communicator whose processes were gone, so it waited for peers "
         "that no longer exist: " +
-        outcome + "." + NewAttempt(m, j, stable) +
+        outcome + "." + (first_rejoin ? NewAttempt(m, j, stable) : std::string()) +
         " A restarted job does this when a rank reads the previous attempt's unique id (left "
         "in the rendezvous store from before the restart) instead of the one its new rank 0 "
         "created. Make every attempt exchange its id through a rendezvous of its own (a store "
@@ -128,6 +131,8 @@ class LifecycleChecker : public Checker {
     const int64_t gone = m.files()[static_cast<size_t>(j.first_file)].last_alive_ns;
     constexpr uint32_t kFirstRows = 64;  // a process's inits come first
     std::vector<std::string> waiting;
+    constexpr size_t kListed = 8;
+    size_t more = 0;
     for (uint32_t f = 0; f < m.files().size(); ++f) {
       if (f == j.call.file) continue;
       const CallTable& calls = m.file(f).calls;
@@ -135,15 +140,19 @@ class LifecycleChecker : public Checker {
         const CallRecord c = calls[i];
         if (!IsRootInit(static_cast<Api>(c.api)) || !(c.flags & call_flags::kInFlight)) continue;
         if (m.CallTime(CallRef{f, i}) <= gone || c.comm_id == m.call(j.call).comm_id) continue;
-        waiting.push_back(ProcessOf(m, static_cast<int32_t>(f), stable) + ", in comm " +
-                          Hex64(c.comm_id));
+        if (waiting.size() < kListed)
+          waiting.push_back(ProcessOf(m, static_cast<int32_t>(f), stable) + ", in comm " +
+                            Hex64(c.comm_id));
+        else
+          ++more;
         break;
       }
     }
     if (waiting.empty()) return "";
     std::string list;
     for (size_t k = 0; k < waiting.size(); ++k)
-      list += (k == 0 ? "" : k + 1 == waiting.size() ? " and " : ", ") + waiting[k];
+      list += (k == 0 ? "" : k + 1 == waiting.size() && more == 0 ? " and " : ", ") + waiting[k];
+    if (more > 0) list += " and " + std::to_string(more) + " more";
     return " Meanwhile " + list + ", also started after the communicator's processes had ended, " +
            (waiting.size() == 1 ? "was" : "were") +
            " still waiting in its initialisation when the trace ended: no other process joined "

@@ -82,9 +82,9 @@ class NcclErrorChecker : public Checker {
     sink.Add(std::move(f));
   }
 
-  // " Rank 1's process stopped first: ..." for a remote error on rank `rank` at time `t`: the one
-  // peer whose last call came clearly before it (a millisecond: a socket's close takes longer
-  // to reach the peers), and how its trace ended. "" when none or several did.
+  // " Rank 1 is the one peer whose calls stopped before it ..." for a remote error on rank `rank`
+  // at time `t`: the one peer last seen alive clearly before it (a millisecond: a socket's close
+  // takes longer to reach the peers), and how its trace ended. "" when none or several were.
   static std::string StoppedFirst(const TraceModel& m, size_t ci, int rank, int64_t t,
                                   bool stable) {
     constexpr int64_t kMargin = 1'000'000;
@@ -94,10 +94,9 @@ class NcclErrorChecker : public Checker {
     int candidates = 0;
     for (const RankView& r : c.ranks) {
       if (r.rank == rank || !r.has_file()) continue;
-      const auto f = static_cast<uint32_t>(r.file);
-      const size_t n = m.file(f).calls.size();
-      if (n == 0) continue;
-      const int64_t last = m.CallTime(CallRef{f, static_cast<uint32_t>(n - 1)});
+      // The last sign of life of the whole file (calls, clock pairs, footer): a peer blocked in
+      // the same collective but alive after the error is not the one that stopped.
+      const int64_t last = m.files()[static_cast<size_t>(r.file)].last_alive_ns;
       if (last + kMargin >= t) continue;
       ++candidates;
       first = &r;
@@ -110,10 +109,10 @@ class NcclErrorChecker : public Checker {
                                     : " (its last call at +" + Seconds(first_last - m.start_ns()) +
                                           ", " + Seconds(t - first_last) + " before this error)";
     if (v.clean)
-      return " " + who + " is the one peer whose calls stopped before it" + when +
+      return " " + who + " is the one peer last seen alive before it" + when +
              ", and its trace was closed in order: it exited (an uncaught exception, an exit in "
              "a rank-dependent branch); its own output says why.";
-    return " " + who + " is the one peer whose calls stopped before it" + when +
+    return " " + who + " is the one peer last seen alive before it" + when +
            ", and its trace was not closed: the process was killed or crashed without running "
            "its exit handlers (the kernel's out-of-memory killer, a segmentation fault, "
            "SIGKILL), and its last calls, up to ~50 ms of them, may be missing from the trace. "
@@ -131,8 +130,10 @@ class NcclErrorChecker : public Checker {
     constexpr uint32_t kLookBack = 1 << 16;
     std::vector<std::string> shown;
     size_t held = 0;
+    const uint32_t tid = calls[end.index].tid;
     for (uint32_t i = end.index; i-- > 0 && end.index - i <= kLookBack;) {
       const CallRecord c = calls[i];
+      if (c.tid == tid && c.group_id != group) break;  // the thread's calls before the group
       if (c.group_id != group || c.comm_id != m.comms()[ci].id) continue;
       const Api api = static_cast<Api>(c.api);
       if (!IsCollective(api) && !IsP2p(api)) continue;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -251,13 +252,18 @@ std::string LoopRanLonger(const TraceModel& m, const CommModel& c, uint64_t seq,
       SameIssue(other_now, other_before))
     return "";
   uint64_t first = seq - 1;  // the loop's first call both ranks issued
-  while (first > 0 && SameIssue(IssuedAt(m, sh, first - 1), before) &&
+  // A per-batch loop runs a bounded number of times; a run longer than this is the whole
+  // job's repetition (one bucket per step), which the parting of the steps tells better.
+  constexpr uint64_t kLongestLoop = 1000;
+  while (first > 0 && seq - first <= kLongestLoop &&
+         SameIssue(IssuedAt(m, sh, first - 1), before) &&
          SameIssue(IssuedAt(m, l, first - 1), before))
     --first;
   uint64_t last = seq;  // the longer rank's last call of the loop
-  while (SameIssue(IssuedAt(m, l, last + 1), before)) ++last;
+  while (last - seq <= kLongestLoop && SameIssue(IssuedAt(m, l, last + 1), before)) ++last;
   const uint64_t both = seq - first, extra = last - seq + 1;
-  if (both < 2) return "";  // one call before is no loop
+  if (both < 2 || both > kLongestLoop || extra > kLongestLoop) return "";  // no loop, or no end
+  if (!other_now) return "";
   // The same operation and size with another reduction, type or root: one call's parameter.
   if (other_now->api == before->api && other_now->count == before->count) return "";
   // A loop that ran once more shifts every later call: ranks that agree again right after
@@ -282,15 +288,30 @@ std::string LoopRanLonger(const TraceModel& m, const CommModel& c, uint64_t seq,
 // Whether the call rank `rv` issued at `seq` comes from a call site (or, without sites, has a
 // shape) that none of its earlier calls on the communicator had: code that ran there for the
 // first time.
+// Scans at most kFirstSiteScan earlier calls (a few ms): beyond them it does not claim.
 bool FirstFromItsSite(const TraceModel& m, const RankView& rv, uint64_t seq) {
+  constexpr size_t kFirstSiteScan = 1 << 20;
   const auto now = IssuedAt(m, rv, seq);
-  if (!now) return false;
-  for (const CollectiveSlot& s : rv.collectives) {
-    if (s.seq >= seq) break;
-    const CallRecord c = m.call(s.call);
-    if (now->site.empty() ? ShapeSignature(c) == now->shape
-                          : c.callsite != 0 && IssuedAt(m, rv, s.seq)->site == now->site)
-      return false;
+  if (!now || rv.collectives.empty() || rv.file < 0) return false;
+  const auto at = std::lower_bound(rv.collectives.begin(), rv.collectives.end(), seq,
+                                   [](const CollectiveSlot& s, uint64_t v) { return s.seq < v; });
+  const auto earlier = static_cast<size_t>(at - rv.collectives.begin());
+  if (earlier > kFirstSiteScan) return false;
+  const TraceFile& file = m.file(static_cast<uint32_t>(rv.file));
+  std::unordered_map<uint32_t, bool> same_site;  // interned site id -> its line is now's
+  for (size_t k = 0; k < earlier; ++k) {
+    const CallRecord c = m.call(rv.collectives[k].call);
+    if (now->site.empty()) {
+      if (ShapeSignature(c) == now->shape) return false;
+      continue;
+    }
+    if (c.callsite == 0) continue;
+    auto [it, added] = same_site.try_emplace(c.callsite, false);
+    if (added) {
+      const std::string site = file.String(c.callsite);
+      it->second = site.substr(0, site.find('<')) == now->site;
+    }
+    if (it->second) return false;
   }
   return true;
 }
@@ -621,10 +642,16 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       // One against one: either.
       const size_t n_off = rank_on ? agreeing.size() : e.ranks.size();
       const size_t n_on = rank_on ? e.ranks.size() : agreeing.size();
-      const std::string branch = n_off == 1 && n_on >= 1
-                                     ? BranchFirst(sc, rank_on ? sc.ref : r0, e.seq, off)
-                                     : std::string();
-      if (!branch.empty() && n_on > 1) {
+      const int off_rank = rank_on ? sc.ref : r0, on_rank = rank_on ? r0 : sc.ref;
+      const std::string branch =
+          n_off == 1 && n_on >= 1 ? BranchFirst(sc, off_rank, e.seq, off) : std::string();
+      // Against several ranks, a branch only when the lone rank went back to the loop after
+      // its extra call (its next call is the others' call here); a lone rank that left the
+      // loop for good, its new code what follows the loop, is uneven inputs.
+      const TraceModel& tm = sc.ctx.model();
+      const bool back_to_loop = SameIssue(IssuedAt(tm, c.ranks[off_rank], e.seq + 1),
+                                          IssuedAt(tm, c.ranks[on_rank], e.seq));
+      if (!branch.empty() && n_on > 1 && back_to_loop) {
         f.message += " " + branch +
                      " A collective inside a rank-dependent branch is the likely cause (a barrier "
                      "or broadcast under `if rank == 0:` next to a checkpoint save or a log "

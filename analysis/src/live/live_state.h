@@ -24,7 +24,11 @@ struct LiveCommRank {
   std::map<uint64_t, CallRecord> in_flight;      // uid -> collective still in flight
   uint64_t p2p_calls = 0;                        // Sends and Recvs seen returned
   std::map<uint64_t, CallRecord> p2p_in_flight;  // uid -> Send or Recv still in flight
-  std::map<std::pair<int, bool>, uint64_t> p2p_returned;  // (peer, send) -> returned calls
+  // (peer, send) -> returned calls, for up to kP2pPeersCounted peers: an all-to-all over
+  // thousands of ranks is not counted (p2p_uncounted), so status holds O(ranks) per process.
+  static constexpr size_t kP2pPeersCounted = 64;
+  std::map<std::pair<int, bool>, uint64_t> p2p_returned;
+  bool p2p_uncounted = false;
   bool has_last_p2p = false;
   CallRecord last_p2p{};  // the latest Send or Recv issued
 };

@@ -72,7 +72,13 @@ void ApplyCall(LiveFile& f, const CallRecord& c, bool remember) {
     } else {
       pr.p2p_in_flight.erase(c.uid);
       ++pr.p2p_calls;
-      ++pr.p2p_returned[{c.root_peer, send}];
+      auto it = pr.p2p_returned.find({c.root_peer, send});
+      if (it != pr.p2p_returned.end())
+        ++it->second;
+      else if (pr.p2p_returned.size() < LiveCommRank::kP2pPeersCounted)
+        pr.p2p_returned[{c.root_peer, send}] = 1;
+      else
+        pr.p2p_uncounted = true;
     }
     if (!pr.has_last_p2p || c.enter_ns >= pr.last_p2p.enter_ns) {
       pr.has_last_p2p = true;

@@ -226,19 +226,22 @@ uint64_t Posted(const LiveCommRank& cr, int peer, bool send) {
 // process made no NCCL call after it: a grouped Send returns at once and the process waits in
 // the group's end (or a later synchronisation), which the trace does not show.
 void UnmatchedP2p(const std::vector<CommRankView>& views, int64_t now, LiveComm* out) {
+  std::map<int, const CommRankView*> by_rank;
+  for (const CommRankView& v : views)
+    if (v.cr->has_last_p2p || !v.cr->p2p_in_flight.empty()) by_rank[v.cr->rank] = &v;
+  if (by_rank.empty()) return;
   for (LiveRank& r : out->ranks) {
     if (r.p2p_blocked) continue;
-    const CommRankView* me = nullptr;
-    for (const CommRankView& v : views)
-      if (v.cr->rank == r.rank) me = &v;
-    if (!me || !me->cr->has_last_p2p || me->file->closed) continue;
+    const auto mine = by_rank.find(r.rank);
+    if (mine == by_rank.end()) continue;
+    const CommRankView* me = mine->second;
+    if (!me->cr->has_last_p2p || me->file->closed || me->cr->p2p_uncounted) continue;
     const CallRecord& last = me->cr->last_p2p;
     if (!me->file->has_last || me->file->last.uid != last.uid) continue;  // called NCCL since
     const bool send = static_cast<Api>(last.api) == Api::kSend;
-    const CommRankView* peer = nullptr;
-    for (const CommRankView& v : views)
-      if (v.cr->rank == last.root_peer) peer = &v;
-    if (!peer) continue;
+    const auto theirs = by_rank.find(last.root_peer);
+    if (theirs == by_rank.end() || theirs->second->cr->p2p_uncounted) continue;
+    const CommRankView* peer = theirs->second;
     if (Posted(*peer->cr, r.rank, !send) >= Posted(*me->cr, last.root_peer, send)) continue;
     r.p2p_blocked = true;
     r.p2p_unmatched = true;

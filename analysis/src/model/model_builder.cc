@@ -280,8 +280,10 @@ class ModelBuilder {
     if (group == 0) return;
     constexpr uint32_t kLookBack = 1 << 16;  // a group holds at most a few thousand calls
     std::set<size_t> flagged;
+    const uint32_t tid = calls[row].tid;
     for (uint32_t i = row; i-- > 0 && row - i <= kLookBack;) {
       const CallRecord c = calls[i];
+      if (c.tid == tid && c.group_id != group) break;  // the thread's calls before the group
       if (c.group_id != group) continue;
       if (c.comm_id == 0 || c.rank < 0 || UnplaceableCall(c)) continue;
       const size_t ci = FileCommOfCall(f, c);
