@@ -477,6 +477,87 @@ TEST(RealTraces, PowerSgdStartingAtDifferentIterationsPartsThere) {
   ncclrr::testing::ExpectGolden(RealDir() / "compress-powersgd-mixed.check.txt", mixed.text);
 }
 
+// A monitor thread all-reducing on the training loop's own process group: its calls and the
+// loop's reach the communicator in the order of their timing, differently on each rank. Where
+// the ranks part, the two calls come from different threads while each thread's own calls agree
+// across the ranks (threads-shared-pg, threads-fast: the parting found past two monitor calls
+// that differ only by their fresh buffers), or the two threads of a rank were inside NCCL at
+// once (threads-at-once: a lifecycle_error, and the missing call says so). DDP's buckets, issued
+// by autograd's thread while the main thread waits in backward(), are no such case
+// (trainer-dcp-rank0: rank 0's dcp.save under `if rank == 0:` met rank 1's bucket).
+TEST(RealTraces, TwoThreadsSharingACommunicatorAreNamed) {
+  for (const auto& [name, seq] : {std::pair{"threads-shared-pg", 16}, {"threads-fast", 22}}) {
+    const Checked c = CheckReal(name);
+    ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
+    const Finding& f = c.report.findings[0];
+    EXPECT_EQ(f.kind, FindingKind::kCountMismatch) << name;
+    EXPECT_EQ(f.seq, static_cast<uint64_t>(seq)) << c.text;
+    EXPECT_EQ(f.message.rfind(
+                  "The calls at seq " + std::to_string(seq) + " came from different threads", 0),
+              0u)
+        << f.message;
+    EXPECT_NE(f.message.find("(torch_threads.py:52 in Monitor.run)"), std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("each thread issued the same calls on both ranks"), std::string::npos);
+    ncclrr::testing::ExpectGolden(RealDir() / (std::string(name) + ".check.txt"), c.text);
+  }
+  const Checked at_once = CheckReal("threads-at-once");
+  ASSERT_EQ(at_once.report.findings.size(), 2u) << at_once.text;
+  const Finding* life = nullptr;
+  const Finding* missing = nullptr;
+  for (const Finding& f : at_once.report.findings) {
+    if (f.kind == FindingKind::kLifecycleError) life = &f;
+    if (f.kind == FindingKind::kMissingCall) missing = &f;
+  }
+  ASSERT_TRUE(life && missing) << at_once.text;
+  EXPECT_EQ(life->pattern, "two threads at once");
+  EXPECT_EQ(life->ranks, std::vector<int>{0});
+  EXPECT_NE(life->message.find("at torch_threads.py:52 in Monitor.run, from another, was still "
+                               "inside NCCL: two threads used the communicator at once"),
+            std::string::npos)
+      << life->message;
+  EXPECT_NE(missing->message.find("On rank 0 two threads used this communicator at once"),
+            std::string::npos)
+      << missing->message;
+  ncclrr::testing::ExpectGolden(RealDir() / "threads-at-once.check.txt", at_once.text);
+
+  const Checked dcp = CheckReal("trainer-dcp-rank0");
+  ASSERT_EQ(dcp.report.findings.size(), 1u) << dcp.text;
+  EXPECT_EQ(dcp.report.findings[0].seq, 19u);
+  EXPECT_NE(dcp.report.findings[0].message.find("is the first from torch_trainer.py:131"),
+            std::string::npos)
+      << dcp.text;
+  ncclrr::testing::ExpectGolden(RealDir() / "trainer-dcp-rank0.check.txt", dcp.text);
+  // No other real trace shows either (DDP, FSDP, hooks on autograd's thread, JAX, MoE).
+  for (const char* name : {"trainer-dcp-rank0", "threads-clean", "ddp-unused-param",
+                           "fsdp2-skip-nonfinite", "hook-order-sketch", "pptp-micro"}) {
+    const Checked c = CheckReal(name);
+    for (const Finding& f : c.report.findings) {
+      EXPECT_EQ(f.message.find("different threads"), std::string::npos) << name;
+      EXPECT_EQ(f.message.find("two threads"), std::string::npos) << name;
+    }
+  }
+}
+
+// FSDP2 where rank 1 alone skips a step with a non-finite loss (backward and loss all-reduce):
+// its next forward's all-gathers (issued by the job's forward) meet rank 0's backward ones
+// (issued inside FSDP, same sizes): wrong parameters gathered, then an all-gather met a
+// reduce-scatter. Reported where the calls mispair, in three findings; the skipped step itself
+// is not named (the job hung two calls later, too soon for the steps after it to show).
+TEST(RealTraces, AStepOneRankSkippedUnderFsdpIsReportedWhereItMispairs) {
+  const Checked c = CheckReal("fsdp2-skip-nonfinite");
+  ASSERT_EQ(c.report.findings.size(), 3u) << c.text;
+  EXPECT_EQ(c.report.findings[0].kind, FindingKind::kSuspectedSwap);
+  EXPECT_EQ(c.report.findings[0].seq, 72u);
+  EXPECT_NE(c.report.findings[0].call_sites.find("rank 1 seq 72 at torch_fsdp2.py:83 in "
+                                                 "TinyLM.forward"),
+            std::string::npos)
+      << c.text;
+  EXPECT_EQ(c.report.findings[1].kind, FindingKind::kOpMismatch);
+  EXPECT_EQ(c.report.findings[1].seq, 74u);
+  ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-skip-nonfinite.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -587,7 +668,13 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"compress-powersgd", std::nullopt},
         // ddp-unused-param's fix: find_unused_parameters=True, rank 1 leaving the head out of
         // one step's forward (DDP all-reduces which parameters were used, every step): clean.
-        RealTrace{"ddp-find-unused", std::nullopt}),
+        RealTrace{"ddp-find-unused", std::nullopt},
+        // A throughput monitor thread all-reducing on its own process group beside the loop,
+        // and a DDP trainer checkpointing with torch.distributed.checkpoint on every rank: clean.
+        RealTrace{"threads-clean", std::nullopt}, RealTrace{"trainer-dcp", std::nullopt},
+        // FSDP2 with reshard_after_forward off on rank 1's node: rank 1 skips the backward's
+        // all-gathers (the calls carry FSDP's own call sites).
+        RealTrace{"fsdp2-reshard", FindingKind::kMissingCall, 3}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

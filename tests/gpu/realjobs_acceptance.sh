@@ -290,6 +290,26 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 66)) "$J/torch_ddp_compress.py" --bug powersgd
   variant compress-powersgd-mixed "$HANG_S" "count_mismatch|op_mismatch|missing_call" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 67)) "$J/torch_ddp_compress.py" --bug powersgd-mixed
+  # A throughput monitor thread all-reducing beside the training loop: on its own group
+  # (clean), or on the loop's default group, where the two threads' calls interleave by timing.
+  variant threads-clean "$RUN_S" - no -- \
+    "$PY" "$J/torch_threads.py" --port $((P + 69)) --bug none
+  variant threads-shared-pg "$HANG_S" "count_mismatch|order_swap|suspected_swap|missing_call" no -- \
+    "$PY" "$J/torch_threads.py" --port $((P + 70)) --bug shared-pg
+  # The same with reports every 4 ms and no pause between steps: calls of equal size swap too.
+  variant threads-shared-pg-fast "$HANG_S" "count_mismatch|order_swap|suspected_swap|missing_call" no -- \
+    "$PY" "$J/torch_threads.py" --port $((P + 74)) --bug shared-pg --report-ms 4 --step-ms 0 \
+    --steps 300
+  variant fsdp2-skip-nonfinite "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 75)) "$J/torch_fsdp2.py" --bug skip-nonfinite
+  # Checkpoints with torch.distributed.checkpoint: every rank saves (clean), or only rank 0.
+  variant trainer-dcp "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 72)) "$J/torch_trainer.py" --bug none --ckpt dcp
+  variant trainer-dcp-rank0 "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 73)) "$J/torch_trainer.py" --bug dcp-rank0
+  # FSDP2 with reshard_after_forward set differently on one node.
+  variant fsdp2-reshard "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 71)) "$J/torch_fsdp2.py" --bug reshard
   # Ring attention's key/value blocks passed round the ranks.
   variant ring-clean "$RUN_S" - no -- \
     "$PY" "$J/torch_ring.py" --port $((P + 57)) --bug none

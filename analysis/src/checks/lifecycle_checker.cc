@@ -7,6 +7,7 @@
 #include <set>
 
 #include "checks/checkers.h"
+#include "findings/thread_interleaving.h"
 #include "ncclrr/analysis/coverage.h"
 #include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
@@ -38,6 +39,7 @@ class LifecycleChecker : public Checker {
       for (size_t k = 0; k < c.rejoins.size(); ++k) Rejoined(ctx, ci, c.rejoins[k], k == 0, sink);
       for (const RankView& r : c.ranks) UseAfterEnd(ctx, ci, r, sink);
       EndBlockedByGraphs(ctx, ci, sink);
+      UsedByThreadsAtOnce(ctx, ci, sink);
       CollectiveLifecycle(ctx, ci, Api::kCommFinalize, "ncclCommFinalize", sink);
       CollectiveLifecycle(ctx, ci, Api::kCommSplit, "ncclCommSplit", sink);
       CollectiveLifecycle(ctx, ci, Api::kCommShrink, "ncclCommShrink", sink);
@@ -199,6 +201,60 @@ class LifecycleChecker : public Checker {
                 ". The communicator is gone: NCCL returns ncclInvalidUsage or crashes, and the "
                 "other ranks wait for these calls. Finish all collectives before destroying the "
                 "communicator.";
+    sink.Add(std::move(f));
+  }
+
+  // Ranks whose calls on the communicator came from two threads at once: one thread issued a
+  // call while another's was still inside NCCL. NCCL requires a communicator to be used by one
+  // thread at a time, and such threads' calls reach it in an order of their timing.
+  void UsedByThreadsAtOnce(CheckContext& ctx, size_t ci, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    Finding f = FindingOn(FindingKind::kLifecycleError, m, ci);
+    std::optional<ThreadOverlap> first;  // the earliest overlap, on rank `first_rank`
+    int first_rank = -1;
+    for (const RankView& r : c.ranks) {
+      const std::optional<ThreadOverlap> o = FirstThreadOverlap(m, r);
+      if (!o) continue;
+      f.ranks.push_back(r.rank);
+      f.calls.push_back({o->first, r.rank, m.call(o->first).seq});
+      f.calls.push_back({o->second, r.rank, m.call(o->second).seq});
+      const int64_t t = m.CallTime(o->second);
+      if (!first || t < f.first_time) {
+        first = o;
+        first_rank = r.rank;
+        f.first_time = t;
+      }
+    }
+    if (!first) return;
+    const CallRecord a = m.call(first->first), b = m.call(first->second);
+    if (b.seq != kNoSeq && IsCollective(static_cast<Api>(b.api))) f.seq = b.seq;
+    auto describe = [&](CallRef ref) {
+      const CallRecord call = m.call(ref);
+      std::string site = call.callsite ? m.file(ref.file).String(call.callsite) : std::string();
+      site = site.substr(0, site.find('<'));
+      const bool coll = call.seq != kNoSeq && IsCollective(static_cast<Api>(call.api));
+      return ShortCall(call) + (coll ? " (seq " + std::to_string(call.seq) + ")" : "") +
+             (site.empty() ? "" : " at " + site);
+    };
+    std::vector<int> others;
+    for (int r : f.ranks)
+      if (r != first_rank) others.push_back(r);
+    f.pattern = "two threads at once";
+    f.short_text = RankList(f.ranks) + " used the communicator from two threads at once";
+    f.message =
+        "Rank " + std::to_string(first_rank) + " issued " + describe(first->second) +
+        " from one thread while " + describe(first->first) + ", from another, " +
+        ((a.flags & call_flags::kInFlight) != 0 ? "never returned" : "was still inside NCCL") +
+        (others.empty() ? std::string() : " (and so did " + RankList(others) + ")") +
+        ": two threads used the communicator at once. NCCL requires a communicator to be used "
+        "by one thread at a time, and the calls of threads that run independently of each "
+        "other (a monitoring, logging or checkpointing thread beside the training loop) reach "
+        "the communicator in the order of their timing, which differs between the ranks: NCCL "
+        "then pairs different calls across the ranks (wrong sums where the sizes agree, a hang "
+        "where they do not). Issue the communicator's calls from one thread, or give the other "
+        "thread a communicator of its own (dist.new_group() called on every rank before the "
+        "thread starts).";
     sink.Add(std::move(f));
   }
 

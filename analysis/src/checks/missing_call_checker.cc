@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "checks/checkers.h"
+#include "findings/thread_interleaving.h"
 #include "ncclrr/analysis/coverage.h"
 #include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
@@ -230,6 +231,16 @@ class MissingCallChecker : public Checker {
                            "or a blocking call on another communicator (see "
                            "cross_comm_order)."
                      : ". " + UnmatchedReceives(m, c, accused));
+    // Threads that used the communicator at once order its calls by their timing: the call
+    // waited for may be one the accused ranks' other thread issues elsewhere, or not yet.
+    std::vector<int> at_once;
+    for (const RankView& r : c.ranks)
+      if (FirstThreadOverlap(m, r)) at_once.push_back(r.rank);
+    if (!at_once.empty())
+      f.message += " On " + RankList(at_once) +
+                   " two threads used this communicator at once (see the lifecycle_error), so "
+                   "the order of its calls there is the threads' timing: the threads' "
+                   "interleaving, rather than a branch, may be why the ranks' calls part here.";
     sink.Add(std::move(f));
   }
 

@@ -146,6 +146,12 @@ class SequenceChecker : public Checker {
     while (first > 0 && (*ops)[first - 1].type == AlignOp::kMismatch &&
            (*ops)[first - 1].pos + 1 == (*ops)[first].pos)
       --first;
+    // Calls of the same shape that differ only by buffers before the first differing shape
+    // (fresh buffers around the parting) are not where the ranks part.
+    while (first + 1 < ops->size() && (*ops)[first].type == AlignOp::kMismatch &&
+           (*ops)[first].pos < b.shape.size() && (*ops)[first].ref_pos < a.shape.size() &&
+           a.shape[(*ops)[first].ref_pos] == b.shape[(*ops)[first].pos])
+      ++first;
     const AlignOp& at = (*ops)[first];
     const AlignOp& last = ops->back();
     if (at.type != AlignOp::kMismatch || last.type != AlignOp::kMismatch || at.pos != at.ref_pos ||

@@ -12,6 +12,7 @@
 
 #include "checks/checkers.h"
 #include "checks/swap_evidence.h"
+#include "findings/thread_interleaving.h"
 #include "model/signature.h"
 #include "ncclrr/analysis/collective_shape.h"
 #include "report/text_util.h"
@@ -858,6 +859,15 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       }
       break;
     }
+  }
+  // Calls of two threads that each agree across the ranks: the interleaving is the cause the
+  // rest of the message cannot see.
+  const std::string threads = ThreadsInterleaved(sc, r0, e.seq, e.ref_seq);
+  if (!threads.empty() && !f.message.empty()) {
+    f.message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(f.message[0])));
+    f.message = threads + f.message;
+    f.short_text = "threads interleaved: " + f.short_text;
+    f.pattern = "threads:" + f.pattern;
   }
   if (f.kind != FindingKind::kSuspectedSwap) NoteMismatch(sc.ctx, f);
   sink.Add(std::move(f));

@@ -3,7 +3,16 @@ on a next-token task, torchrun-launched: each block is sharded on its own, then 
 1-D device mesh. FSDP2 all-gathers each block's parameters before its forward (and again before
 its backward), and reduce-scatters its gradients after; the loop adds the loss averaged across
 ranks for the log line (all_reduce AVG) and an evaluation every --eval-every steps whose
-loss/count are summed (all_reduce). No bug: `ncclrr check` must report no finding.
+loss/count are summed (all_reduce). No bug (`--bug none`): `ncclrr check` must report no finding.
+
+--bug reshard: the blocks' reshard_after_forward comes from the node's environment
+  (FSDP_RESHARD_AFTER_FORWARD, default 1), and rank 1's node sets it to 0 (it has memory to spare):
+  rank 1 keeps each block's parameters gathered after the forward, so its backward issues only the
+  reduce-scatters, where rank 0 all-gathers each block again first. NCCL pairs rank 0's backward
+  all-gather with rank 1's reduce-scatter.
+--bug skip-nonfinite: every rank skips a step whose loss is not finite (backward, optimizer step
+  and logging), each deciding alone; at --bug-step rank 1's batch overflows, so only rank 1 skips:
+  its next forward's all-gathers meet rank 0's backward collectives.
 
 Independent reference: an unsharded copy of the model (made before fully_shard, same weights)
 computes this rank's full gradient on the same batch; the copies are all-gathered over a separate
@@ -12,7 +21,7 @@ compared with the local shard of FSDP's DTensor gradient (to_local()); the copy 
 the average, so parameter shards must stay equal to the copy's. Every dim 0 is even, so the
 shards are plain halves.
 
-  torchrun --nproc-per-node 2 --master-port 29616 torch_fsdp2.py [--steps 20]
+  torchrun --nproc-per-node 2 --master-port 29616 torch_fsdp2.py [--steps 20] [--bug reshard]
 
 Rank 0 prints a final line "#wrong N" (all ranks' wrong results); exit status 0 when N == 0.
 """
@@ -93,6 +102,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=16)
     ap.add_argument("--eval-every", type=int, default=5)
+    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite"], default="none")
+    ap.add_argument("--bug-step", type=int, default=7)
     args = ap.parse_args()
 
     rank, world, local_rank = torchrun_ranks()
@@ -107,8 +118,11 @@ def main():
     model = TinyLM(vocab=vocab).to(dev)
     replica = copy.deepcopy(model)  # unsharded reference (FSDP modules cannot be deep-copied)
     mesh = init_device_mesh("cuda", (world,), mesh_dim_names=("dp",))
+    if args.bug == "reshard" and rank == 1:
+        os.environ["FSDP_RESHARD_AFTER_FORWARD"] = "0"  # rank 1's node's setting (the bug)
+    reshard = os.environ.get("FSDP_RESHARD_AFTER_FORWARD", "1") == "1"
     for blk in model.blocks:
-        fully_shard(blk, mesh=mesh)
+        fully_shard(blk, mesh=mesh, reshard_after_forward=reshard)
     fully_shard(model, mesh=mesh)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     ref_opt = torch.optim.SGD(replica.parameters(), lr=0.1, momentum=0.9)
@@ -134,6 +148,11 @@ def main():
 
         opt.zero_grad()
         loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
+        if args.bug == "skip-nonfinite" and rank == 1 and step == args.bug_step:
+            loss = loss + float("inf")  # this rank's batch overflowed
+        if args.bug == "skip-nonfinite" and not torch.isfinite(loss):  # decided alone (the bug)
+            log(rank, f"step {step}: non-finite loss, skipping the step")
+            continue
         loss.backward()  # FSDP reduce-scatters each block's gradients
         loss_avg = loss.detach().clone()
         dist.all_reduce(loss_avg, op=dist.ReduceOp.AVG)

@@ -9,7 +9,11 @@ at a barrier.
   next collective (the first gradient bucket of the next step).
 --bug rank0-barrier: the barrier sits inside `if rank == 0:` with the save, so only rank 0 calls
   it: its barrier meets the other rank's next collective.
---bug none: an even validation set and the barrier outside the branch; 0 wrong results.
+--bug dcp-rank0: the checkpoint is written with torch.distributed.checkpoint (dcp.save), which
+  every rank must call (it plans the save collectively), but the code kept the `if rank == 0:` of
+  its torch.save days: rank 0's planning collectives meet the other rank's next step.
+--bug none: an even validation set and the barrier outside the branch; 0 wrong results. With
+  --ckpt dcp every rank calls dcp.save (no barrier needed).
 
 Independent reference: the ranks' local gradients (under no_sync) and metric sums are
 all-gathered over a gloo group (no NCCL call) and compared with what DDP and the all_reduces gave.
@@ -25,6 +29,7 @@ import tempfile
 
 import torch
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -65,7 +70,9 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--eval-every", type=int, default=4)
     ap.add_argument("--ckpt-every", type=int, default=6)
-    ap.add_argument("--bug", choices=["none", "uneven-eval", "rank0-barrier"], default="none")
+    ap.add_argument("--bug", choices=["none", "uneven-eval", "rank0-barrier", "dcp-rank0"],
+                    default="none")
+    ap.add_argument("--ckpt", choices=["torch", "dcp"], default="torch")
     args = ap.parse_args()
 
     rank, world, local_rank = torchrun_ranks()
@@ -74,6 +81,10 @@ def main():
     dist.init_process_group("nccl", device_id=dev)
     check_pg = dist.new_group(backend="gloo")
     ckpt_dir = tempfile.mkdtemp(prefix="trainer-ckpt-") if rank == 0 else None
+    # dcp.save writes one directory from every rank: the same path on all of them.
+    dcp_dir = os.path.join(tempfile.gettempdir(), f"trainer-dcp-{os.environ['MASTER_PORT']}")
+    if args.bug == "dcp-rank0":
+        args.ckpt = "dcp"
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
@@ -115,7 +126,11 @@ def main():
             if rank == 0:
                 t = totals.tolist()
                 log(rank, f"step {step:3d} val loss {t[0] / t[2]:.4f} acc {t[1] / t[2]:.3f}")
-        if (step + 1) % args.ckpt_every == 0:
+        if (step + 1) % args.ckpt_every == 0 and args.ckpt == "dcp":
+            if args.bug != "dcp-rank0" or rank == 0:  # the bug: a rank-0 branch around it
+                dcp.save({"model": model.state_dict()},
+                         checkpoint_id=os.path.join(dcp_dir, f"step{step + 1}"))
+        elif (step + 1) % args.ckpt_every == 0:
             if rank == 0:
                 torch.save(model.state_dict(), os.path.join(ckpt_dir, f"step{step + 1}.pt"))
                 if args.bug == "rank0-barrier":
