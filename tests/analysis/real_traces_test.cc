@@ -672,6 +672,10 @@ INSTANTIATE_TEST_SUITE_P(
         // A throughput monitor thread all-reducing on its own process group beside the loop,
         // and a DDP trainer checkpointing with torch.distributed.checkpoint on every rank: clean.
         RealTrace{"threads-clean", std::nullopt}, RealTrace{"trainer-dcp", std::nullopt},
+        // Training batches from a DataLoader whose two workers are forked from each rank after
+        // its communicator exists (their processes record nothing), and rank 0 alone running a
+        // validation batch through the DDP model in eval mode (no buffer broadcast): clean.
+        RealTrace{"trainer-loader", std::nullopt}, RealTrace{"accum-eval-rank0", std::nullopt},
         // FSDP2 with reshard_after_forward off on rank 1's node: rank 1 skips the backward's
         // all-gathers (the calls carry FSDP's own call sites).
         RealTrace{"fsdp2-reshard", FindingKind::kMissingCall, 3}),

@@ -307,6 +307,14 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN[@]}" --master-port $((P + 72)) "$J/torch_trainer.py" --bug none --ckpt dcp
   variant trainer-dcp-rank0 "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 73)) "$J/torch_trainer.py" --bug dcp-rank0
+  # Rank 0 alone validating through the DDP-wrapped model in eval mode: no buffer broadcast.
+  variant accum-eval-rank0 "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 78)) "$J/torch_ddp_accum.py" --bug eval-rank0
+  # Training batches from a DataLoader whose worker processes are forked from the ranks.
+  variant trainer-loader "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 76)) "$J/torch_trainer.py" --bug none --loader-workers 2
+  variant trainer-loader-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 77)) "$J/torch_trainer.py" --bug none --loader-workers 2
   # FSDP2 with reshard_after_forward set differently on one node.
   variant fsdp2-reshard "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 71)) "$J/torch_fsdp2.py" --bug reshard

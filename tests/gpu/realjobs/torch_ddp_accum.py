@@ -13,6 +13,10 @@ step takes --accum batches.
   a step the others never take: its buffer broadcast and gradient bucket all-reduces meet the
   others' end-of-epoch `all_gather_object` and `barrier`, and the job hangs; the driver ends it
   with a timeout.
+--bug eval-rank0: at --eval-step rank 0 alone runs a quick validation batch through the
+  DDP-wrapped model (in eval mode, under no_grad) for its log line. DDP broadcasts the BatchNorm
+  buffers before a forward only when training with gradients on, so with PyTorch 2.11 this
+  issues no collective: the job is clean (a rank-0-only forward in training mode would hang).
 --bug none: the data set divides evenly; the job finishes with 0 wrong results.
 
 Independent reference: the loss average of every step is compared with the ranks' losses
@@ -42,7 +46,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--accum", type=int, default=2)
     ap.add_argument("--stats-every", type=int, default=4)
-    ap.add_argument("--bug", choices=["uneven", "none"], default="none")
+    ap.add_argument("--bug", choices=["uneven", "eval-rank0", "none"], default="none")
+    ap.add_argument("--eval-step", type=int, default=3)
     args = ap.parse_args()
 
     rank, world, local_rank = torchrun_ranks()
@@ -101,6 +106,13 @@ def main():
         if bad:
             wrong += 1
             log(rank, f"WRONG: step {step} loss average off by {err:.3g}")
+        if args.bug == "eval-rank0" and rank == 0 and step == args.eval_step:
+            ddp.eval()
+            with torch.no_grad():  # the bug: DDP's forward syncs buffers, here on rank 0 only
+                val = ddp(data_x[:64].to(dev)).argmax(dim=1)
+            ddp.train()
+            log(rank, f"step {step}: validation accuracy "
+                      f"{(val.cpu() == data_y[:64]).float().mean().item():.3f}")
         if step % args.stats_every == 0:
             counts = [None] * world
             dist.all_gather_object(counts, {"rank": rank, "seen": seen})

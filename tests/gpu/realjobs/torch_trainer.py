@@ -13,7 +13,9 @@ at a barrier.
   every rank must call (it plans the save collectively), but the code kept the `if rank == 0:` of
   its torch.save days: rank 0's planning collectives meet the other rank's next step.
 --bug none: an even validation set and the barrier outside the branch; 0 wrong results. With
-  --ckpt dcp every rank calls dcp.save (no barrier needed).
+  --ckpt dcp every rank calls dcp.save (no barrier needed). With --loader-workers W the training
+  batches come from a DataLoader over a DistributedSampler with W worker processes (forked from
+  the rank after its communicator exists, as DataLoader does on Linux).
 
 Independent reference: the ranks' local gradients (under no_sync) and metric sums are
 all-gathered over a gloo group (no NCCL call) and compared with what DDP and the all_reduces gave.
@@ -73,6 +75,7 @@ def main():
     ap.add_argument("--bug", choices=["none", "uneven-eval", "rank0-barrier", "dcp-rank0"],
                     default="none")
     ap.add_argument("--ckpt", choices=["torch", "dcp"], default="torch")
+    ap.add_argument("--loader-workers", type=int, default=0)
     args = ap.parse_args()
 
     rank, world, local_rank = torchrun_ranks()
@@ -97,10 +100,21 @@ def main():
     val_x = every_x[rank::world]  # this rank's shard
     val_y = (val_x @ teacher).argmax(dim=1)
     gen = torch.Generator(device=dev).manual_seed(500 + rank)
+    loader = None
+    if args.loader_workers:
+        train_x = torch.randn(args.steps * args.batch * world, 32,
+                              generator=torch.Generator().manual_seed(13))
+        data = torch.utils.data.TensorDataset(train_x)
+        sampler = torch.utils.data.distributed.DistributedSampler(data, shuffle=True, seed=3)
+        loader = iter(torch.utils.data.DataLoader(data, batch_size=args.batch, sampler=sampler,
+                                                  num_workers=args.loader_workers))
     wrong = 0
 
     for step in range(args.steps):
-        x = torch.randn(args.batch, 32, device=dev, generator=gen)
+        if loader is not None:
+            x = next(loader)[0].to(dev, non_blocking=True)
+        else:
+            x = torch.randn(args.batch, 32, device=dev, generator=gen)
         y = (x @ teacher).argmax(dim=1)
         opt.zero_grad()
         with ddp.no_sync():  # this rank's own gradient, for the reference
