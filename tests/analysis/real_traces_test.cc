@@ -370,8 +370,9 @@ TEST(RealTraces, SendsBeforeReceivesInARingAreOneCycle) {
 // attempt's unique id and joined the dead communicator (its init returned ncclRemoteError a
 // minute later) while the new rank 0 waited in the init of the id it had made: one
 // lifecycle_error names the stale id and the process left waiting. In another run the restart
-// went well: the first attempt's failure alone is reported.
-TEST(RealTraces, ARestartedRankWithThePreviousAttemptsIdIsNamed) {
+// went well: the first attempt's failure alone is reported, each finding saying it is about the
+// first of the trace's two runs of the job.
+TEST(RealTraces, ARestartedJobsRunsAreToldApart) {
   const Checked stale = CheckReal("elastic-stale-id");
   const Finding* f = nullptr;
   for (const Finding& g : stale.report.findings)
@@ -390,7 +391,20 @@ TEST(RealTraces, ARestartedRankWithThePreviousAttemptsIdIsNamed) {
   ASSERT_EQ(restart.report.findings.size(), 2u) << restart.text;
   EXPECT_EQ(restart.report.findings[0].kind, FindingKind::kMissingCall);
   EXPECT_EQ(restart.report.findings[1].kind, FindingKind::kNcclError);
+  // Both are about the first of the two runs torchrun started (the second finished its steps).
+  for (const Finding& g : restart.report.findings)
+    EXPECT_NE(g.message.find("This communicator belongs to run 1 of the 2 runs of the job in "
+                             "this trace"),
+              std::string::npos)
+        << g.message;
   ncclrr::testing::ExpectGolden(RealDir() / "elastic-restart.check.txt", restart.text);
+  // Runs that overlap (a process of the second joined the first's communicator) or a single
+  // run are not parted.
+  for (const char* name : {"elastic-stale-id", "elastic-clean", "side-crash", "moe-splits"}) {
+    const Checked c = CheckReal(name);
+    for (const Finding& g : c.report.findings)
+      EXPECT_EQ(g.message.find("runs of the job"), std::string::npos) << name;
+  }
 }
 
 // A hand-written trainer: evaluate() all-reduces its sums after every batch of the rank's shard,

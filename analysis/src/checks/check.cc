@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "checks/checkers.h"
+#include "checks/job_runs.h"
 #include "report/text_util.h"
 
 namespace ncclrr::analysis {
@@ -137,6 +138,7 @@ void FinishReport(const TraceModel& model, std::vector<Finding> findings, uint64
   Summary& s = report->summary;
   s.occurrences = occurrences;
   report->findings = GroupRepeats(std::move(findings));
+  NoteEarlierRuns(model, &report->findings);
   report->start_ns = model.start_ns();
   // Messages are sentences; checkers often start them with "rank 3 ..." (but never capitalise
   // an identifier such as ncclCommFinalize).

@@ -486,17 +486,20 @@ class ModelBuilder {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (uint32_t f = 0; f < files.size(); ++f) {
       const TraceFile& t = files[f];
-      int64_t last = INT64_MIN;
+      int64_t first = INT64_MAX, last = INT64_MIN;
       t.calls.ForEachRow(
           [&](size_t, const CallRecord& c) {
-            lo = std::min(lo, m_.CommonTime(f, c.enter_ns));
+            first = std::min(first, c.enter_ns);
             last = std::max(last, std::max(c.exit_ns, c.enter_ns));
           },
           CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns)));
       if (f < totals_.size()) {
-        if (totals_[f].first_enter_ns != INT64_MAX)
-          lo = std::min(lo, m_.CommonTime(f, totals_[f].first_enter_ns));
+        first = std::min(first, totals_[f].first_enter_ns);
         last = std::max(last, totals_[f].last_ns);
+      }
+      if (first != INT64_MAX) {
+        m_.files_[f].first_alive_ns = m_.CommonTime(f, first);
+        lo = std::min(lo, m_.files_[f].first_alive_ns);
       }
       for (const ClockPairRecord& p : t.clocks) last = std::max(last, p.mono_ns);
       if (t.footer && t.footer->end_ns) last = std::max(last, t.footer->end_ns);

@@ -128,7 +128,8 @@ struct FileView {
   // Calls the model cannot place and leaves out (a damaged or crafted trace): a negative rank, a
   // collective without a communicator, an unknown operation, more data than any GPU holds.
   uint64_t unplaceable_calls = 0;
-  int64_t last_alive_ns = 0;  // common time of the last sign of life (call, clock pair, footer)
+  int64_t first_alive_ns = 0;  // common time of its first call (0: none)
+  int64_t last_alive_ns = 0;   // common time of the last sign of life (call, clock pair, footer)
   std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
 };
 
