@@ -310,6 +310,14 @@ if [ "$HAVE_TORCH" = 1 ]; then
   # Rank 0 alone validating through the DDP-wrapped model in eval mode: no buffer broadcast.
   variant accum-eval-rank0 "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 78)) "$J/torch_ddp_accum.py" --bug eval-rank0
+  # The same hang ended by PyTorch's watchdog tearing the communicators down (abort, then the
+  # process ends), and the swap on nonblocking communicators.
+  variant side-branch-teardown 60 "missing_call" no -- \
+    env TORCH_NCCL_ASYNC_ERROR_HANDLING=1 "$PY" "$J/torch_side_stream.py" --port $((P + 79)) \
+    --bug branch --pg-timeout 10
+  variant grad-swap-same-nonblocking "$RUN_S" suspected_swap no -- \
+    env TORCH_NCCL_USE_COMM_NONBLOCKING=1 "$PY" "$J/torch_grad_loop.py" --port $((P + 80)) \
+    --bug swap-same --swap-steps 5,12,20
   # Training batches from a DataLoader whose worker processes are forked from the ranks.
   variant trainer-loader "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 76)) "$J/torch_trainer.py" --bug none --loader-workers 2
