@@ -37,6 +37,10 @@ void CountProcessQuery(CommState* cs, Api api) {
 void AsyncErrorChanged(CommState* cs, ncclResult_t value, const void* caller) {
   const int32_t old = cs->async_error.exchange(value);
   if (old == value || !Recording()) return;
+  // A ready nonblocking communicator goes "in progress" and back around every call (PyTorch
+  // polls it constantly): routine, not recorded. Errors, and the end of its init, are.
+  auto routine = [](int32_t v) { return v == ncclSuccess || v == ncclInProgress; };
+  if (routine(old) && routine(value) && cs->ready.load(std::memory_order_acquire)) return;
   CallBuilder call(Api::kAsyncErrorChange, cs->handle, nullptr, caller);
   call.rec.aux = static_cast<uint8_t>(old);
   call.Finish(value);  // ncclSuccess finalizes a nonblocking comm; an error triggers a dump

@@ -695,7 +695,8 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"fsdp2-reshard", FindingKind::kMissingCall, 3},
         // grad-swap-same on nonblocking communicators (TORCH_NCCL_USE_COMM_NONBLOCKING=1): every
         // call may return ncclInProgress, and the asynchronous error flips as work completes
-        // (571 AsyncErrorChange records per rank): the same finding.
+        // (571 AsyncErrorChange records per rank, recorded before those routine flips were
+        // left out): the same finding.
         RealTrace{"grad-swap-same-nonblocking", FindingKind::kSuspectedSwap, 56, 2}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;

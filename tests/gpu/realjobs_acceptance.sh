@@ -318,6 +318,9 @@ if [ "$HAVE_TORCH" = 1 ]; then
   variant grad-swap-same-nonblocking "$RUN_S" suspected_swap no -- \
     env TORCH_NCCL_USE_COMM_NONBLOCKING=1 "$PY" "$J/torch_grad_loop.py" --port $((P + 80)) \
     --bug swap-same --swap-steps 5,12,20
+  variant ddp-clean-nonblocking "$RUN_S" - no -- \
+    env TORCH_NCCL_USE_COMM_NONBLOCKING=1 "${TORCHRUN[@]}" --master-port $((P + 81)) \
+    "$J/torch_ddp.py"
   # Training batches from a DataLoader whose worker processes are forked from the ranks.
   variant trainer-loader "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 76)) "$J/torch_trainer.py" --bug none --loader-workers 2
