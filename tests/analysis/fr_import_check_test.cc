@@ -50,21 +50,38 @@ void PrintTo(const FrVariant& v, std::ostream* os) { *os << v.name; }
 
 class FrVariantTest : public ::testing::TestWithParam<FrVariant> {};
 
-TEST_P(FrVariantTest, CheckNamesTheBug) {
-  const FrVariant& want = GetParam();
-  const fs::path out = Scratch(want.name);
-  auto imported = ImportFlightRecorder({(FrData() / want.name).string()}, out.string());
-  ASSERT_TRUE(imported.ok()) << imported.status().message();
-  EXPECT_EQ(imported->files.size(), 2u);
-  auto model = TraceModel::Load(out.string());
-  ASSERT_TRUE(model.ok()) << model.status().message();
+// tests/data/fr/<name> imported and checked (`check --stable`): the report and its text.
+struct Imported {
+  size_t files = 0;
+  Report report;
+  std::string text;
+};
+Imported ImportAndCheck(const std::string& name) {
+  Imported out;
+  const fs::path dir = Scratch(name);
+  auto imported = ImportFlightRecorder({(FrData() / name).string()}, dir.string());
+  EXPECT_TRUE(imported.ok()) << imported.status().message();
+  if (!imported.ok()) return out;
+  out.files = imported->files.size();
+  auto model = TraceModel::Load(dir.string());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return out;
   CheckOptions o;
   o.stable = true;
-  const Report r = Check(*model, o);
+  out.report = Check(*model, o);
   FormatOptions fo;
   fo.stable = true;
-  const std::string text = FormatText(r, &*model, fo);
-  fs::remove_all(out);
+  out.text = FormatText(out.report, &*model, fo);
+  fs::remove_all(dir);
+  return out;
+}
+
+TEST_P(FrVariantTest, CheckNamesTheBug) {
+  const FrVariant& want = GetParam();
+  const Imported imported = ImportAndCheck(want.name);
+  EXPECT_EQ(imported.files, 2u);
+  const Report& r = imported.report;
+  const std::string& text = imported.text;
   if (!want.kind) {
     EXPECT_TRUE(r.findings.empty()) << text;
   } else {
@@ -125,6 +142,23 @@ INSTANTIATE_TEST_SUITE_P(
         if (c == '-') c = '_';
       return n;
     });
+
+// A DDP-like job's dump whose buckets come from autograd's thread and its loss all-reduce from
+// the main thread (tests/data/fr/make_two_threads.py): FR's end times are when the GPU finished,
+// so the threads' entries overlap in time, which is no sign that they used the communicator at
+// once, and a rank that skipped the loss all-reduce is no thread interleaving.
+TEST(ImportFr, CallsOfTwoThreadsInADumpAreNotTakenForOneCommunicatorUsedAtOnce) {
+  for (const auto& [name, seq] : {std::pair{"two-threads-hang", 6}, {"two-threads-skip", 9}}) {
+    const Imported imported = ImportAndCheck(name);
+    const Report& r = imported.report;
+    const std::string& text = imported.text;
+    ASSERT_EQ(r.findings.size(), 1u) << text;
+    EXPECT_EQ(r.findings[0].kind, FindingKind::kMissingCall) << text;
+    EXPECT_EQ(r.findings[0].seq, static_cast<uint64_t>(seq)) << text;
+    EXPECT_EQ(text.find("two threads"), std::string::npos) << text;
+    EXPECT_EQ(text.find("different threads"), std::string::npos) << text;
+  }
+}
 
 using Result = ncclrr::testing::CommandResult;
 // stdout only: the JSON reports are parsed whole.

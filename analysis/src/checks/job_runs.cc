@@ -23,18 +23,24 @@ size_t Root(std::vector<size_t>& parent, size_t x) {
 void NoteEarlierRuns(const TraceModel& m, std::vector<Finding>* findings) {
   const std::vector<FileView>& files = m.files();
   if (files.size() < 2 || findings->empty()) return;
-  // Processes joined by the communicators they share.
+  // Processes joined by the communicators their CommRecords announce (what a check in passes,
+  // whose model holds no calls, knows alike). A process that announced none, or made no call
+  // (killed in its first init), is in no run.
   std::vector<size_t> parent(files.size());
   std::iota(parent.begin(), parent.end(), size_t{0});
-  std::map<size_t, size_t> first_file_of_comm;
-  for (size_t f = 0; f < files.size(); ++f)
-    for (const auto& [ci, rank] : files[f].ranks) {
-      auto [it, added] = first_file_of_comm.try_emplace(ci, f);
+  std::map<uint64_t, size_t> first_file_of_comm;  // comm id -> file
+  std::vector<bool> placed(files.size(), false);
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (files[f].first_alive_ns == 0) continue;
+    for (const CommRecord& c : m.file(static_cast<uint32_t>(f)).comms) {
+      placed[f] = true;
+      auto [it, added] = first_file_of_comm.try_emplace(c.comm_id, f);
       if (!added) parent[Root(parent, f)] = Root(parent, it->second);
     }
+  }
   std::map<size_t, Run> by_root;
   for (size_t f = 0; f < files.size(); ++f) {
-    if (files[f].first_alive_ns == 0) return;  // a process without calls: no run to place it in
+    if (!placed[f]) continue;
     Run& r = by_root[Root(parent, f)];
     r.start = std::min(r.start, files[f].first_alive_ns);
     r.end = std::max(r.end, files[f].last_alive_ns);
@@ -45,23 +51,25 @@ void NoteEarlierRuns(const TraceModel& m, std::vector<Finding>* findings) {
   std::sort(runs.begin(), runs.end(),
             [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
   for (auto& [root, r] : runs) std::sort(r.hosts.begin(), r.hosts.end());
+  // A launcher takes seconds to start a run again; a second apart keeps the hosts' clock
+  // corrections (refined from matched calls, or not, in a check in passes) from deciding.
+  constexpr int64_t kGapNs = 1'000'000'000;
   for (size_t k = 1; k < runs.size(); ++k)
-    if (runs[k].second.start <= runs[k - 1].second.end ||
+    if (runs[k].second.start <= runs[k - 1].second.end + kGapNs ||
         runs[k].second.hosts != runs[0].second.hosts)
       return;
   std::map<size_t, size_t> run_of_root;
   for (size_t k = 0; k < runs.size(); ++k) run_of_root[runs[k].first] = k;
-  std::map<uint64_t, size_t> run_of_comm;  // comm id -> run
-  for (const auto& [ci, f] : first_file_of_comm)
-    run_of_comm[m.comms()[ci].id] = run_of_root[Root(parent, f)];
   const std::string n = std::to_string(runs.size());
   for (Finding& f : *findings) {
-    auto it = run_of_comm.find(f.comm);
-    if (f.comm == 0 || it == run_of_comm.end() || it->second + 1 == runs.size()) continue;
-    const std::string k = std::to_string(it->second + 1);
+    auto it = first_file_of_comm.find(f.comm);
+    if (f.comm == 0 || it == first_file_of_comm.end()) continue;
+    const size_t run = run_of_root[Root(parent, it->second)];
+    if (run + 1 == runs.size()) continue;
+    const std::string k = std::to_string(run + 1);
     f.message += " This communicator belongs to run " + k + " of the " + n +
                  " runs of the job in this trace: every process of run " + k +
-                 " had stopped before run " + std::to_string(it->second + 2) +
+                 " had stopped before run " + std::to_string(run + 2) +
                  "'s processes (as many, on the same hosts) made their first call, as when a "
                  "launcher restarts a failed job (torchrun --max-restarts, an elastic agent). "
                  "So this is how run " +

@@ -139,8 +139,11 @@ class SequenceChecker : public Checker {
   // inputs) part like this, as do ranks where one took a branch the other did not and the job
   // hung there; either way the side that went on is the one that did what its steps do. Shapes,
   // not tensors: fresh buffers every step make the ids of a cut-short stretch unreliable.
+  // `weak(op)`: the op's two calls have one shape and differ only by buffers that cannot name
+  // a tensor there (fresh allocations), not by call sites.
+  template <typename Weak>
   static void ExplainParting(std::vector<AlignOp>* ops, const DenseSequence& a,
-                             const DenseSequence& b) {
+                             const DenseSequence& b, Weak&& weak) {
     if (ops->empty()) return;
     size_t first = ops->size() - 1;
     while (first > 0 && (*ops)[first - 1].type == AlignOp::kMismatch &&
@@ -150,7 +153,7 @@ class SequenceChecker : public Checker {
     // (fresh buffers around the parting) are not where the ranks part.
     while (first + 1 < ops->size() && (*ops)[first].type == AlignOp::kMismatch &&
            (*ops)[first].pos < b.shape.size() && (*ops)[first].ref_pos < a.shape.size() &&
-           a.shape[(*ops)[first].ref_pos] == b.shape[(*ops)[first].pos])
+           a.shape[(*ops)[first].ref_pos] == b.shape[(*ops)[first].pos] && weak((*ops)[first]))
       ++first;
     const AlignOp& at = (*ops)[first];
     const AlignOp& last = ops->back();
@@ -275,7 +278,14 @@ class SequenceChecker : public Checker {
       params.ends_in_hang = EndsInFlight(ctx.model(), r) || EndsInFlight(ctx.model(), rv_ref);
       std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
       ExplainBlockedTail(&ops, a, b);
-      ExplainParting(&ops, a, b);
+      auto weak = [&](const AlignOp& op) {
+        const uint32_t i = b.slot[op.pos], j = a.slot[op.ref_pos];
+        if (i == kNoSlot || j == kNoSlot) return false;
+        return ident.evidence[r.rank][i] == IdentityEvidence::kVotes &&
+               ident.evidence[ref][j] == IdentityEvidence::kVotes &&
+               ctx.identity().ConfidenceLowerBound(ci, r.rank, i) < kMismatchIdentityFloor;
+      };
+      ExplainParting(&ops, a, b, weak);
       for (AlignOp& op : ops)
         if (op.type == AlignOp::kSkip) op.skip_pos = EarliestSkip(a, op.ref_pos, op.ref_len);
       for (const AlignOp& op : ops) {

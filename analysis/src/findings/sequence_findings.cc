@@ -12,7 +12,6 @@
 
 #include "checks/checkers.h"
 #include "checks/swap_evidence.h"
-#include "findings/thread_interleaving.h"
 #include "model/signature.h"
 #include "ncclrr/analysis/collective_shape.h"
 #include "report/text_util.h"
@@ -441,10 +440,6 @@ std::string SuspicionText(const BufferEvidence& ev, const std::string& who,
   }
 }
 
-// The least logical-identity confidence of a same-shape mismatch at one position (no reordering)
-// that is reported under buffer identity.
-constexpr float kMismatchIdentityFloor = 0.75f;
-
 // A same-shape suspicion (only the buffers tell the calls apart) weighed with the sketched data,
 // when recorded: false when the data rule it out or its confidence stays below the floor;
 // otherwise `conf` is the finding's confidence.
@@ -867,7 +862,6 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
     f.message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(f.message[0])));
     f.message = threads + f.message;
     f.short_text = "threads interleaved: " + f.short_text;
-    f.pattern = "threads:" + f.pattern;
   }
   if (f.kind != FindingKind::kSuspectedSwap) NoteMismatch(sc.ctx, f);
   sink.Add(std::move(f));

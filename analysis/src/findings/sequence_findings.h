@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "findings/thread_interleaving.h"
 #include "model/flat_map.h"
 #include "model/sequence_align.h"
 #include "ncclrr/analysis/check.h"
@@ -13,6 +14,8 @@ struct SequenceContext {
   CheckContext& ctx;
   size_t ci;  // comm index
   int ref;    // reference rank
+  // The ranks' calls by thread, read once per rank that a finding names.
+  mutable ThreadCache threads{};
 
   // Full signature of a slot: shape and logical identity (never kUnknownSignature).
   uint64_t Sig(int rank, size_t slot) const {
@@ -20,6 +23,10 @@ struct SequenceContext {
     return Mix64(id.shapes[rank][slot], id.ids[rank][slot]) | 1;
   }
 };
+
+// The least logical-identity confidence of a same-shape mismatch at one position (no reordering)
+// that is reported under buffer identity.
+inline constexpr float kMismatchIdentityFloor = 0.75f;
 
 // One edit, merged over the ranks that made the same one at the same place.
 struct RawEvent {
