@@ -302,6 +302,9 @@ if [ "$HAVE_TORCH" = 1 ]; then
     --steps 300
   variant fsdp2-skip-nonfinite "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 75)) "$J/torch_fsdp2.py" --bug skip-nonfinite
+  # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
+  variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0
   # Checkpoints with torch.distributed.checkpoint: every rank saves (clean), or only rank 0.
   variant trainer-dcp "$RUN_S" - no -- \
     "${TORCHRUN[@]}" --master-port $((P + 72)) "$J/torch_trainer.py" --bug none --ckpt dcp

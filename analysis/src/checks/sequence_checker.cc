@@ -276,6 +276,15 @@ class SequenceChecker : public Checker {
       const DenseSequence a = Dense(sc, rv_ref, lo);
       const DenseSequence b = Dense(sc, r, lo);
       params.ends_in_hang = EndsInFlight(ctx.model(), r) || EndsInFlight(ctx.model(), rv_ref);
+      // The rank's calls whose tensor only weak buffer votes name (fresh buffers every step).
+      std::vector<uint8_t> weak_id(b.slot.size(), 0);
+      for (size_t k = 0; k < b.slot.size(); ++k)
+        weak_id[k] =
+            b.slot[k] != kNoSlot && ident.evidence[r.rank][b.slot[k]] == IdentityEvidence::kVotes &&
+            ctx.identity().ConfidenceLowerBound(ci, r.rank, b.slot[k]) < kMismatchIdentityFloor;
+      params.ref_shape = a.shape;
+      params.seq_shape = b.shape;
+      params.seq_weak = weak_id;
       std::vector<AlignOp> ops = AlignSequences(a.sig, b.sig, params);
       ExplainBlockedTail(&ops, a, b);
       auto weak = [&](const AlignOp& op) {

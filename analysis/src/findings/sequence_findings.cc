@@ -491,6 +491,27 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
   return p;
 }
 
+// The seq where `rank` last issued, before the calls at `slots` (consecutive), the same calls in
+// the same order (shape and tensor): extra calls that repeat a stretch of the rank's own loop
+// rather than code of their own. Looks back at most kRepeatScan calls.
+std::optional<uint64_t> EarlierRepeat(const SequenceContext& sc, int rank,
+                                      const std::vector<uint32_t>& slots) {
+  constexpr size_t kRepeatScan = 4096;
+  if (slots.empty()) return std::nullopt;
+  const RankView& rv = sc.ctx.model().comms()[sc.ci].ranks[rank];
+  const size_t first = slots[0], n = slots.size();
+  for (size_t i = 1; i < n; ++i)
+    if (slots[i] != first + i) return std::nullopt;
+  for (size_t j = first >= n ? first - n + 1 : 0; j-- > 0 && first - j <= kRepeatScan;) {
+    size_t k = 0;
+    while (k < n && sc.Sig(rank, j + k) == sc.Sig(rank, first + k) &&
+           rv.collectives[j + k].seq == rv.collectives[j].seq + k)
+      ++k;
+    if (k == n) return rv.collectives[j].seq;
+  }
+  return std::nullopt;
+}
+
 // "Rank 0's call at seq S is the first from SITE ..." when the rank that left the loop issued a
 // call from code that had issued none before (a branch only it took?); "" otherwise.
 std::string BranchFirst(const SequenceContext& sc, int off_rank, uint64_t seq,
@@ -731,8 +752,26 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                     " never issued. NCCL pairs by position, so from there every call of " + others +
                     " was paired with an earlier call of " + who + ", and " + who + "'s last " +
                     (n == 1 ? std::string("call") : Plural(n, "call", "calls")) +
-                    " had no partner: a hang. A collective inside a rank-dependent branch is "
-                    "the usual cause.";
+                    " had no partner: a hang.";
+        const std::optional<uint64_t> repeat = EarlierRepeat(sc, r0, mine);
+        if (!repeat) {
+          f.message += " A collective inside a rank-dependent branch is the usual cause.";
+          break;
+        }
+        // Calls of the loop itself, issued once more: not a branch's own code, but the rank
+        // being elsewhere in its loop than the others.
+        f.message += " " + std::string(n == 1 ? "This call is" : "These calls are") +
+                     " not code of a branch: " + who + " had issued the very same " +
+                     (n == 1 ? std::string("call") : "calls, in the same order,") + " at seq " +
+                     SeqRange(*repeat, n) + " as part of " +
+                     (e.ranks.size() == 1 ? "its" : "their") + " steps. So either " + who +
+                     " skipped the rest of a step and began the next one early while " + others +
+                     " went on with that step (a guard such as `if not torch.isfinite(loss): "
+                     "continue`, or a bad batch skipped, decided on some ranks only), or " +
+                     who + " ran that part of the loop once more where " + others +
+                     " did not (an evaluation or an extra forward under a rank-dependent "
+                     "condition). Decide such branches on every rank together "
+                     "(all-reduce the flag first).";
       }
       break;
     }

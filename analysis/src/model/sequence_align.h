@@ -21,6 +21,13 @@ struct AlignParams {
   // The sequences end where a hang stopped them (calls in flight at their ends): how many calls
   // each side issued then depends on where each one blocked, not on what it skipped.
   bool ends_in_hang = false;
+  // Optional, index for index with the sequences: their shapes, and the rank's calls whose
+  // tensor is too weakly known to tell apart from another of the same shape (fresh buffers).
+  // Such a call counts as agreeing with a reference call of its shape in the calls that must
+  // follow an edit (a step's fresh gradients would otherwise hide every skip), never at the
+  // place of the edit itself.
+  std::span<const uint64_t> ref_shape, seq_shape;
+  std::span<const uint8_t> seq_weak;
 };
 
 struct AlignOp {

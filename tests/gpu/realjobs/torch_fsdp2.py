@@ -13,6 +13,9 @@ loss/count are summed (all_reduce). No bug (`--bug none`): `ncclrr check` must r
 --bug skip-nonfinite: every rank skips a step whose loss is not finite (backward, optimizer step
   and logging), each deciding alone; at --bug-step rank 1's batch overflows, so only rank 1 skips:
   its next forward's all-gathers meet rank 0's backward collectives.
+--bug eval-rank0: the evaluation runs on rank 0 only (`if rank == 0:`, logged there and not
+  all-reduced), as if the model were a plain module; under FSDP its forward all-gathers every
+  block, so rank 0's evaluation all-gathers meet rank 1's next training forward.
 
 Independent reference: an unsharded copy of the model (made before fully_shard, same weights)
 computes this rank's full gradient on the same batch; the copies are all-gathered over a separate
@@ -102,7 +105,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=16)
     ap.add_argument("--eval-every", type=int, default=5)
-    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite"], default="none")
+    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite", "eval-rank0"],
+                    default="none")
     ap.add_argument("--bug-step", type=int, default=7)
     args = ap.parse_args()
 
@@ -177,7 +181,14 @@ def main():
         opt.step()
         ref_opt.step()
 
-        if step % args.eval_every == 0 or step == args.steps - 1:
+        if args.bug == "eval-rank0" and step % args.eval_every == 0:
+            if rank == 0 and step > 0:  # the bug: an evaluation of a sharded model on one rank
+                with torch.no_grad():
+                    out = model(eval_x)
+                    s = F.cross_entropy(out.reshape(-1, vocab), eval_y.reshape(-1))
+                log(rank, f"step {step:3d} train loss {loss_avg.item():.4f} "
+                          f"eval loss (rank 0's batch) {s.item():.4f}")
+        elif step % args.eval_every == 0 or step == args.steps - 1:
             with torch.no_grad():
                 out = model(eval_x)
                 stats = torch.stack([
