@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "golden_file.h"
@@ -53,6 +55,24 @@ Checked CheckReal(const std::string& name) {
   fo.stable = true;
   c.text = FormatText(c.report, &*c.model, fo);
   return c;
+}
+
+// The trace's one finding, expected of `kind` at `seq` (any seq when none is given).
+Finding OnlyFinding(const Checked& c, FindingKind kind, std::optional<uint64_t> seq) {
+  EXPECT_EQ(c.report.findings.size(), 1u) << c.text;
+  if (c.report.findings.empty()) return Finding{};
+  const Finding& f = c.report.findings[0];
+  EXPECT_EQ(f.kind, kind) << c.text;
+  if (seq) {
+    EXPECT_EQ(f.seq, *seq) << c.text;
+  }
+  return f;
+}
+
+// Every phrase occurs in `text` (a finding's message).
+void ExpectPhrases(const std::string& text, std::initializer_list<std::string_view> phrases) {
+  for (std::string_view p : phrases)
+    EXPECT_NE(text.find(p), std::string::npos) << p << "\n" << text;
 }
 
 TEST_P(RealTraceTest, CheckFindsWhatTheJobDid) {
@@ -564,17 +584,10 @@ TEST(RealTraces, TwoThreadsSharingACommunicatorAreNamed) {
 // rank's own loop; before, three findings at the mispairs (a same-shape "swap" among them).
 TEST(RealTraces, AStepOneRankSkippedUnderFsdpIsNamedWhereTheRanksPart) {
   const Checked c = CheckReal("fsdp2-skip-nonfinite");
-  ASSERT_EQ(c.report.findings.size(), 1u) << c.text;
-  const Finding& f = c.report.findings[0];
-  EXPECT_EQ(f.kind, FindingKind::kMissingCall);
-  EXPECT_EQ(f.seq, 72u);
-  EXPECT_NE(f.call_sites.find("rank 1 seq 72 at torch_fsdp2.py:83 in TinyLM.forward"),
-            std::string::npos)
-      << c.text;
-  EXPECT_NE(f.message.find("the very same calls, in the same order, at seq 61-62"),
-            std::string::npos)
-      << f.message;
-  EXPECT_NE(f.message.find("skipped the rest of a step"), std::string::npos) << f.message;
+  const Finding f = OnlyFinding(c, FindingKind::kMissingCall, 72u);
+  ExpectPhrases(f.call_sites, {"rank 1 seq 72 at torch_fsdp2.py:83 in TinyLM.forward"});
+  ExpectPhrases(f.message,
+                {"the same calls, in the same order, at seq 70-71", "skipped the rest of a step"});
   EXPECT_EQ(f.message.find("usual cause"), std::string::npos) << f.message;
   ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-skip-nonfinite.check.txt", c.text);
 }
@@ -589,6 +602,38 @@ TEST(RealTraces, AnExtraCallOfABranchIsNotTakenForARepeatOfTheLoop) {
   EXPECT_NE(c.report.findings[0].message.find("rank-dependent branch is the usual cause"),
             std::string::npos)
       << c.text;
+}
+
+// FSDP2 evaluated on rank 0 only (under `if rank == 0:`): its evaluation forward all-gathers
+// meet rank 1's next training step. With one rank on each side, "rank 1 skipped them" and
+// "rank 0 issued them once more" read the same trace: the finding names both, the evaluation's
+// calls being the training forward's statement reached by another path.
+TEST(RealTraces, AnEvaluationOnOneRankUnderFsdpIsReadBothWays) {
+  const Checked c = CheckReal("fsdp2-eval-rank0");
+  const Finding f = OnlyFinding(c, FindingKind::kMissingCall, 57u);
+  ExpectPhrases(f.message,
+                {"Or the other way round: rank 0 issued these calls once more where rank 1 did not",
+                 "`if rank == 0:`"});
+  ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-eval-rank0.check.txt", c.text);
+}
+
+// Rank 1's metrics all_reduce forgets `group=` from step 3 on (the default, world group) while
+// rank 0's goes to the metrics group, as both had for three steps: one finding that says the
+// call went to another communicator, not that the groups were created in different orders, and
+// no "swap" on the gradient group, whose calls rank 1 issued from the same line by another path.
+TEST(RealTraces, ACallSentToTheWrongProcessGroupIsNamed) {
+  const Checked c = CheckReal("two-groups-wrong-group");
+  const Finding f = OnlyFinding(c, FindingKind::kCrossCommOrder, std::nullopt);
+  ExpectPhrases(f.message, {"here it sent that call to another communicator", "`group=` left out"});
+  EXPECT_EQ(f.message.find("which communicator is which"), std::string::npos) << f.message;
+  ncclrr::testing::ExpectGolden(RealDir() / "two-groups-wrong-group.check.txt", c.text);
+  // Groups created in different orders are still told as such.
+  for (const char* name : {"setup-group-order", "setup4-group-order"}) {
+    const Checked g = CheckReal(name);
+    ASSERT_FALSE(g.report.findings.empty()) << name;
+    EXPECT_NE(g.text.find("which communicator is which"), std::string::npos) << g.text;
+    EXPECT_EQ(g.text.find("sent that call to another communicator"), std::string::npos) << g.text;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

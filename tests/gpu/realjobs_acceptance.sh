@@ -302,6 +302,9 @@ if [ "$HAVE_TORCH" = 1 ]; then
     --steps 300
   variant fsdp2-skip-nonfinite "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 75)) "$J/torch_fsdp2.py" --bug skip-nonfinite
+  # Rank 1's metrics all_reduce forgets group= from step 3 on: it goes to the world group.
+  variant two-groups-wrong-group "$HANG_S" "missing_call|cross_comm_order" no -- \
+    "$PY" "$J/torch_two_groups.py" --port $((P + 83)) --bug wrong-group
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

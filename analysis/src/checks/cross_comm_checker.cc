@@ -36,6 +36,19 @@ std::string Short(const CommModel& c) {
   return c.name.empty() ? Hex64(c.id) : "\"" + c.name + "\"";
 }
 
+// Had `r` issued `call` (op, count, type) on its communicator before seq `before`? The last
+// kLookBack calls are read.
+bool IssuedBefore(const TraceModel& m, const RankView& r, uint64_t before,
+                  const std::string& call) {
+  constexpr size_t kLookBack = 4096;
+  const auto end = std::lower_bound(r.collectives.begin(), r.collectives.end(), before,
+                                    [](const CollectiveSlot& s, uint64_t v) { return s.seq < v; });
+  const size_t n = static_cast<size_t>(end - r.collectives.begin());
+  for (size_t k = n; k-- > 0 && n - k <= kLookBack;)
+    if (ShortCall(m.call(r.collectives[k].call)) == call) return true;
+  return false;
+}
+
 class CrossCommChecker : public Checker {
  public:
   std::string_view name() const override { return "cross-communicator order"; }
@@ -226,10 +239,61 @@ class CrossCommChecker : public Checker {
                 "wait in the other: a deadlock, or one waiting to happen where separate streams "
                 "happen to overlap. Issue the collectives of different communicators in one "
                 "global order on every rank, or put both in one ncclGroupStart/ncclGroupEnd.";
-    // Both sides issued the same call first, each on its own communicator over the same ranks:
-    // the ranks may not disagree on the order at all but on which communicator is which.
-    if (cx.nranks == cy.nranks && vs.size() == static_cast<size_t>(cx.nranks) &&
-        first_before.size() == 1 && first_before == first_after)
+    // One side issued its first call on a communicator where it had never issued that call,
+    // while it had issued it, until now, on the other one, with every rank: not an order of two
+    // communicators, but a call sent to the wrong one.
+    auto moved = [&](const std::vector<size_t>& views, bool to_x) {
+      const std::set<std::string>& first = to_x ? first_before : first_after;
+      if (views.empty() || first.size() != 1) return false;
+      for (size_t v : views) {
+        const auto& in = rank_in.at(vs[v]);
+        const RankView& here = to_x ? cx.ranks[in.at(x)] : cy.ranks[in.at(y)];
+        const RankView& there = to_x ? cy.ranks[in.at(y)] : cx.ranks[in.at(x)];
+        if (IssuedBefore(m, here, to_x ? a : yseq, *first.begin()) ||
+            !IssuedBefore(m, there, to_x ? yseq : a, *first.begin()))
+          return false;
+      }
+      return true;
+    };
+    // ... and the other side had issued it on its own communicator before too.
+    auto as_before = [&](const std::vector<size_t>& views, bool on_x) {
+      for (size_t v : views) {
+        const auto& in = rank_in.at(vs[v]);
+        const RankView& own = on_x ? cx.ranks[in.at(x)] : cy.ranks[in.at(y)];
+        if (!IssuedBefore(m, own, on_x ? a : yseq, *first_before.begin())) return false;
+      }
+      return true;
+    };
+    const bool b_moved = moved(before, true), a_moved = moved(after, false);
+    if (b_moved != a_moved && first_before == first_after &&
+        (b_moved ? as_before(after, false) : as_before(before, true))) {
+      const std::vector<int>& who = b_moved ? rb : ra;
+      const std::vector<int>& others = b_moved ? ra : rb;
+      const CommModel& to = b_moved ? cx : cy;
+      const CommModel& from = b_moved ? cy : cx;
+      f.message =
+          "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" + xcall +
+          ") was issued" + (b_done ? "" : " and never followed by " + ys) + "; on " + RankList(ra) +
+          ", " + CommLabel(cy) + " seq " + std::to_string(yseq) + " (" + ycall + ")" +
+          (a_done ? "" : ", and never " + xs) + ". Until then " + RankList(who) + " had issued " +
+          *first_before.begin() + " on " + Short(from) + ", as " + RankList(others) +
+          " did, and never on " + Short(to) +
+          ": here it sent that call to another communicator. NCCL pairs calls only within a "
+          "communicator, so " +
+          RankList(others) + " wait" + (others.size() == 1 ? "s" : "") + " on " + Short(from) +
+          " for a call that went to " + Short(to) +
+          ", where nobody else issues it: a hang. A process group passed wrongly on the path " +
+          RankList(who) + (who.size() == 1 ? " takes" : " take") +
+          " (`group=` left out, which means the default group, or another group's handle) "
+          "does this: pass the same group on every rank.";
+      f.short_text = RankList(who) + " issued " + *first_before.begin() + " on " + Short(to) +
+                     " where " + RankList(others) + " issued it on " + Short(from) +
+                     ", the communicator every rank had used for it";
+    } else if (cx.nranks == cy.nranks && vs.size() == static_cast<size_t>(cx.nranks) &&
+               first_before.size() == 1 && first_before == first_after)
+      // Both sides issued the same call first, each on its own communicator over the same
+      // ranks: the ranks may not disagree on the order at all but on which communicator is
+      // which.
       f.message += " But both sides issued the same call first, " + *first_before.begin() +
                    ", each on its own communicator over the same ranks: the ranks may rather "
                    "disagree on which communicator is which, " +

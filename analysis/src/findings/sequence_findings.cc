@@ -492,21 +492,36 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
 }
 
 // The seq where `rank` last issued, before the calls at `slots` (consecutive), the same calls in
-// the same order (shape and tensor): extra calls that repeat a stretch of the rank's own loop
-// rather than code of their own. Looks back at most kRepeatScan calls.
+// the same order: extra calls that repeat a stretch of the rank's own loop rather than code of
+// their own. The same call: the same shape, and the same statement (the innermost frame of the
+// call site; an evaluation's forward reaches the training forward's line by another path) or,
+// without sites, the same tensor. Looks back at most kRepeatScan calls.
 std::optional<uint64_t> EarlierRepeat(const SequenceContext& sc, int rank,
                                       const std::vector<uint32_t>& slots) {
   constexpr size_t kRepeatScan = 4096;
   if (slots.empty()) return std::nullopt;
-  const RankView& rv = sc.ctx.model().comms()[sc.ci].ranks[rank];
+  const TraceModel& m = sc.ctx.model();
+  const RankView& rv = m.comms()[sc.ci].ranks[rank];
+  const CommIdentity& id = sc.ctx.identity().comm(sc.ci);
   const size_t first = slots[0], n = slots.size();
   for (size_t i = 1; i < n; ++i)
     if (slots[i] != first + i) return std::nullopt;
+  auto statement = [&](size_t k) {
+    const CallRecord r = m.call(rv.collectives[k].call);
+    if (r.callsite == 0) return std::string();
+    const std::string site = m.file(rv.collectives[k].call.file).String(r.callsite);
+    return site.substr(0, site.find('<'));
+  };
+  std::vector<std::string> mine(n);
+  for (size_t i = 0; i < n; ++i) mine[i] = statement(first + i);
+  auto same = [&](size_t j, size_t i) {
+    if (id.shapes[rank][j] != id.shapes[rank][first + i]) return false;
+    if (mine[i].empty()) return id.ids[rank][j] == id.ids[rank][first + i];
+    return statement(j) == mine[i];
+  };
   for (size_t j = first >= n ? first - n + 1 : 0; j-- > 0 && first - j <= kRepeatScan;) {
     size_t k = 0;
-    while (k < n && sc.Sig(rank, j + k) == sc.Sig(rank, first + k) &&
-           rv.collectives[j + k].seq == rv.collectives[j].seq + k)
-      ++k;
+    while (k < n && same(j + k, k) && rv.collectives[j + k].seq == rv.collectives[j].seq + k) ++k;
     if (k == n) return rv.collectives[j].seq;
   }
   return std::nullopt;
@@ -719,7 +734,8 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                     " had no partner: a hang, preceded by wrong results or a crash where the "
                     "mispaired calls differ. A collective inside a rank-dependent branch is the "
                     "usual cause: make every rank issue it.";
-        if (SkippedGradientHooks(v, e, n))
+        const bool hooks = SkippedGradientHooks(v, e, n);
+        if (hooks)
           f.message +=
               " The skipped " + std::string(n == 1 ? "call carries" : "calls carry") +
               " no Python call site while " + who +
@@ -743,6 +759,19 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                        "guard such as `if not torch.isfinite(loss): continue`): decide to skip "
                        "on every rank together.";
         }
+        // No more ranks issued a stretch of calls than skipped it, and it repeats the issuers'
+        // own loop (not gradient buckets: those are told above): the issuers may as well have
+        // run that part once more.
+        if (agreeing.size() <= e.ranks.size() && n >= 2 && !hooks)
+          if (const std::optional<uint64_t> repeat = EarlierRepeat(sc, sc.ref, e.ref_slots))
+            f.message += " Or the other way round: " + others + " issued " +
+                         (n == 1 ? std::string("this call") : "these calls") + " once more where " +
+                         who + " did not (" + others + " had issued the same " +
+                         (n == 1 ? std::string("call") : "calls, in the same order,") + " at seq " +
+                         SeqRange(*repeat, n) +
+                         "): an evaluation or an extra forward under a rank-dependent "
+                         "condition such as `if rank == 0:` does this. Under FSDP or "
+                         "ZeRO-3 even a forward issues collectives: run it on every rank.";
       } else {
         f.table[0].what = "(nothing)";
         f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) +
@@ -761,7 +790,7 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         // Calls of the loop itself, issued once more: not a branch's own code, but the rank
         // being elsewhere in its loop than the others.
         f.message += " " + std::string(n == 1 ? "This call is" : "These calls are") +
-                     " not code of a branch: " + who + " had issued the very same " +
+                     " not code of a branch: " + who + " had issued the same " +
                      (n == 1 ? std::string("call") : "calls, in the same order,") + " at seq " +
                      SeqRange(*repeat, n) + " as part of " +
                      (e.ranks.size() == 1 ? "its" : "their") + " steps. So either " + who +

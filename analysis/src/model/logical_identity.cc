@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -191,29 +192,39 @@ class RankWeights {
 // Call sites refine the buffer identity: two calls are the same tensor only when both their
 // buffers and their sites say so. A loop issues every tensor from one line, so a site shared by
 // all calls changes nothing; different lines tell tensors apart even where buffers could not.
+// A site is a stack, innermost frame first ('<' between frames): a rank that reaches the
+// reference's statement by another path (the same helper called from another line) with the
+// buffer the reference used there issues the same tensor, not another one.
 void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
   std::map<std::pair<std::string, uint32_t>, uint32_t> ids;
   const RankView& ref = c.ranks[out->reference_rank];
+  const NarrowUints ref_buffer_ids = out->ids[ref.rank];  // before the reference is refined
   auto site = [&](const RankView& r, size_t k) {
     const CallRef call = r.collectives[k].call;
     return m.file(call.file).String(m.call(call).callsite);
   };
+  auto innermost = [](const std::string& s) { return std::string_view(s).substr(0, s.find('<')); };
   for (const RankView& r : c.ranks) {
     if (!r.has_file()) continue;
     RankWeights weights = RankWeights::Of(out, r.rank);
     for (size_t k = 0; k < r.collectives.size(); ++k) {
-      const std::string s = site(r, k);
-      auto [it, added] =
-          ids.try_emplace({s, out->ids[r.rank][k]}, static_cast<uint32_t>(ids.size()));
-      out->ids[r.rank].set(k, it->second);
-      // Evidence of a difference: the reference issued another site at this position.
-      if (r.rank != ref.rank && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
-        const CollectiveSlot* at = ref.AtSeq(r.collectives[k].seq);
-        if (at != nullptr && site(ref, static_cast<size_t>(at - ref.collectives.data())) != s) {
+      std::string s = site(r, k);
+      const CollectiveSlot* at = r.rank == ref.rank ? nullptr : ref.AtSeq(r.collectives[k].seq);
+      if (at != nullptr) {
+        const size_t j = static_cast<size_t>(at - ref.collectives.data());
+        std::string ref_site = site(ref, j);
+        if (ref_site != s && innermost(ref_site) == innermost(s) &&
+            out->ids[r.rank][k] == ref_buffer_ids[j]) {
+          s = std::move(ref_site);
+        } else if (ref_site != s && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
+          // Evidence of a difference: the reference issued another site at this position.
           out->evidence[r.rank][k] = IdentityEvidence::kCallSite;
           weights.Set(k, 1.0f, kCertainSupport);
         }
       }
+      auto [it, added] =
+          ids.try_emplace({s, out->ids[r.rank][k]}, static_cast<uint32_t>(ids.size()));
+      out->ids[r.rank].set(k, it->second);
     }
     weights.StoreInto(out, r.rank);
   }

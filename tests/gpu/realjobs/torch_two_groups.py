@@ -13,12 +13,16 @@ read with .item().
   read for rank 1's gradient calls; rank 1 waits in the metrics read for rank 0's metrics call:
   a deadlock at the first collective of that step, on two communicators. The earlier steps run
   in the right order, so both communicators exist by then. The driver ends it with a timeout.
+--bug wrong-group: from --bug-step on, rank 1 (the rank that also writes the metrics file) logs
+  through a second helper that forgets `group=`: its metrics all_reduce goes to the default
+  (world) process group while rank 0's goes to the metrics group. Each communicator waits for a
+  call the other rank issued elsewhere: a hang at that step.
 --bug none: the same job without the reordering; it finishes with 0 wrong results.
 
 Results are checked against the ranks' contributions all-gathered over a separate gloo group.
 Launched with torch.multiprocessing.spawn:
 
-  python3 torch_two_groups.py --port 29617 [--bug opposite|none] [--bug-step 3]
+  python3 torch_two_groups.py --port 29617 [--bug opposite|wrong-group|none] [--bug-step 3]
 
 Prints a final line "#wrong N" (when it finishes); exit status 0 when N == 0, else 1.
 """
@@ -78,7 +82,15 @@ def worker(rank, world, args, results):
             dist.all_reduce(stats, group=metrics_group)
             return stats.tolist()  # waits for the metrics group
 
-        if args.bug == "opposite" and rank == 1 and step >= args.bug_step:
+        def log_metrics_to_file():  # rank 1's path: the same call, without group= (the bug)
+            stats = torch.stack([loss.detach(), correct, torch.tensor(float(args.batch), device=dev)])
+            dist.all_reduce(stats)
+            return stats.tolist()
+
+        if args.bug == "wrong-group" and rank == 1 and step >= args.bug_step:
+            skip = sync_gradients()
+            stats = log_metrics_to_file()
+        elif args.bug == "opposite" and rank == 1 and step >= args.bug_step:
             if step == args.bug_step:
                 log(rank, f"step {step}: metrics group first, then grad group (bug)")
             stats = log_metrics()
@@ -119,7 +131,7 @@ def main():
     ap = spawn_parser(__doc__, 29617)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--bug", choices=["opposite", "none"], default="opposite")
+    ap.add_argument("--bug", choices=["opposite", "wrong-group", "none"], default="opposite")
     ap.add_argument("--bug-step", type=int, default=3)
     args = ap.parse_args()
     spawn_and_report(worker, args)
