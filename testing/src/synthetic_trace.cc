@@ -261,7 +261,11 @@ class ScriptedProcessWriter {
       c.enter_ns = t;
       c.exit_ns = t + 4'000 + static_cast<int64_t>(c.count / 64);
       c.tid = 100u + index_;
-      c.callsite = sc.callsite ? tw.Intern("site" + std::to_string(sc.callsite)) : 0;
+      c.callsite =
+          sc.callsite
+              ? tw.Intern("site" + std::to_string(sc.callsite) +
+                          (sc.caller ? "<caller" + std::to_string(sc.caller) : std::string()))
+              : 0;
       c.root_peer = sc.root_peer;
       c.device = index_;
       c.op = sc.op;

@@ -537,6 +537,40 @@ SyntheticScript MissingRankFile() {
   return b.s;
 }
 
+// Call sites are stacks: one statement (site 1: the gradient loop, site 2: a helper), reached from
+// callers. Every step all-reduces three gradients from the loop (caller 1), then the loss and the
+// accuracy through the helper (callers 10 and 11). `swap`: rank 1 reduces the accuracy first at
+// every step, from the first (a set of metric names iterated per process): the buffers cannot tell,
+// the callers can. Otherwise rank 1 reaches the gradient loop from caller 2 from step 3 on, a path
+// rank 0 never took, with the same buffers: the same tensors, nothing to report.
+SyntheticScript HelperPaths(bool swap) {
+  ScriptBuilder b(2);
+  b.s.same_addresses = true;
+  const int dp = b.Comm(0x91, "default_pg", {0, 1});
+  const std::vector<uint64_t> grads = {4096, 16384, 16384};
+  for (int step = 0; step < 10; ++step) {
+    for (int p = 0; p < 2; ++p) {
+      for (size_t i = 0; i < grads.size(); ++i) {
+        ScriptCall c = AllReduce(grads[i], static_cast<int>(i) + 1);
+        c.comm = dp;
+        c.callsite = 1;
+        c.caller = !swap && p == 1 && step >= 3 ? 2 : 1;
+        b.On(p, c);
+      }
+      std::vector<int> metrics = {10, 11};
+      if (swap && p == 1) std::swap(metrics[0], metrics[1]);
+      for (int m : metrics) {
+        ScriptCall c = AllReduce(1, m);
+        c.comm = dp;
+        c.callsite = 2;
+        c.caller = static_cast<uint32_t>(m);
+        b.On(p, c);
+      }
+    }
+  }
+  return b.s;
+}
+
 SyntheticScript ManyRanks() {
   ScriptBuilder b(64);
   const int w = b.Comm(0xf1, "world", Range(64));
@@ -597,6 +631,8 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"unclosed_alive", UnclosedAlive},
       {"missing_rank_file", MissingRankFile},
       {"many_ranks", ManyRanks},
+      {"helper_callers_swap", [] { return HelperPaths(true); }},
+      {"helper_other_path", [] { return HelperPaths(false); }},
   };
   return kAll;
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "model/flat_map.h"
 #include "model/sequence_align.h"
@@ -193,12 +194,22 @@ class RankWeights {
 // buffers and their sites say so. A loop issues every tensor from one line, so a site shared by
 // all calls changes nothing; different lines tell tensors apart even where buffers could not.
 // A site is a stack, innermost frame first ('<' between frames): a rank that reaches the
-// reference's statement by another path (the same helper called from another line) with the
-// buffer the reference used there issues the same tensor, not another one.
+// reference's statement by a path the reference never took (the function that issues it called
+// from another line, on this rank only) with the buffer the reference used there issues the
+// same tensor, not another one. A path the reference took too, elsewhere, still tells tensors
+// apart (a helper all-reducing the loss from one line and the accuracy from another, in another
+// order on this rank).
 void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
   std::map<std::pair<std::string, uint32_t>, uint32_t> ids;
   const RankView& ref = c.ranks[out->reference_rank];
   const NarrowUints ref_buffer_ids = out->ids[ref.rank];  // before the reference is refined
+  std::unordered_set<std::string> ref_sites;              // every site the reference issued from
+  if (ref.has_file()) {
+    std::unordered_set<uint32_t> seen;
+    for (const CollectiveSlot& slot : ref.collectives)
+      if (seen.insert(m.call(slot.call).callsite).second)
+        ref_sites.insert(m.file(slot.call.file).String(m.call(slot.call).callsite));
+  }
   auto site = [&](const RankView& r, size_t k) {
     const CallRef call = r.collectives[k].call;
     return m.file(call.file).String(m.call(call).callsite);
@@ -214,7 +225,7 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
         const size_t j = static_cast<size_t>(at - ref.collectives.data());
         std::string ref_site = site(ref, j);
         if (ref_site != s && innermost(ref_site) == innermost(s) &&
-            out->ids[r.rank][k] == ref_buffer_ids[j]) {
+            out->ids[r.rank][k] == ref_buffer_ids[j] && ref_sites.count(s) == 0) {
           s = std::move(ref_site);
         } else if (ref_site != s && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
           // Evidence of a difference: the reference issued another site at this position.

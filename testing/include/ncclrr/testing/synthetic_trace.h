@@ -73,6 +73,7 @@ struct ScriptCall {
   uint8_t capture = 0;        // 1 captured, 2 capture invalidated
   uint64_t stream = 0;        // 0: the process's default stream
   uint32_t callsite = 0;      // nonzero: recorded call site "site<N>"
+  uint32_t caller = 0;        // nonzero: the site is a stack, "site<N>" called from "caller<M>"
   int64_t gap_ns = 20'000;    // time since the process's previous event
   uint64_t launch_graph = 0;  // nonzero: not a call but a launch of this graph
   bool out_of_place = false;  // AllReduce: recvbuff != sendbuff (others always are)
