@@ -4,6 +4,7 @@
 // collectives and killed hangs look like, not only on scripted traces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -598,7 +599,7 @@ TEST(RealTraces, AnExtraCallOfABranchIsNotTakenForARepeatOfTheLoop) {
   const Checked c = CheckReal("side-branch");
   ASSERT_FALSE(c.report.findings.empty()) << c.text;
   EXPECT_EQ(c.report.findings[0].kind, FindingKind::kMissingCall);
-  EXPECT_EQ(c.report.findings[0].message.find("not code of a branch"), std::string::npos) << c.text;
+  EXPECT_EQ(c.report.findings[0].message.find("own loop"), std::string::npos) << c.text;
   EXPECT_NE(c.report.findings[0].message.find("rank-dependent branch is the usual cause"),
             std::string::npos)
       << c.text;
@@ -624,8 +625,18 @@ TEST(RealTraces, AnEvaluationOnOneRankUnderFsdpIsReadBothWays) {
 TEST(RealTraces, ACallSentToTheWrongProcessGroupIsNamed) {
   const Checked c = CheckReal("two-groups-wrong-group");
   const Finding f = OnlyFinding(c, FindingKind::kCrossCommOrder, std::nullopt);
-  ExpectPhrases(f.message, {"here it sent that call to another communicator", "`group=` left out"});
+  ExpectPhrases(f.message, {"here it sent that call to another communicator",
+                            "`group=` left out sends a call to the default group"});
   EXPECT_EQ(f.message.find("which communicator is which"), std::string::npos) << f.message;
+  // What the gradient group's calls cannot tell: rank 1 reached them from another caller.
+  const auto other_path = std::find_if(c.report.notes.begin(), c.report.notes.end(),
+                                       [](auto& n) { return n.kind == NoteKind::kDataUnchecked; });
+  ASSERT_NE(other_path, c.report.notes.end()) << c.text;
+  ExpectPhrases(
+      other_path->message,
+      {"rank 1 issued 7 calls, the first at seq 21",
+       "but reached them another way: from torch_two_groups.py:91 in worker, where rank 0 "
+       "came from torch_two_groups.py:99 in worker"});
   ncclrr::testing::ExpectGolden(RealDir() / "two-groups-wrong-group.check.txt", c.text);
   // Groups created in different orders are still told as such.
   for (const char* name : {"setup-group-order", "setup4-group-order"}) {
@@ -634,6 +645,24 @@ TEST(RealTraces, ACallSentToTheWrongProcessGroupIsNamed) {
     EXPECT_NE(g.text.find("which communicator is which"), std::string::npos) << g.text;
     EXPECT_EQ(g.text.find("sent that call to another communicator"), std::string::npos) << g.text;
   }
+}
+
+// Rank 1 all-reduces its accuracy before its loss through one helper, from the first step, in
+// a branch of its own: the helper's statement reached from lines rank 0 never ran, the buffers
+// fresh scalars. Neither can tell the tensors apart, so no finding claims a swap (the same code
+// shape, with the same tensors, is what two-groups-wrong-group's gradient calls are): a note
+// says which calls could not be told apart, and how (--sketch) they could.
+TEST(RealTraces, CallsReachedByAnotherPathWithFreshBuffersAreANote) {
+  const Checked c = CheckReal("two-groups-metrics-order");
+  EXPECT_TRUE(c.report.findings.empty()) << c.text;
+  ASSERT_EQ(c.report.notes.size(), 1u) << c.text;
+  EXPECT_EQ(c.report.notes[0].kind, NoteKind::kDataUnchecked);
+  ExpectPhrases(c.report.notes[0].message,
+                {"rank 1 issued 60 calls, the first at seq 0",
+                 "from torch_two_groups.py:104 in worker, where rank 0 came from "
+                 "torch_two_groups.py:107 in worker",
+                 "`ncclrr record --sketch`"});
+  ncclrr::testing::ExpectGolden(RealDir() / "two-groups-metrics-order.check.txt", c.text);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -412,6 +412,31 @@ SyntheticScript CrossCommBlocked() {
   return b.s;
 }
 
+// Two groups over the same ranks, neither split from the other: "world" all-reduces the loss
+// (one float) and the gradients every step; at step 5 rank 0 evaluates first (its first call on
+// "eval", one float too) while rank 1 all-reduces its loss: each blocks in its call. The call
+// new on "eval" was routine on "world", but "eval" is no default group: an order of two
+// communicators or a wrong group, both readings.
+SyntheticScript CrossCommFirstUse() {
+  ScriptBuilder b(2);
+  const int world = b.Comm(0xc1, "world", {0, 1});
+  const int eval = b.Comm(0xc2, "eval", {0, 1});
+  int tensor = 1;
+  for (int step = 0; step < 5; ++step) {
+    ScriptCall loss = AllReduce(1, tensor++), grad = AllReduce(4096, tensor++);
+    loss.comm = grad.comm = world;
+    b.All(world, loss);
+    b.All(world, grad);
+  }
+  ScriptCall metric = AllReduce(1, tensor++), loss = AllReduce(1, tensor++);
+  metric.comm = eval;
+  loss.comm = world;
+  metric.in_flight = loss.in_flight = true;
+  b.On(0, metric);
+  b.On(1, loss);
+  return b.s;
+}
+
 // Each process captures two allreduces into a graph (ids differ per process) and launches it.
 SyntheticScript Graphs(bool template_differs, bool launches_differ) {
   ScriptBuilder b(2);
@@ -619,6 +644,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"cross_comm_in_flight", CrossCommInFlight},
       {"cross_comm_order", CrossCommOrder},
       {"cross_comm_blocked", CrossCommBlocked},
+      {"cross_comm_first_use", CrossCommFirstUse},
       {"graphs_clean", [] { return Graphs(false, false); }},
       {"graph_template_mismatch", [] { return Graphs(true, false); }},
       {"graph_launch_mismatch", [] { return Graphs(false, true); }},

@@ -265,12 +265,26 @@ class CrossCommChecker : public Checker {
       return true;
     };
     const bool b_moved = moved(before, true), a_moved = moved(after, false);
-    if (b_moved != a_moved && first_before == first_after &&
-        (b_moved ? as_before(after, false) : as_before(before, true))) {
-      const std::vector<int>& who = b_moved ? rb : ra;
-      const std::vector<int>& others = b_moved ? ra : rb;
-      const CommModel& to = b_moved ? cx : cy;
-      const CommModel& from = b_moved ? cy : cx;
+    const bool one_moved = b_moved != a_moved && first_before == first_after &&
+                           (b_moved ? as_before(after, false) : as_before(before, true));
+    const std::vector<int>& who = b_moved ? rb : ra;
+    const std::vector<int>& others = b_moved ? ra : rb;
+    const CommModel& to = b_moved ? cx : cy;
+    const CommModel& from = b_moved ? cy : cx;
+    // Where a call goes when `group=` is left out: the default group, which the others were
+    // split from. Sent anywhere else, a group used for the first time in a different order per
+    // rank looks the same: both readings then.
+    const bool to_default = from.parent_id == to.id && to.id != 0;
+    if (one_moved && !to_default) {
+      f.message += " But until then " + RankList(who) + " had issued " + *first_before.begin() +
+                   " only on " + Short(from) + ", as " + RankList(others) + " did, and never on " +
+                   Short(to) +
+                   ": rather than an order of two communicators, the call may have been sent to "
+                   "the wrong one (another group's handle on the path " +
+                   RankList(who) + (who.size() == 1 ? " takes" : " take") + "); if it belongs on " +
+                   Short(to) +
+                   ", issue the two communicators' collectives in one order on every rank.";
+    } else if (one_moved) {
       f.message =
           "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" + xcall +
           ") was issued" + (b_done ? "" : " and never followed by " + ys) + "; on " + RankList(ra) +
@@ -284,8 +298,8 @@ class CrossCommChecker : public Checker {
           " for a call that went to " + Short(to) +
           ", where nobody else issues it: a hang. A process group passed wrongly on the path " +
           RankList(who) + (who.size() == 1 ? " takes" : " take") +
-          " (`group=` left out, which means the default group, or another group's handle) "
-          "does this: pass the same group on every rank.";
+          " does this: `group=` left out sends a call to the default group, and " + Short(from) +
+          " was split from " + Short(to) + ". Pass the same group on every rank.";
       f.short_text = RankList(who) + " issued " + *first_before.begin() + " on " + Short(to) +
                      " where " + RankList(others) + " issued it on " + Short(from) +
                      ", the communicator every rank had used for it";

@@ -12,6 +12,7 @@
 #include "findings/sequence_findings.h"
 #include "model/sequence_align.h"
 #include "model/signature.h"
+#include "report/text_util.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -258,8 +259,60 @@ class SequenceChecker : public Checker {
            (m.call(r.collectives.back().call).flags & call_flags::kInFlight) != 0;
   }
 
+  // The frames of two call-site stacks ("a<b<c") after the innermost one they share, up to
+  // the first that differs: the callers by which each reached the statement.
+  static std::pair<std::string, std::string> Callers(const std::string& a, const std::string& b) {
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+      const size_t ei = std::min(a.find('<', i), a.size()), ej = std::min(b.find('<', j), b.size());
+      if (a.compare(i, ei - i, b, j, ej - j) != 0)
+        return {a.substr(i, ei - i), b.substr(j, ej - j)};
+      i = ei + 1;
+      j = ej + 1;
+    }
+    return {a.substr(std::min(i, a.size())), b.substr(std::min(j, b.size()))};
+  }
+
+  // What the identity could not decide: calls that reached the reference's statements by a path
+  // only their rank took, with buffers that name no tensor (CommIdentity::other_paths).
+  static void NoteOtherPaths(const CheckContext& ctx, size_t ci, FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const CommIdentity& ident = ctx.identity().comm(ci);
+    for (const CommIdentity::OtherPath& o : ident.other_paths) {
+      const RankView& r = c.ranks[o.rank];
+      const RankView& ref = c.ranks[ident.reference_rank];
+      const CallRef mine = r.collectives[o.slot].call, theirs = ref.collectives[o.ref_slot].call;
+      const std::string site = m.file(mine.file).String(m.call(mine).callsite);
+      const std::string ref_site = m.file(theirs.file).String(m.call(theirs).callsite);
+      const auto [caller, ref_caller] = Callers(site, ref_site);
+      const std::string who = "rank " + std::to_string(o.rank);
+      const std::string them = "rank " + std::to_string(ref.rank);
+      Note n;
+      n.kind = NoteKind::kDataUnchecked;
+      n.count = o.calls;
+      n.ranks = {{c.id, o.rank}};
+      n.comm_index = static_cast<int64_t>(ci);
+      n.file = r.file;
+      n.message = CommLabel(c) + ": " + who + " issued " + Plural(o.calls, "call", "calls") +
+                  ", the first at seq " + std::to_string(r.collectives[o.slot].seq) +
+                  ", from the statements " + them + " issued at the same seqs (" +
+                  site.substr(0, site.find('<')) + ") but reached them another way: from " +
+                  caller + ", where " + them + " came from " + ref_caller + ", a path " + them +
+                  " never took. Their buffers (new every step, or seen too rarely) name no "
+                  "tensor there, so whether these calls carry the tensors " +
+                  them +
+                  "'s carried cannot be told from the trace: if the two paths issue "
+                  "different tensors (a helper called for two of them in the other order), NCCL "
+                  "mixed them silently. Record with `ncclrr record --sketch` to have their data "
+                  "compared.";
+      sink.AddNote(std::move(n));
+    }
+  }
+
   void CheckComm(CheckContext& ctx, size_t ci, FindingSink& sink) {
     const CommModel& c = ctx.model().comms()[ci];
+    NoteOtherPaths(ctx, ci, sink);
     if (c.ranks.size() < 2) return;
     const int ref = ctx.identity().comm(ci).reference_rank;
     const RankView& rv_ref = c.ranks[ref];

@@ -492,14 +492,16 @@ std::string EventPattern(const SequenceContext& sc, int rank, const RawEvent& e)
 }
 
 // The seq where `rank` last issued, before the calls at `slots` (consecutive), the same calls in
-// the same order: extra calls that repeat a stretch of the rank's own loop rather than code of
-// their own. The same call: the same shape, and the same statement (the innermost frame of the
-// call site; an evaluation's forward reaches the training forward's line by another path) or,
-// without sites, the same tensor. Looks back at most kRepeatScan calls.
+// the same order: a stretch (two calls or more: a single call has an earlier twin in almost any
+// loop) that repeats the rank's own loop. The same call: the same shape, and the same statement
+// (the innermost frame of the call site; an evaluation's forward reaches the training forward's
+// line by another path) or, without sites, the same tensor told by buffers that name it (an
+// allocator handing a fresh tensor a freed one's address proves nothing). Looks back at most
+// kRepeatScan calls.
 std::optional<uint64_t> EarlierRepeat(const SequenceContext& sc, int rank,
                                       const std::vector<uint32_t>& slots) {
   constexpr size_t kRepeatScan = 4096;
-  if (slots.empty()) return std::nullopt;
+  if (slots.size() < 2) return std::nullopt;
   const TraceModel& m = sc.ctx.model();
   const RankView& rv = m.comms()[sc.ci].ranks[rank];
   const CommIdentity& id = sc.ctx.identity().comm(sc.ci);
@@ -516,7 +518,10 @@ std::optional<uint64_t> EarlierRepeat(const SequenceContext& sc, int rank,
   for (size_t i = 0; i < n; ++i) mine[i] = statement(first + i);
   auto same = [&](size_t j, size_t i) {
     if (id.shapes[rank][j] != id.shapes[rank][first + i]) return false;
-    if (mine[i].empty()) return id.ids[rank][j] == id.ids[rank][first + i];
+    if (mine[i].empty())
+      return id.ids[rank][j] == id.ids[rank][first + i] &&
+             sc.ctx.identity().ConfidenceLowerBound(sc.ci, rank, first + i) >=
+                 kMismatchIdentityFloor;
     return statement(j) == mine[i];
   };
   for (size_t j = first >= n ? first - n + 1 : 0; j-- > 0 && first - j <= kRepeatScan;) {
@@ -525,6 +530,16 @@ std::optional<uint64_t> EarlierRepeat(const SequenceContext& sc, int rank,
     if (k == n) return rv.collectives[j].seq;
   }
   return std::nullopt;
+}
+
+// Are the reference's `n` calls of an event all-gathers or reduce-scatters (what a sharded
+// model's forward and backward issue)?
+bool GathersOrScatters(const EventView& v, size_t n) {
+  for (size_t k = 0; k < n; ++k) {
+    const Api api = CanonicalApi(static_cast<Api>(v.Ref(k).api));
+    if (api != Api::kAllGather && api != Api::kReduceScatter) return false;
+  }
+  return n > 0;
 }
 
 // "Rank 0's call at seq S is the first from SITE ..." when the rank that left the loop issued a
@@ -770,8 +785,10 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
                          (n == 1 ? std::string("call") : "calls, in the same order,") + " at seq " +
                          SeqRange(*repeat, n) +
                          "): an evaluation or an extra forward under a rank-dependent "
-                         "condition such as `if rank == 0:` does this. Under FSDP or "
-                         "ZeRO-3 even a forward issues collectives: run it on every rank.";
+                         "condition such as `if rank == 0:` does this." +
+                         (GathersOrScatters(v, n) ? " Under FSDP or ZeRO-3 even a forward "
+                                                    "issues collectives: run it on every rank."
+                                                  : "");
       } else {
         f.table[0].what = "(nothing)";
         f.short_text = who + " issued " + my_side + " at seq " + std::to_string(e.seq) +
@@ -789,8 +806,9 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         }
         // Calls of the loop itself, issued once more: not a branch's own code, but the rank
         // being elsewhere in its loop than the others.
-        f.message += " " + std::string(n == 1 ? "This call is" : "These calls are") +
-                     " not code of a branch: " + who + " had issued the same " +
+        f.message += " " + std::string(n == 1 ? "This call repeats" : "These calls repeat") + " " +
+                     (e.ranks.size() == 1 ? "its" : "their") + " own loop: " + who +
+                     " had issued the same " +
                      (n == 1 ? std::string("call") : "calls, in the same order,") + " at seq " +
                      SeqRange(*repeat, n) + " as part of " +
                      (e.ranks.size() == 1 ? "its" : "their") + " steps. So either " + who +

@@ -174,6 +174,7 @@ class RankWeights {
     }
     index_.set(slot, last_);
   }
+  CommIdentity::Weight Get(size_t slot) const { return distinct_[index_[slot]]; }
   void StoreInto(CommIdentity* out, int rank) {
     out->weight[rank] = std::move(index_);
     out->weights[rank] = std::move(distinct_);
@@ -190,20 +191,24 @@ class RankWeights {
   uint32_t last_ = 0;
 };
 
+// How sure the buffer votes must be (95% lower bound) that a call is the reference's tensor for
+// a call site that differs only in its callers to be left undecided without a note.
+constexpr float kBuffersName = 0.75f;
+
 // Call sites refine the buffer identity: two calls are the same tensor only when both their
 // buffers and their sites say so. A loop issues every tensor from one line, so a site shared by
 // all calls changes nothing; different lines tell tensors apart even where buffers could not.
-// A site is a stack, innermost frame first ('<' between frames): a rank that reaches the
+// A site is a stack, innermost frame first ('<' between frames). A rank that reaches the
 // reference's statement by a path the reference never took (the function that issues it called
-// from another line, on this rank only) with the buffer the reference used there issues the
-// same tensor, not another one. A path the reference took too, elsewhere, still tells tensors
-// apart (a helper all-reducing the loss from one line and the accuracy from another, in another
-// order on this rank).
+// from another line, on this rank only) proves nothing by its site: the same tensors or others
+// may come that way, so the buffers decide, as without sites (CommIdentity::other_paths keeps
+// where they could not). A path the reference took too, elsewhere, still tells tensors apart (a
+// helper all-reducing the loss from one line and the accuracy from another, in the other order
+// on this rank).
 void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* out) {
   std::map<std::pair<std::string, uint32_t>, uint32_t> ids;
   const RankView& ref = c.ranks[out->reference_rank];
-  const NarrowUints ref_buffer_ids = out->ids[ref.rank];  // before the reference is refined
-  std::unordered_set<std::string> ref_sites;              // every site the reference issued from
+  std::unordered_set<std::string> ref_sites;  // every site the reference issued from
   if (ref.has_file()) {
     std::unordered_set<uint32_t> seen;
     for (const CollectiveSlot& slot : ref.collectives)
@@ -218,14 +223,18 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
   for (const RankView& r : c.ranks) {
     if (!r.has_file()) continue;
     RankWeights weights = RankWeights::Of(out, r.rank);
+    CommIdentity::OtherPath other{r.rank, 0, 0, 0};
     for (size_t k = 0; k < r.collectives.size(); ++k) {
       std::string s = site(r, k);
       const CollectiveSlot* at = r.rank == ref.rank ? nullptr : ref.AtSeq(r.collectives[k].seq);
       if (at != nullptr) {
         const size_t j = static_cast<size_t>(at - ref.collectives.data());
         std::string ref_site = site(ref, j);
-        if (ref_site != s && innermost(ref_site) == innermost(s) &&
-            out->ids[r.rank][k] == ref_buffer_ids[j] && ref_sites.count(s) == 0) {
+        if (ref_site != s && innermost(ref_site) == innermost(s) && ref_sites.count(s) == 0) {
+          if (weights.Get(k).LowerBound() < kBuffersName && other.calls++ == 0) {
+            other.slot = k;
+            other.ref_slot = j;
+          }
           s = std::move(ref_site);
         } else if (ref_site != s && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {
           // Evidence of a difference: the reference issued another site at this position.
@@ -238,6 +247,7 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
       out->ids[r.rank].set(k, it->second);
     }
     weights.StoreInto(out, r.rank);
+    if (other.calls) out->other_paths.push_back(other);
   }
   out->tensors = static_cast<uint32_t>(ids.size());
 }
@@ -584,9 +594,12 @@ float LogicalIdentity::Confidence(size_t comm_index, int rank, size_t slot) cons
 
 float LogicalIdentity::ConfidenceLowerBound(size_t comm_index, int rank, size_t slot) const {
   const CommIdentity::Weight* w = WeightOf(comms_[comm_index], rank, slot);
-  if (!w) return 0;
-  const float p = w->confidence;
-  const uint32_t n = w->support;
+  return w ? w->LowerBound() : 0;
+}
+
+float CommIdentity::Weight::LowerBound() const {
+  const float p = confidence;
+  const uint32_t n = support;
   if (n == kCertainSupport) return p;
   if (n == 0) return 0;
   constexpr double kZ = 1.645;  // one-sided 95%

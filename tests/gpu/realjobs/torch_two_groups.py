@@ -17,12 +17,17 @@ read with .item().
   through a second helper that forgets `group=`: its metrics all_reduce goes to the default
   (world) process group while rank 0's goes to the metrics group. Each communicator waits for a
   call the other rank issued elsewhere: a hang at that step.
+--bug metrics-order: the metrics are all-reduced one by one through a helper, reduce_sum(t),
+  called for the loss and then the accuracy; from --bug-step on rank 1 (whose log line puts the
+  accuracy first) calls it for the accuracy first. Same shapes: NCCL sums rank 0's loss with
+  rank 1's accuracy, silently. With --bug-step 0 only the helper's callers tell the calls apart
+  (the buffers sit in the same places at every step).
 --bug none: the same job without the reordering; it finishes with 0 wrong results.
 
 Results are checked against the ranks' contributions all-gathered over a separate gloo group.
 Launched with torch.multiprocessing.spawn:
 
-  python3 torch_two_groups.py --port 29617 [--bug opposite|wrong-group|none] [--bug-step 3]
+  python3 torch_two_groups.py --port 29617 [--bug opposite|wrong-group|metrics-order|none] [--bug-step 3]
 
 Prints a final line "#wrong N" (when it finishes); exit status 0 when N == 0, else 1.
 """
@@ -87,7 +92,22 @@ def worker(rank, world, args, results):
             dist.all_reduce(stats)
             return stats.tolist()
 
-        if args.bug == "wrong-group" and rank == 1 and step >= args.bug_step:
+        def reduce_sum(t):  # the helper every metric goes through
+            dist.all_reduce(t, group=metrics_group)
+            return t.item()
+
+        if args.bug == "metrics-order":
+            skip = sync_gradients()
+            loss_sum = loss.detach().clone()
+            acc_sum = correct.clone()
+            if rank == 1 and step >= args.bug_step:  # the bug: the accuracy first on rank 1
+                acc = reduce_sum(acc_sum)
+                lsum = reduce_sum(loss_sum)
+            else:
+                lsum = reduce_sum(loss_sum)
+                acc = reduce_sum(acc_sum)
+            stats = [lsum, acc, float(args.batch * world)]
+        elif args.bug == "wrong-group" and rank == 1 and step >= args.bug_step:
             skip = sync_gradients()
             stats = log_metrics_to_file()
         elif args.bug == "opposite" and rank == 1 and step >= args.bug_step:
@@ -131,7 +151,8 @@ def main():
     ap = spawn_parser(__doc__, 29617)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--bug", choices=["opposite", "wrong-group", "none"], default="opposite")
+    ap.add_argument("--bug", choices=["opposite", "wrong-group", "metrics-order", "none"],
+                    default="opposite")
     ap.add_argument("--bug-step", type=int, default=3)
     args = ap.parse_args()
     spawn_and_report(worker, args)

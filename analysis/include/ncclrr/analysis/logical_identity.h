@@ -48,6 +48,8 @@ struct CommIdentity {
     // How many occurrences of the key that share is taken over (kCertainSupport for call
     // sites and the reference rank's own keys).
     uint32_t support = 0;
+    // The confidence's one-sided 95% lower bound given its support (Wilson).
+    float LowerBound() const;
   };
   // weight[rank][slot]: index into weights[rank], the rank's distinct weights ([0] is {0, 0}).
   // A key's occurrences share one and fresh buffers give a handful, so a call costs a byte or
@@ -66,6 +68,17 @@ struct CommIdentity {
   // (equal shapes, equal numbers; 0 only for a rank without a file): what the alignment
   // compares besides the logical id.
   std::vector<NarrowUints> shapes;
+  // A rank whose calls reached the reference's statements by a path the reference never took
+  // (the same innermost frame of the call site, another caller) and whose buffers name no
+  // tensor there with confidence: neither can tell whether these calls carry the tensors the
+  // reference's carried (RefineWithCallSites). The first such call and how many.
+  struct OtherPath {
+    int rank = 0;
+    size_t slot = 0;
+    size_t ref_slot = 0;  // the reference's call at the same seq
+    uint64_t calls = 0;
+  };
+  std::vector<OtherPath> other_paths;
 };
 
 class LogicalIdentity {
