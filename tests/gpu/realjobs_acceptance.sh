@@ -306,10 +306,11 @@ if [ "$HAVE_TORCH" = 1 ]; then
   variant two-groups-wrong-group "$HANG_S" "missing_call|cross_comm_order" no -- \
     "$PY" "$J/torch_two_groups.py" --port $((P + 83)) --bug wrong-group
   # Rank 1 all-reduces its accuracy before its loss through one helper, from the first step.
-  # Without data only a note can say it: the buffers are fresh scalars, the callers a path rank 0
-  # never took.
+  # Only a note can say it: the buffers are fresh scalars, the callers a path rank 0 never took
+  # (reported DIFFERENT: the job counts its wrong metrics).
   variant two-groups-metrics-order "$RUN_S" "-" no -- \
     "$PY" "$J/torch_two_groups.py" --port $((P + 84)) --bug metrics-order --bug-step 0
+  # Scalars: the sketches have nothing to correlate either (the note says so; DIFFERENT).
   variant two-groups-metrics-order-sketch "$RUN_S" "suspected_swap|order_swap|wrong_sum" no --sketch -- \
     "$PY" "$J/torch_two_groups.py" --port $((P + 85)) --bug metrics-order --bug-step 0
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.

@@ -273,6 +273,9 @@ class SequenceChecker : public Checker {
     return {a.substr(std::min(i, a.size())), b.substr(std::min(j, b.size()))};
   }
 
+  // Elements a sketch samples of a buffer: fewer leave nothing for the data to correlate.
+  static constexpr uint64_t kSketchSamples = 256;
+
   // What the identity could not decide: calls that reached the reference's statements by a path
   // only their rank took, with buffers that name no tensor (CommIdentity::other_paths).
   static void NoteOtherPaths(const CheckContext& ctx, size_t ci, FindingSink& sink) {
@@ -304,8 +307,11 @@ class SequenceChecker : public Checker {
                   them +
                   "'s carried cannot be told from the trace: if the two paths issue "
                   "different tensors (a helper called for two of them in the other order), NCCL "
-                  "mixed them silently. Record with `ncclrr record --sketch` to have their data "
-                  "compared.";
+                  "mixed them silently. " +
+                  (m.call(mine).count >= kSketchSamples
+                       ? "Record with `ncclrr record --sketch` to have their data compared."
+                       : "Their data could not tell either (too few elements to correlate): "
+                         "compare what the two callers pass.");
       sink.AddNote(std::move(n));
     }
   }
