@@ -111,21 +111,32 @@ Explained ExplainedPositions(const TraceModel& model, const CheckOptions& option
   return out;
 }
 
+// Each call's innermost frame; where two calls of the finding share it but were reached from
+// different callers (a helper called from two lines), the caller that tells them apart too.
 std::string CallSitesOf(const Finding& f, const TraceModel& m) {
   constexpr size_t kMaxSites = 6;
-  std::set<std::string> seen;
-  std::string text;
+  std::vector<std::pair<const InvolvedCall*, std::string>> stacks;
   for (const InvolvedCall& c : f.calls) {
     if (c.call.file >= m.dir().files.size() ||
         c.call.index >= m.dir().files[c.call.file].calls.size())
       continue;
     const CallRecord r = m.call(c.call);
-    if (r.callsite == 0) continue;
-    std::string site = m.file(c.call.file).String(r.callsite);
-    site = site.substr(0, site.find('<'));
+    if (r.callsite != 0) stacks.emplace_back(&c, m.file(c.call.file).String(r.callsite));
+  }
+  auto innermost = [](const std::string& s) { return s.substr(0, s.find('<')); };
+  std::set<std::string> seen;
+  std::string text;
+  for (const auto& [c, stack] : stacks) {
+    std::string site = innermost(stack);
     if (site.empty()) continue;
-    const std::string part = "rank " + std::to_string(c.rank) +
-                             (c.seq == kNoSeq ? "" : " seq " + std::to_string(c.seq)) + " at " +
+    for (const auto& [other, other_stack] : stacks)
+      if (other_stack != stack && innermost(other_stack) == site) {
+        const std::string caller = PartingFrames(stack, other_stack).first;
+        if (!caller.empty()) site += " from " + caller;
+        break;
+      }
+    const std::string part = "rank " + std::to_string(c->rank) +
+                             (c->seq == kNoSeq ? "" : " seq " + std::to_string(c->seq)) + " at " +
                              site;
     if (seen.size() == kMaxSites || !seen.insert(part).second) continue;
     text += (text.empty() ? "" : "; ") + part;

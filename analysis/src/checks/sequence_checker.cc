@@ -259,20 +259,6 @@ class SequenceChecker : public Checker {
            (m.call(r.collectives.back().call).flags & call_flags::kInFlight) != 0;
   }
 
-  // The frames of two call-site stacks ("a<b<c") after the innermost one they share, up to
-  // the first that differs: the callers by which each reached the statement.
-  static std::pair<std::string, std::string> Callers(const std::string& a, const std::string& b) {
-    size_t i = 0, j = 0;
-    while (i < a.size() && j < b.size()) {
-      const size_t ei = std::min(a.find('<', i), a.size()), ej = std::min(b.find('<', j), b.size());
-      if (a.compare(i, ei - i, b, j, ej - j) != 0)
-        return {a.substr(i, ei - i), b.substr(j, ej - j)};
-      i = ei + 1;
-      j = ej + 1;
-    }
-    return {a.substr(std::min(i, a.size())), b.substr(std::min(j, b.size()))};
-  }
-
   // Elements a sketch samples of a buffer: fewer leave nothing for the data to correlate.
   static constexpr uint64_t kSketchSamples = 256;
 
@@ -288,7 +274,7 @@ class SequenceChecker : public Checker {
       const CallRef mine = r.collectives[o.slot].call, theirs = ref.collectives[o.ref_slot].call;
       const std::string site = m.file(mine.file).String(m.call(mine).callsite);
       const std::string ref_site = m.file(theirs.file).String(m.call(theirs).callsite);
-      const auto [caller, ref_caller] = Callers(site, ref_site);
+      const auto [caller, ref_caller] = PartingFrames(site, ref_site);
       const std::string who = "rank " + std::to_string(o.rank);
       const std::string them = "rank " + std::to_string(ref.rank);
       Note n;

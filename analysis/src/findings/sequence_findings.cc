@@ -82,6 +82,24 @@ class EventView {
     }
     return differ;
   }
+  // Where the first deviating call's call site and the reference's part (their callers).
+  std::pair<std::string, std::string> PartingCallers() const {
+    return PartingFrames(Site(e_.ranks[0], e_.rank_slots[0][0]), Site(sc_.ref, e_.ref_slots[0]));
+  }
+  // Do the first deviating call and the reference's share their innermost frame (statement)?
+  bool SameStatement() const {
+    const std::string a = Site(e_.ranks[0], e_.rank_slots[0][0]),
+                      b = Site(sc_.ref, e_.ref_slots[0]);
+    return a.substr(0, a.find('<')) == b.substr(0, b.find('<'));
+  }
+  // Did call sites, not buffers, tell the deviating calls from the reference's?
+  bool BySites() const {
+    for (size_t i = 0; i < e_.ranks.size(); ++i)
+      for (uint32_t s : e_.rank_slots[i])
+        if (sc_.ctx.identity().Evidence(sc_.ci, e_.ranks[i], s) != IdentityEvidence::kCallSite)
+          return false;
+    return !e_.ranks.empty();
+  }
   // Did crossed buffers (rather than votes over the steps) decide the deviating calls' identity?
   bool Crossed() const {
     for (size_t i = 0; i < e_.ranks.size(); ++i)
@@ -854,8 +872,19 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
                     others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
                     ". ";
-        f.message += SuspicionText(evidence, who, data);
-        if (call_sites) f.message += "The call sites differ as well. ";
+        if (v.BySites() && v.SameStatement() && data.kind != DataSwapVerdict::kConfirmed) {
+          const auto [mine_from, ref_from] = v.PartingCallers();
+          f.message +=
+              "The call sites tell the calls apart (the buffers do not): the same "
+              "statement, reached here from " +
+              ref_from + " on " + others + " and from " + mine_from + " on " + who +
+              ", callers every rank runs: a helper called for two tensors, in another "
+              "order on " +
+              who + ". ";
+        } else {
+          f.message += SuspicionText(evidence, who, data) +
+                       (call_sites ? "The call sites differ as well. " : "");
+        }
         f.message += "Make every rank issue the same tensor at this point.";
         break;
       }

@@ -122,4 +122,15 @@ std::string SeqRange(uint64_t first, size_t n) {
   return std::to_string(first) + "-" + std::to_string(first + n - 1);
 }
 
+std::pair<std::string, std::string> PartingFrames(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const size_t ei = std::min(a.find('<', i), a.size()), ej = std::min(b.find('<', j), b.size());
+    if (a.compare(i, ei - i, b, j, ej - j) != 0) return {a.substr(i, ei - i), b.substr(j, ej - j)};
+    i = ei + 1;
+    j = ej + 1;
+  }
+  return {a.substr(std::min(i, a.size())), b.substr(std::min(j, b.size()))};
+}
+
 }  // namespace ncclrr::analysis

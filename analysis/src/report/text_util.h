@@ -2,6 +2,7 @@
 // Small text helpers shared by checkers and formatters.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ncclrr/analysis/model.h"
@@ -23,4 +24,7 @@ std::string Wrap(const std::string& text, size_t width, const std::string& inden
 namespace ncclrr::analysis {
 std::string CompactRanks(const std::vector<int>& ranks);  // "0", "0,2-5" (table cells)
 std::string SeqRange(uint64_t first, size_t n);           // "41", "41-42"
+// Two call-site stacks ("inner<caller<...") past the frames they share: the first frame where
+// each differs ("" past a stack's end).
+std::pair<std::string, std::string> PartingFrames(const std::string& a, const std::string& b);
 }  // namespace ncclrr::analysis
