@@ -437,6 +437,36 @@ SyntheticScript CrossCommFirstUse() {
   return b.s;
 }
 
+// Four ranks: "metrics" split from "world", both over every rank. Each step all-reduces the
+// gradients on "world" and three metrics on "metrics"; at step 4 rank 3's metrics call leaves
+// out its group and goes to "world" (its first metrics call there), while the others issue it
+// on "metrics": each side blocks. A call sent to the default group, named as such.
+SyntheticScript WrongGroup() {
+  ScriptBuilder b(4);
+  const int world = b.Comm(0xd1, "world", Range(4));
+  const int metrics = b.Comm(0xd2, "metrics", Range(4));
+  b.s.comms[metrics].parent = 0xd1;
+  b.s.comms[metrics].origin = CommOrigin::kSplit;
+  int tensor = 1;
+  for (int step = 0; step < 5; ++step) {
+    ScriptCall grad = AllReduce(4096, tensor++), stats = AllReduce(3, tensor++);
+    grad.comm = world;
+    stats.comm = metrics;
+    b.All(world, grad);
+    if (step < 4) {
+      b.All(metrics, stats);
+      continue;
+    }
+    stats.in_flight = true;
+    for (int p = 0; p < 4; ++p) {
+      ScriptCall c = stats;
+      c.comm = p == 3 ? world : metrics;
+      b.On(p, c);
+    }
+  }
+  return b.s;
+}
+
 // Each process captures two allreduces into a graph (ids differ per process) and launches it.
 SyntheticScript Graphs(bool template_differs, bool launches_differ) {
   ScriptBuilder b(2);
@@ -645,6 +675,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"cross_comm_order", CrossCommOrder},
       {"cross_comm_blocked", CrossCommBlocked},
       {"cross_comm_first_use", CrossCommFirstUse},
+      {"cross_comm_wrong_group", WrongGroup},
       {"graphs_clean", [] { return Graphs(false, false); }},
       {"graph_template_mismatch", [] { return Graphs(true, false); }},
       {"graph_launch_mismatch", [] { return Graphs(false, true); }},
