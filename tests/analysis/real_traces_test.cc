@@ -666,6 +666,18 @@ TEST(RealTraces, CallsReachedByAnotherPathWithFreshBuffersAreANote) {
   ncclrr::testing::ExpectGolden(RealDir() / "two-groups-metrics-order.check.txt", c.text);
 }
 
+// FSDP2 with one batch fewer on rank 1: rank 1 leaves the loop a step early, rank 0 issues its
+// last step's all-gathers (FSDP issues several ahead) and hangs in the first. The waiter's calls
+// repeat its own steps: the finding reads it as a loop run a different number of times first.
+TEST(RealTraces, ALastStepOnOneRankUnderFsdpIsReadAsUnevenInputs) {
+  const Checked c = CheckReal("fsdp2-uneven");
+  const Finding f = OnlyFinding(c, FindingKind::kMissingCall, 183u);
+  ExpectPhrases(f.message, {"From seq 183 rank 0 issued the calls of its own steps again",
+                            "went on with the loop where rank 1 had left it",
+                            "DistributedSampler with drop_last=True"});
+  ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-uneven.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(

@@ -313,6 +313,9 @@ if [ "$HAVE_TORCH" = 1 ]; then
   # Scalars: the sketches have nothing to correlate either (the note says so; DIFFERENT).
   variant two-groups-metrics-order-sketch "$RUN_S" "suspected_swap|order_swap|wrong_sum" no --sketch -- \
     "$PY" "$J/torch_two_groups.py" --port $((P + 85)) --bug metrics-order --bug-step 0
+  # FSDP2 with one batch fewer on rank 1: rank 0's last step has no partner.
+  variant fsdp2-uneven "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 86)) "$J/torch_fsdp2.py" --bug uneven
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

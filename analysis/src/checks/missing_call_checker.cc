@@ -9,6 +9,7 @@
 
 #include "checks/checkers.h"
 #include "findings/thread_interleaving.h"
+#include "model/signature.h"
 #include "ncclrr/analysis/coverage.h"
 #include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
@@ -211,26 +212,44 @@ class MissingCallChecker : public Checker {
       }
       ended_all &= all_ended;
     }
+    const std::optional<uint64_t> repeat =
+        waiters.empty() ? std::nullopt : StepsRepeat(m, c.ranks[waiters[0]], seq);
     f.short_text = RankList(accused) + " never issued seq " + std::to_string(seq) + " (" + what +
                    "), which " + RankList(waiters) + " issued";
-    f.message = RankList(waiters) + " issued " + what + " at seq " + std::to_string(seq) +
-                (after ? " and " + Plural(after, "more call", "more calls") + " after it" : "") +
-                ", but " + RankList(accused) + " never did: " + stops +
-                ". NCCL cannot complete a collective until every rank of the communicator "
-                "issues it, so " +
-                RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
-                std::to_string(seq) +
-                (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
-                (ended_all ? ". " + Capitalized(RankList(accused)) +
-                                 " exited without issuing it: look at how it ended (an uncaught "
-                                 "exception, such as running out of memory, or an exit in a "
-                                 "rank-dependent branch; its own output has the error)."
-                 : UnmatchedReceives(m, c, accused).empty()
-                     ? ". Find why " + RankList(accused) +
-                           " did not get there: a rank-dependent branch, an exception, "
-                           "or a blocking call on another communicator (see "
-                           "cross_comm_order)."
-                     : ". " + UnmatchedReceives(m, c, accused));
+    f.message =
+        RankList(waiters) + " issued " + what + " at seq " + std::to_string(seq) +
+        (after ? " and " + Plural(after, "more call", "more calls") + " after it" : "") + ", but " +
+        RankList(accused) + " never did: " + stops +
+        ". NCCL cannot complete a collective until every rank of the communicator "
+        "issues it, so " +
+        RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
+        std::to_string(seq) +
+        (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
+        (ended_all ? ". " + Capitalized(RankList(accused)) +
+                         " exited without issuing it: look at how it ended (an uncaught "
+                         "exception, such as running out of memory, or an exit in a "
+                         "rank-dependent branch; its own output has the error)."
+         : !UnmatchedReceives(m, c, accused).empty() ? ". " + UnmatchedReceives(m, c, accused)
+         : repeat
+             ? ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
+                   " issued the calls of " + (waiters.size() == 1 ? "its" : "their") +
+                   " own steps again (the same calls as from seq " + std::to_string(*repeat) +
+                   "): " + RankList(waiters) + " went on with the loop where " + RankList(accused) +
+                   " had left it. Ranks that run the loop a different number of "
+                   "times do this: uneven inputs (one rank's share of the data "
+                   "holds more batches) or a stopping condition each rank decides "
+                   "alone; give every rank the same number of steps (shard the "
+                   "data evenly, e.g. DistributedSampler with drop_last=True; "
+                   "decide to stop on one rank and broadcast it). Otherwise find "
+                   "why " +
+                   RankList(accused) +
+                   " did not get there: a rank-dependent branch, an exception, "
+                   "or a blocking call on another communicator (see "
+                   "cross_comm_order)."
+             : ". Find why " + RankList(accused) +
+                   " did not get there: a rank-dependent branch, an exception, "
+                   "or a blocking call on another communicator (see "
+                   "cross_comm_order).");
     // Threads that used the communicator at once order its calls by their timing: the call
     // waited for may be one the accused ranks' other thread issues elsewhere, or not yet.
     std::vector<int> at_once;
@@ -248,6 +267,34 @@ class MissingCallChecker : public Checker {
   // when this communicator's point-to-point calls do not match and every accused rank takes part
   // in them: a Recv without its Send never completes, its GPU waits there, and every later call
   // of that rank waits behind it -- the Sends its peers wait for too. "" otherwise.
+  // The first seq of the latest earlier stretch where `rv` issued the calls it issued from
+  // `seq` on (two or more, up to kCompared of them: the same shapes from the same statements),
+  // looking back at most kScan calls: the rank went on with calls of its own steps.
+  static std::optional<uint64_t> StepsRepeat(const TraceModel& m, const RankView& rv,
+                                             uint64_t seq) {
+    constexpr size_t kCompared = 64, kScan = 4096;
+    const CollectiveSlot* at = rv.AtSeq(seq);
+    if (at == nullptr || !rv.has_file()) return std::nullopt;
+    const size_t first = static_cast<size_t>(at - rv.collectives.data());
+    const size_t n = std::min(rv.collectives.size() - first, kCompared);
+    if (n < 2 || first < n) return std::nullopt;
+    auto call = [&](size_t k) {
+      const CallRecord r = m.call(rv.collectives[k].call);
+      std::string site = r.callsite ? m.file(rv.collectives[k].call.file).String(r.callsite) : "";
+      return std::make_pair(ShapeSignature(r), site.substr(0, site.find('<')));
+    };
+    std::vector<std::pair<uint64_t, std::string>> mine;
+    for (size_t i = 0; i < n; ++i) mine.push_back(call(first + i));
+    for (size_t j = first - n + 1; j-- > 0 && first - j <= kScan;) {
+      size_t k = 0;
+      while (k < n && rv.collectives[j + k].seq == rv.collectives[j].seq + k &&
+             call(j + k) == mine[k])
+        ++k;
+      if (k == n) return rv.collectives[j].seq;
+    }
+    return std::nullopt;
+  }
+
   static std::string UnmatchedReceives(const TraceModel& m, const CommModel& c,
                                        const std::vector<int>& accused) {
     (void)m;

@@ -13,6 +13,9 @@ loss/count are summed (all_reduce). No bug (`--bug none`): `ncclrr check` must r
 --bug skip-nonfinite: every rank skips a step whose loss is not finite (backward, optimizer step
   and logging), each deciding alone; at --bug-step rank 1's batch overflows, so only rank 1 skips:
   its next forward's all-gathers meet rank 0's backward collectives.
+--bug uneven: rank 1's shard of the data holds one batch fewer (a data set split by hand, no
+  DistributedSampler): it leaves the loop a step early, and rank 0's last step's all-gathers have
+  no partner: a hang at the end.
 --bug eval-rank0: the evaluation runs on rank 0 only (`if rank == 0:`, logged there and not
   all-reduced), as if the model were a plain module; under FSDP its forward all-gathers every
   block, so rank 0's evaluation all-gathers meet rank 1's next training forward.
@@ -105,7 +108,7 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=16)
     ap.add_argument("--eval-every", type=int, default=5)
-    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite", "eval-rank0"],
+    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite", "eval-rank0", "uneven"],
                     default="none")
     ap.add_argument("--bug-step", type=int, default=7)
     args = ap.parse_args()
@@ -141,7 +144,8 @@ def main():
     eval_x, eval_y = batch(eval_gen, 64, args.seq_len, vocab, dev)
     wrong = 0
 
-    for step in range(args.steps):
+    steps = args.steps - (1 if args.bug == "uneven" and rank == 1 else 0)  # rank 1's shard
+    for step in range(steps):
         x, y = batch(gen, args.batch, args.seq_len, vocab, dev)
 
         ref_opt.zero_grad()
