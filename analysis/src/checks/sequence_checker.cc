@@ -294,7 +294,7 @@ class SequenceChecker : public Checker {
                   "'s carried cannot be told from the trace: if the two paths issue "
                   "different tensors (a helper called for two of them in the other order), NCCL "
                   "mixed them silently. " +
-                  (m.call(mine).count >= kSketchSamples
+                  (o.max_count >= kSketchSamples
                        ? "Record with `ncclrr record --sketch` to have their data compared."
                        : "Their data could not tell either (too few elements to correlate): "
                          "compare what the two callers pass.");

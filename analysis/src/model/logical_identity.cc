@@ -223,7 +223,7 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
   for (const RankView& r : c.ranks) {
     if (!r.has_file()) continue;
     RankWeights weights = RankWeights::Of(out, r.rank);
-    CommIdentity::OtherPath other{r.rank, 0, 0, 0};
+    CommIdentity::OtherPath other{r.rank, 0, 0, 0, 0};
     for (size_t k = 0; k < r.collectives.size(); ++k) {
       std::string s = site(r, k);
       const CollectiveSlot* at = r.rank == ref.rank ? nullptr : ref.AtSeq(r.collectives[k].seq);
@@ -231,9 +231,12 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
         const size_t j = static_cast<size_t>(at - ref.collectives.data());
         std::string ref_site = site(ref, j);
         if (ref_site != s && innermost(ref_site) == innermost(s) && ref_sites.count(s) == 0) {
-          if (weights.Get(k).LowerBound() < kBuffersName && other.calls++ == 0) {
-            other.slot = k;
-            other.ref_slot = j;
+          if (weights.Get(k).LowerBound() < kBuffersName) {
+            if (other.calls++ == 0) {
+              other.slot = k;
+              other.ref_slot = j;
+            }
+            other.max_count = std::max(other.max_count, m.call(r.collectives[k].call).count);
           }
           s = std::move(ref_site);
         } else if (ref_site != s && out->evidence[r.rank][k] == IdentityEvidence::kVotes) {

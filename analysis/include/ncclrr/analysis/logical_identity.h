@@ -77,6 +77,7 @@ struct CommIdentity {
     size_t slot = 0;
     size_t ref_slot = 0;  // the reference's call at the same seq
     uint64_t calls = 0;
+    uint64_t max_count = 0;  // the most elements any of them moves
   };
   std::vector<OtherPath> other_paths;
 };
