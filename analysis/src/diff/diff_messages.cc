@@ -11,6 +11,9 @@ namespace ncclrr::analysis {
 namespace {
 
 constexpr size_t kCallsNamed = 3;  // calls spelled out in one cell
+// Calls that must agree after a skipped or added call, before the run without it ends, to call
+// it skipped or added (the alignment itself looks 3 calls ahead).
+constexpr uint64_t kAgreeingToTell = 3;
 
 std::vector<int> RanksOf(const std::vector<DiffEvent>& evs) {
   std::vector<int> r;
@@ -253,13 +256,32 @@ class Describer {
       return;
     }
     const std::string n = Plural(calls.size(), "call", "calls");
+    // Too few calls agree before the run ends, and they come from a graph's launch: the rank
+    // may as well have launched the graph where the other run issued these calls, and hung.
+    const bool untold = e_.short_ends && e_.agree_launched && e_.agree_after < kAgreeingToTell;
     d_.short_text = "in run B, " + who_ + (missing ? " skipped " : " added ") + n + " at " +
-                    Pos(missing ? e_.a_pos : e_.b_pos, g_.p2p);
+                    Pos(missing ? e_.a_pos : e_.b_pos, g_.p2p) +
+                    (untold ? ", or launched a CUDA graph there, and stopped soon after" : "");
     d_.message = "In run " + longer + ", " + who_ + " issued " + where + " where in run " +
-                 shorter + " it issued nothing; the calls after it agree again, so " +
-                 (calls.size() == 1 ? "it was" : "they were") +
-                 (missing ? " skipped in run B" : " added in run B") + ", not reordered." +
-                 Pairing();
+                 shorter + " it issued nothing; ";
+    if (untold) {
+      d_.message +=
+          "only " + Plural(e_.agree_after, "call", "calls") + " after " +
+          (calls.size() == 1 ? "it" : "them") + (e_.agree_after == 1 ? " agrees" : " agree") +
+          " before run " + shorter + "'s trace of the rank ends" +
+          (e_.short_ends_unclean ? " without a clean close" : "") +
+          (e_.agree_after == 1 ? ", and it comes" : ", and they come") +
+          " from a launch of a CUDA graph: the rank may have launched "
+          "the graph once more where run " +
+          longer + " issued " + (calls.size() == 1 ? "this call" : "these calls") +
+          " and stopped there, rather than skipped " + (calls.size() == 1 ? "it" : "them") +
+          " (`ncclrr check` on run " + shorter + " compares the ranks' launch counts)." + Pairing();
+      return;
+    }
+    d_.message += "the calls after it agree again, so " +
+                  std::string(calls.size() == 1 ? "it was" : "they were") +
+                  (missing ? " skipped in run B" : " added in run B") + ", not reordered." +
+                  Pairing();
     if (e_.repeats_before)
       d_.message += " The same calls repeat before them in run " + longer + ", so run B may have " +
                     (missing ? "skipped" : "added") + " them at any of those steps from " +

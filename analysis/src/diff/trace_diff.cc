@@ -280,7 +280,10 @@ class Differ {
           kind = e.type == RankEdit::kMissing ? DiffKind::kMissingCall : DiffKind::kExtraCall;
           ev.at_end = e.type == RankEdit::kMissing ? e.b == t.b.size() : e.a == t.a.size();
           if (ev.at_end) ev.short_side_unclean = ShortSideUnclean(t, e.type == RankEdit::kMissing);
-          if (!ev.at_end) RepeatsBefore(t, e, &ev);
+          if (!ev.at_end) {
+            RepeatsBefore(t, e, &ev);
+            AgreementAfter(t, e, &ev);
+          }
           break;
       }
       (*events)[kind][ev.a_pos].push_back(std::move(ev));
@@ -299,6 +302,25 @@ class Differ {
     if (len < 2 || from + len > at) return;
     ev->repeats_before = true;
     ev->earliest_pos = missing ? t.APos(from) : t.BPos(from);
+  }
+
+  // How far the run without the calls agrees again after them: up to the next edit, or to its
+  // end, where it ends without another edit (the other run's tail, an edit at that end, does
+  // not count).
+  void AgreementAfter(const Track& t, const RankEdit& e, DiffEvent* ev) const {
+    const bool missing = e.type == RankEdit::kMissing;
+    const size_t from = missing ? e.b : e.a;
+    const size_t size = missing ? t.b.size() : t.a.size();
+    size_t until = size;
+    for (const RankEdit& next : t.align.edits) {
+      const size_t at = missing ? next.b : next.a;
+      if (&next != &e && at >= from && at < until) until = at;
+    }
+    ev->agree_after = until - from;
+    ev->short_ends = until == size;
+    for (size_t i = from; i < until; ++i)
+      ev->agree_launched = ev->agree_launched || (missing ? t.b[i] : t.a[i]).launch != 0;
+    if (ev->short_ends) ev->short_ends_unclean = ShortSideUnclean(t, missing);
   }
 
   // Where ranks stopped is one divergence, however the ranks' stops differ: the tail events
