@@ -17,6 +17,7 @@
 
 #include "golden_file.h"
 #include "ncclrr/analysis/check.h"
+#include "ncclrr/analysis/logical_identity.h"
 #include "ncclrr/analysis/report_format.h"
 
 namespace ncclrr::analysis {
@@ -678,6 +679,28 @@ TEST(RealTraces, ALastStepOnOneRankUnderFsdpIsReadAsUnevenInputs) {
   ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-uneven.check.txt", c.text);
 }
 
+// Four ranks, rank 0 alone keeping diagnostics on the GPU every few steps: its caching
+// allocator hands out other addresses than the others' (buffers agree with rank 0's at 14% of
+// the positions, with each other's at 87-89%). Rank 2 all-reduced two same-size gradients in
+// swapped order at steps 6 and 13: the buffers tell it once the reference is a rank that
+// allocates like most ranks (rank 1), not rank 0.
+TEST(RealTraces, ASwapIsToldByBuffersWhenRankZeroAllocatesUnlikeTheOthers) {
+  const Checked c = CheckReal("busy-swap-same");
+  const Finding f = OnlyFinding(c, FindingKind::kSuspectedSwap, 99u);
+  EXPECT_EQ(f.ranks, std::vector<int>{2}) << c.text;
+  EXPECT_EQ(f.repeats, 1u) << c.text;
+  const LogicalIdentity id = LogicalIdentity::Compute(*c.model);
+  size_t world = c.model->comms().size();
+  for (size_t ci = 0; ci < c.model->comms().size(); ++ci)
+    if (c.model->comms()[ci].ranks.size() == 4) world = ci;
+  ASSERT_LT(world, c.model->comms().size());
+  EXPECT_EQ(id.comm(world).reference_rank, 1);
+  EXPECT_LT(id.comm(world).buffer_agreement[0], 0.5f);
+  EXPECT_GT(id.comm(world).buffer_agreement[2], 0.8f);
+  ExpectPhrases(f.message, {"rank 2's buffers hold these positions in 89% of the steps"});
+  ncclrr::testing::ExpectGolden(RealDir() / "busy-swap-same.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -796,6 +819,12 @@ INSTANTIATE_TEST_SUITE_P(
         // its communicator exists (their processes record nothing), and rank 0 alone running a
         // validation batch through the DDP model in eval mode (no buffer broadcast): clean.
         RealTrace{"trainer-loader", std::nullopt}, RealTrace{"accum-eval-rank0", std::nullopt},
+        // Four ranks, rank 0 alone keeping GPU diagnostics (its buffers unlike the others'),
+        // async all_reduces waited in reverse, tokens all-gathered at each step's own length, a
+        // broadcast from a rotating root, pair groups, all_gather_object: clean, also under
+        // --sketch (where one bias's calls at consecutive steps once read as a swap: the steps'
+        // varying shapes gave them different places). busy-swap-same has a test of its own.
+        RealTrace{"busy-clean", std::nullopt}, RealTrace{"busy-clean-sketch", std::nullopt},
         // FSDP2 with reshard_after_forward off on rank 1's node: rank 1 skips the backward's
         // all-gathers (the calls carry FSDP's own call sites).
         RealTrace{"fsdp2-reshard", FindingKind::kMissingCall, 3},

@@ -316,6 +316,21 @@ if [ "$HAVE_TORCH" = 1 ]; then
   # FSDP2 with one batch fewer on rank 1: rank 0's last step has no partner.
   variant fsdp2-uneven "$HANG_S" "missing_call|count_mismatch|op_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 86)) "$J/torch_fsdp2.py" --bug uneven
+  # Four ranks, rank 0 alone keeping GPU bookkeeping (its allocator hands out other addresses),
+  # async all_reduces waited in reverse, dynamic shapes, a rotating broadcast root, pair groups,
+  # all_gather_object: all legal. Then rank 2 swaps two same-size gradients at two steps.
+  variant busy-clean "$RUN_S" - no -- "$PY" "$J/torch_busy_rank0.py" --port $((P + 87))
+  variant busy-clean-sketch "$RUN_S" - no --sketch -- "$PY" "$J/torch_busy_rank0.py" \
+    --port $((P + 88))
+  variant busy-swap-same "$RUN_S" "suspected_swap|order_swap" yes -- \
+    "$PY" "$J/torch_busy_rank0.py" --port $((P + 89)) --bug swap-same
+  variant busy-swap-same-sketch "$RUN_S" "suspected_swap|order_swap" no --sketch -- \
+    "$PY" "$J/torch_busy_rank0.py" --port $((P + 90)) --bug swap-same
+  # The same with two ranks: rank 0 busy, rank 1 swapping. No third rank allocates like the
+  # swapping one, so its buffers cannot tell (a note says so; DIFFERENT: #wrong counts it).
+  variant busy2-swap-same "$RUN_S" "-" no -- \
+    "$PY" "$J/torch_busy_rank0.py" --port $((P + 91)) --world 2 --bug swap-same --bug-rank 1
+  variant busy2-clean "$RUN_S" - no -- "$PY" "$J/torch_busy_rank0.py" --port $((P + 92)) --world 2
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

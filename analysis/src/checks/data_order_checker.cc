@@ -73,6 +73,27 @@ struct Place {
   std::vector<uint64_t> seqs;                          // the rank's calls at this place
 };
 
+// The shapes (numbers) that occur less than half as often as the loop's steps: with N the
+// fewest occurrences among the most frequent shapes that together cover 3/4 of the calls.
+std::set<uint64_t> UnsteadyShapes(const NarrowUints& shapes) {
+  const size_t calls = shapes.size();
+  std::map<uint64_t, uint64_t> count;
+  for (size_t i = 0; i < calls; ++i) ++count[shapes[i]];
+  std::vector<uint64_t> by_count;
+  for (const auto& [sh, n] : count) by_count.push_back(n);
+  std::sort(by_count.rbegin(), by_count.rend());
+  uint64_t covered = 0, steps = 0;
+  for (uint64_t n : by_count) {
+    covered += n;
+    steps = n;
+    if (4 * covered >= 3 * calls) break;
+  }
+  std::set<uint64_t> out;
+  for (const auto& [sh, n] : count)
+    if (2 * n < steps) out.insert(sh);
+  return out;
+}
+
 class DataOrderChecker : public Checker {
  public:
   std::string_view name() const override { return "issue order from the data (sketches)"; }
@@ -116,30 +137,50 @@ class DataOrderChecker : public Checker {
     // first step's calls have the others' keys (the shapes before them are the job's setup);
     // the last step's run into what follows the loop, so a call whose key no other call has
     // takes the place of the calls with its shapes *before* it.
-    auto window = [&](int64_t from, int64_t to) {
-      uint64_t h = 0x9e3779b97f4a7c15ull;
-      for (int64_t q = from; q <= to; ++q) h = (h ^ shape(ref, q)) * 0x100000001b3ull;
-      return h;
+    // Shapes of calls that do not come once a step (a broadcast from a rotating root, tokens
+    // gathered at each step's own length, an evaluation every few steps) would give one place
+    // other keys at other steps; the keys skip them. The loop's step count is estimated as the
+    // fewest occurrences among the shapes that cover most (3/4) of the reference's calls.
+    const std::set<uint64_t> unsteady = UnsteadyShapes(id.shapes[ref.rank]);
+    auto steady = [&](int64_t q) {
+      const uint64_t sh = shape(ref, q);
+      return std::make_pair(sh == 0 || !unsteady.count(sh), sh);
     };
     constexpr int64_t kContext = 8;
+    constexpr int64_t kContextReach = 8 * kContext;  // how far the steady shapes are looked for
+    // The call's shape and the kContext steady shapes after it (ahead) or before it.
+    auto window = [&](int64_t k, bool ahead) {
+      std::vector<uint64_t> seen;
+      for (int64_t q = ahead ? k + 1 : k - 1;
+           static_cast<int64_t>(seen.size()) < kContext && std::llabs(q - k) <= kContextReach;
+           q += ahead ? 1 : -1)
+        if (const auto [ok, sh] = steady(q); ok) seen.push_back(sh);
+      if (!ahead) std::reverse(seen.begin(), seen.end());
+      uint64_t h = 0x9e3779b97f4a7c15ull;
+      auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+      if (ahead) mix(shape(ref, k));
+      for (uint64_t v : seen) mix(v);
+      if (!ahead) mix(shape(ref, k));
+      return h;
+    };
     std::map<uint64_t, int> ahead_count;
     for (const CollectiveSlot& slot : r.collectives) {
       const auto k = static_cast<int64_t>(slot.seq);
-      ++ahead_count[window(k, k + kContext)];
+      ++ahead_count[window(k, true)];
     }
     std::map<uint64_t, uint64_t> place_behind;  // shapes before a call -> its place
     std::set<uint64_t> behind_ambiguous;
     for (const CollectiveSlot& slot : r.collectives) {
       const auto k = static_cast<int64_t>(slot.seq);
-      const uint64_t ahead = window(k, k + kContext);
+      const uint64_t ahead = window(k, true);
       if (ahead_count[ahead] < 2) continue;
-      const auto [it, added] = place_behind.try_emplace(window(k - kContext, k), ahead);
+      const auto [it, added] = place_behind.try_emplace(window(k, false), ahead);
       if (!added && it->second != ahead) behind_ambiguous.insert(it->first);
     }
     auto place_of = [&](int64_t k) {
-      const uint64_t ahead = window(k, k + kContext);
+      const uint64_t ahead = window(k, true);
       if (ahead_count[ahead] >= 2) return ahead;
-      const uint64_t behind = window(k - kContext, k);
+      const uint64_t behind = window(k, false);
       const auto it = place_behind.find(behind);
       return it == place_behind.end() || behind_ambiguous.count(behind) ? ahead : it->second;
     };

@@ -517,6 +517,42 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int
   });
 }
 
+// The per-call results, reset, then mapped from the buffers against out->reference_rank.
+void MapBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int threads) {
+  out->ids.assign(c.ranks.size(), {});
+  out->weight.assign(c.ranks.size(), {});
+  out->weights.assign(c.ranks.size(), {CommIdentity::Weight{}});
+  out->evidence.assign(c.ranks.size(), {});
+  out->buffer_agreement.assign(c.ranks.size(), 1.0f);
+  out->aligned_calls.assign(c.ranks.size(), 0);
+  for (const RankView& r : c.ranks) {
+    out->ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
+    out->weight[r.rank].assign(r.collectives.size(), 0);
+    out->evidence[r.rank].assign(r.collectives.size(), IdentityEvidence::kVotes);
+  }
+  FromBuffers(m, c, out, threads);
+}
+
+// Ranks other than the reference whose buffers mostly equal the reference's at the same
+// positions (see CommIdentity::buffer_agreement).
+size_t AgreeingRanks(const CommIdentity& id) {
+  size_t n = 0;
+  for (size_t r = 0; r < id.buffer_agreement.size(); ++r)
+    if (static_cast<int>(r) != id.reference_rank && id.aligned_calls[r] > 0 &&
+        id.buffer_agreement[r] >= 0.5f)
+      ++n;
+  return n;
+}
+
+// The lowest rank other than `ref` with the same shape sequence, or -1.
+int NextLikeRank(const CommModel& c, const std::vector<uint64_t>& sequence, int ref) {
+  for (const RankView& r : c.ranks)
+    if (r.rank != ref && r.has_file() && !r.collectives.empty() &&
+        sequence[r.rank] == sequence[ref])
+      return r.rank;
+  return -1;
+}
+
 }  // namespace
 
 LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
@@ -544,20 +580,23 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
     out.reference_rank = ReferenceRank(c, sequence);
     NumberShapes(c, rank_shapes, &out.shapes);
     std::vector<RankShapes>().swap(rank_shapes);
-    out.ids.resize(c.ranks.size());
-    out.weight.resize(c.ranks.size());
-    out.weights.assign(c.ranks.size(), {CommIdentity::Weight{}});
-    out.evidence.resize(c.ranks.size());
-    out.buffer_agreement.assign(c.ranks.size(), 1.0f);
-    out.aligned_calls.assign(c.ranks.size(), 0);
-    for (const RankView& r : c.ranks) {
-      out.ids[r.rank].assign(r.collectives.size(), kNoLogicalId);
-      out.weight[r.rank].assign(r.collectives.size(), 0);
-      out.evidence[r.rank].assign(r.collectives.size(), IdentityEvidence::kVotes);
-    }
     if (c.ranks.empty()) continue;
     out.source = IdentitySource::kBuffers;
-    FromBuffers(m, c, &out, t);
+    MapBuffers(m, c, &out, t);
+    // A reference rank that allocates unlike the others (rank 0 alone logging, checkpointing or
+    // keeping diagnostics on the GPU) leaves buffers telling nothing; another rank of the same
+    // shapes may allocate as most do, so that buffers tell tensors apart again.
+    if (c.ranks.size() >= 3 && AgreeingRanks(out) * 2 < c.ranks.size() - 1) {
+      const int other = NextLikeRank(c, sequence, out.reference_rank);
+      if (other >= 0) {
+        CommIdentity alt;
+        alt.source = IdentitySource::kBuffers;
+        alt.reference_rank = other;
+        alt.shapes = out.shapes;
+        MapBuffers(m, c, &alt, t);
+        if (AgreeingRanks(alt) > AgreeingRanks(out)) out = std::move(alt);
+      }
+    }
     if (AllHaveCallSites(m, c)) {
       out.source = IdentitySource::kCallSites;
       RefineWithCallSites(m, c, &out);
