@@ -701,6 +701,46 @@ TEST(RealTraces, ASwapIsToldByBuffersWhenRankZeroAllocatesUnlikeTheOthers) {
   ncclrr::testing::ExpectGolden(RealDir() / "busy-swap-same.check.txt", c.text);
 }
 
+// Rank 1 ran its own number of all_to_all rounds (2) where the others agreed on 4: its
+// gradient all-reduce met rank 0's third round. A loop within the step ran more times on rank 0,
+// and the message says so rather than reading it as the training loop left early.
+TEST(RealTraces, ALoopWithinAStepRunMoreTimesOnOneRankIsNamed) {
+  const Checked c = CheckReal("dyn-local-rounds");
+  const Finding f = OnlyFinding(c, FindingKind::kOpMismatch, 108u);
+  ExpectPhrases(f.message, {"It is the loop's call again: rank 0 issued AlltoAll(8 float32)",
+                            "rank 1 2 times (seq 106-107)",
+                            "agree on the count first (all-reduce it with MAX)"});
+  EXPECT_EQ(f.message.find("left the loop"), std::string::npos) << f.message;
+  ncclrr::testing::ExpectGolden(RealDir() / "dyn-local-rounds.check.txt", c.text);
+}
+
+// Every rank decided early stopping alone; rank 1 stopped after step 11 and its process ended
+// in order, between two steps: both readings, an exception there or a loop left early.
+TEST(RealTraces, ARankThatExitedBetweenStepsIsReadAsEndedThereOrLeftTheLoop) {
+  const Checked c = CheckReal("dyn-local-stop");
+  ASSERT_FALSE(c.report.findings.empty()) << c.text;
+  const Finding& f = c.report.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kMissingCall) << c.text;
+  EXPECT_EQ(f.seq, 137u) << c.text;
+  ExpectPhrases(f.message, {"Rank 1 exited without issuing it, between two steps: after seq 136",
+                            "Either it raised there", "or it left the loop while rank 0 went on",
+                            "a stopping condition each rank decides alone"});
+  ncclrr::testing::ExpectGolden(RealDir() / "dyn-local-stop.check.txt", c.text);
+}
+
+// Rank 1 named itself the destination of torch.distributed.gather: both ranks posted the root's
+// Recv from the other, neither a Send. One finding names the cycle of receivers and the root.
+TEST(RealTraces, AGatherWithDifferentRootsIsACycleOfReceives) {
+  const Checked c = CheckReal("gs-gather-dst");
+  const Finding f = OnlyFinding(c, FindingKind::kP2pMismatch, std::nullopt);
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1})) << c.text;
+  EXPECT_EQ(f.pattern, "recv cycle");
+  ExpectPhrases(f.message,
+                {"every rank of the cycle receives and none sends",
+                 "torch.distributed's gather or scatter", "Give every rank the same root"});
+  ncclrr::testing::ExpectGolden(RealDir() / "gs-gather-dst.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -831,6 +871,13 @@ INSTANTIATE_TEST_SUITE_P(
         // tells them apart, so no finding (a known limit: record --sketch shows a reordering
         // only when it comes at most steps).
         RealTrace{"busy2-clean", std::nullopt}, RealTrace{"busy2-swap-same", std::nullopt},
+        // Steps of varying length, their counts agreed across the ranks (micro-batches and
+        // exchange rounds all-reduced with MAX, early stopping by an all-reduced flag), with 2
+        // and 4 ranks and under --sketch; rooted collectives (scatter and gather, which PyTorch
+        // issues as grouped Sends and Recvs, and reduce) with 2 and 4 ranks: clean.
+        RealTrace{"dyn-clean", std::nullopt}, RealTrace{"dyn4-clean", std::nullopt},
+        RealTrace{"dyn-clean-sketch", std::nullopt}, RealTrace{"gs-clean", std::nullopt},
+        RealTrace{"gs4-clean", std::nullopt},
         // FSDP2 with reshard_after_forward off on rank 1's node: rank 1 skips the backward's
         // all-gathers (the calls carry FSDP's own call sites).
         RealTrace{"fsdp2-reshard", FindingKind::kMissingCall, 3},

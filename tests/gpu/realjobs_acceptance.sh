@@ -331,6 +331,25 @@ if [ "$HAVE_TORCH" = 1 ]; then
   variant busy2-swap-same "$RUN_S" "-" no -- \
     "$PY" "$J/torch_busy_rank0.py" --port $((P + 91)) --world 2 --bug swap-same --bug-rank 1
   variant busy2-clean "$RUN_S" - no -- "$PY" "$J/torch_busy_rank0.py" --port $((P + 92)) --world 2
+  # Steps of varying length agreed across the ranks (micro-batch counts and exchange rounds
+  # all-reduced with MAX, early stopping by an all-reduced flag): clean, also with 4 ranks and
+  # under --sketch. Then rank 1 running its own number of exchange rounds, and every rank
+  # deciding early stopping alone.
+  D=$J/torch_dynamic_steps.py
+  variant dyn-clean "$RUN_S" - no -- "$PY" "$D" --port $((P + 93))
+  variant dyn4-clean "$RUN_S" - no -- "$PY" "$D" --port $((P + 94)) --world 4
+  variant dyn-clean-sketch "$RUN_S" - no --sketch -- "$PY" "$D" --port $((P + 95))
+  variant dyn-local-rounds "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
+    "$PY" "$D" --port $((P + 96)) --bug local-rounds
+  variant dyn-local-stop "$HANG_S" "missing_call" no -- \
+    "$PY" "$D" --port $((P + 97)) --bug local-stop
+  # Rooted collectives (scatter and gather: grouped Send/Recv; reduce): clean with 2 and 4
+  # ranks; then rank 1 naming itself the gather's destination.
+  S=$J/torch_gather_scatter.py
+  variant gs-clean "$RUN_S" - no -- "$PY" "$S" --port $((P + 98))
+  variant gs4-clean "$RUN_S" - no -- "$PY" "$S" --port $((P + 99)) --world 4
+  variant gs-gather-dst "$HANG_S" "p2p_mismatch|missing_call|root_mismatch" no -- \
+    "$PY" "$S" --port $((P + 100)) --bug gather-dst
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

@@ -214,6 +214,12 @@ class MissingCallChecker : public Checker {
     }
     const std::optional<uint64_t> repeat =
         waiters.empty() ? std::nullopt : StepsRepeat(m, c.ranks[waiters[0]], seq);
+    // Exited where a step ends: the waiter's call is what its steps issue after the call the
+    // exited rank issued last.
+    const std::optional<uint64_t> boundary =
+        ended_all && !waiters.empty() && accused.size() == 1
+            ? StepBoundary(m, c.ranks[waiters[0]], c.ranks[accused[0]], seq)
+            : std::nullopt;
     f.short_text = RankList(accused) + " never issued seq " + std::to_string(seq) + " (" + what +
                    "), which " + RankList(waiters) + " issued";
     f.message =
@@ -225,10 +231,24 @@ class MissingCallChecker : public Checker {
         RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
         std::to_string(seq) +
         (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
-        (ended_all ? ". " + Capitalized(RankList(accused)) +
-                         " exited without issuing it: look at how it ended (an uncaught "
-                         "exception, such as running out of memory, or an exit in a "
-                         "rank-dependent branch; its own output has the error)."
+        (ended_all && boundary
+             ? ". " + Capitalized(RankList(accused)) + " exited without issuing it, between two " +
+                   "steps: after seq " + std::to_string(seq - 1) + ", where a step of " +
+                   RankList(waiters) + " ends (" + RankList(waiters) +
+                   " began its next step there, as at seq " + std::to_string(*boundary) +
+                   "). Either it raised there (an uncaught exception, such as running out of "
+                   "memory: its own output has the error), or it left the loop while " +
+                   RankList(waiters) +
+                   " went on: ranks that run the loop a different number of times do this "
+                   "(uneven inputs, one rank's share of the data running out first, or a "
+                   "stopping condition each rank decides alone, such as early stopping on its "
+                   "own validation loss or a time limit); give every rank the same number of "
+                   "steps (shard the data evenly, e.g. DistributedSampler with drop_last=True; "
+                   "decide to stop on one rank, or all-reduce the decision, and stop together)."
+         : ended_all ? ". " + Capitalized(RankList(accused)) +
+                           " exited without issuing it: look at how it ended (an uncaught "
+                           "exception, such as running out of memory, or an exit in a "
+                           "rank-dependent branch; its own output has the error)."
          : !UnmatchedReceives(m, c, accused).empty() ? ". " + UnmatchedReceives(m, c, accused)
          : repeat
              ? ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
@@ -291,6 +311,31 @@ class MissingCallChecker : public Checker {
              call(j + k) == mine[k])
         ++k;
       if (k == n) return rv.collectives[j].seq;
+    }
+    return std::nullopt;
+  }
+
+  // The seq of an earlier call of `waiter` that came right after a call like the one `gone`
+  // issued last (seq - 1) and was like the waiter's call at `seq` (the same shape from the same
+  // statement), looking back at most kScan calls: `gone` stopped where a step ends.
+  static std::optional<uint64_t> StepBoundary(const TraceModel& m, const RankView& waiter,
+                                              const RankView& gone, uint64_t seq) {
+    constexpr size_t kScan = 4096;
+    const CollectiveSlot* now = waiter.AtSeq(seq);
+    const CollectiveSlot* last = seq > 0 ? gone.AtSeq(seq - 1) : nullptr;
+    if (now == nullptr || last == nullptr || !waiter.has_file() || !gone.has_file())
+      return std::nullopt;
+    auto issue = [&](const CollectiveSlot& s) {
+      const CallRecord r = m.call(s.call);
+      std::string site = r.callsite ? m.file(s.call.file).String(r.callsite) : "";
+      return std::make_pair(ShapeSignature(r), site.substr(0, site.find('<')));
+    };
+    const auto want_next = issue(*now), want_before = issue(*last);
+    const size_t at = static_cast<size_t>(now - waiter.collectives.data());
+    for (size_t j = at; j-- > 1 && at - j <= kScan;) {
+      const CollectiveSlot &next = waiter.collectives[j], &before = waiter.collectives[j - 1];
+      if (next.seq == before.seq + 1 && issue(next) == want_next && issue(before) == want_before)
+        return next.seq;
     }
     return std::nullopt;
   }

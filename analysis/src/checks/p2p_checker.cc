@@ -145,6 +145,7 @@ class P2pChecker : public Checker {
       unmatched.push_back({src, dst, more_sends, extra, std::move(f)});
     }
     ReportSendCycles(ctx, ci, &unmatched, sink);
+    ReportRecvCycles(ctx, ci, &unmatched, sink);
     for (Unmatched& u : unmatched) {
       if (u.in_cycle) continue;
       NoteMismatch(ctx, u.finding);
@@ -225,6 +226,90 @@ class P2pChecker : public Checker {
           "exchange together, in one group "
           "(ncclGroupStart/ncclGroupEnd; in PyTorch, one dist.batch_isend_irecv), or order "
           "them by rank parity: even ranks send first, odd ranks receive first.";
+      NoteMismatch(ctx, f);
+      sink.Add(std::move(f));
+    }
+  }
+
+  // Whether rank `rv` issued no collective after `p`: what it waits in when the trace ends.
+  static bool NothingAfter(const TraceModel& m, const RankView& rv, const P2pCall* p) {
+    return rv.collectives.empty() || m.SlotTime(rv.collectives.back()) <= p->time_ns;
+  }
+
+  // Ranks that each wait in a Recv from the next rank of a cycle, whose Send was never posted:
+  // every rank of the cycle receives, none sends. One finding for the cycle, in place of one
+  // per pair. From one statement on every rank it is a rooted operation made of Sends and
+  // Recvs (torch.distributed's gather and scatter: the root posts the Recvs) that the ranks
+  // ran with different roots.
+  static void ReportRecvCycles(CheckContext& ctx, size_t ci, std::vector<Unmatched>* unmatched,
+                               FindingSink& sink) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    std::map<int, size_t> waiting;  // receiving rank -> its unmatched Recv it waits in
+    for (size_t i = 0; i < unmatched->size(); ++i) {
+      const Unmatched& u = (*unmatched)[i];
+      if (!u.send && !u.in_cycle && NothingAfter(m, c.ranks[u.dst], u.first) &&
+          !waiting.count(u.dst))
+        waiting[u.dst] = i;
+    }
+    std::set<int> seen;
+    for (const auto& [start, unused] : waiting) {
+      if (seen.count(start)) continue;
+      std::vector<size_t> path;
+      std::map<int, size_t> at;
+      int r = start;
+      while (waiting.count(r) && !at.count(r) && !seen.count(r)) {
+        at[r] = path.size();
+        path.push_back(waiting[r]);
+        r = (*unmatched)[waiting[r]].src;  // the rank it waits for
+      }
+      for (const auto& [rank, i] : at) seen.insert(rank);
+      if (!at.count(r)) continue;
+      std::vector<size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(at[r]), path.end());
+      if (cycle.size() < 2) continue;
+      Finding f = FindingOn(FindingKind::kP2pMismatch, m, ci);
+      const Unmatched& head = (*unmatched)[cycle.front()];
+      f.seq = head.finding.seq;
+      f.peer = head.src;
+      f.first_time = INT64_MAX;
+      std::string edges, site;
+      bool one_site = true;
+      for (size_t i : cycle) {
+        Unmatched& u = (*unmatched)[i];
+        u.in_cycle = true;
+        f.ranks.push_back(u.dst);
+        f.first_time = std::min(f.first_time, u.first->time_ns);
+        f.calls.push_back({u.first->call, u.dst, u.first->pair_seq});
+        const CallRecord x = m.call(u.first->call);
+        f.table.push_back(
+            {std::to_string(u.dst), std::to_string(u.first->pair_seq), ShortCall(x), true});
+        edges +=
+            (edges.empty() ? "" : ", ") + std::to_string(u.dst) + " from " + std::to_string(u.src);
+        std::string mine = x.callsite ? m.file(u.first->call.file).String(x.callsite) : "";
+        mine = mine.substr(0, mine.find('<'));
+        if (&u == &(*unmatched)[cycle.front()]) site = mine;
+        one_site = one_site && !mine.empty() && mine == site;
+      }
+      std::sort(f.ranks.begin(), f.ranks.end());
+      f.pattern = "recv cycle";
+      f.short_text = RankList(f.ranks) + " each wait in a Recv from the next (" + edges +
+                     ") whose Send was never posted: every one receives, none sends";
+      f.message = "Each of " + RankList(f.ranks) + " waits in a Recv (" + edges +
+                  ") that has no Send on its peer, and each peer waits in its own Recv: every "
+                  "rank of the cycle receives and none sends, so none completes (a hang). ";
+      if (one_site)
+        f.message += "The Recvs come from one statement on every rank (" + site +
+                     "): a rooted operation made of Sends and Recvs, such as "
+                     "torch.distributed's gather or scatter (the root posts a Recv from every "
+                     "other rank, the others a Send to it), run with a different root on these "
+                     "ranks: each took itself, or another rank, for the root. Give every rank "
+                     "the same root (dst= or src=, e.g. a constant rather than a value read per "
+                     "rank).";
+      else
+        f.message +=
+            "Post the Sends these Recvs wait for (each exchange's Send and Recv "
+            "together, in one group: ncclGroupStart/ncclGroupEnd, or one "
+            "dist.batch_isend_irecv), or check which rank is meant to send.";
       NoteMismatch(ctx, f);
       sink.Add(std::move(f));
     }

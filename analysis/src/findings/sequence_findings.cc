@@ -299,8 +299,10 @@ std::string LoopRanLonger(const TraceModel& m, const CommModel& c, uint64_t seq,
          "when the shares differ in length (uneven inputs: a data set that does not divide "
          "evenly among the ranks, shards sliced by hand): give every rank the same number of "
          "batches (DistributedSampler pads the shards to one length, drop_last=True drops the "
-         "rest) or reduce once after the loop rather than per batch. The sizes passed are not "
-         "the fault.";
+         "rest) or reduce once after the loop rather than per batch. So does a loop whose count "
+         "each rank decides alone (micro-batches, rounds or chunks counted from its own data): "
+         "agree on the count first (all-reduce it with MAX) and run that many on every rank. "
+         "The sizes passed are not the fault.";
 }
 
 // Whether the call rank `rv` issued at `seq` comes from a call site (or, without sites, has a
@@ -716,6 +718,24 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
       const TraceModel& tm = sc.ctx.model();
       const bool back_to_loop = SameIssue(IssuedAt(tm, c.ranks[off_rank], e.seq + 1),
                                           IssuedAt(tm, c.ranks[on_rank], e.seq));
+      // The call the ranks issued just before, again, on the rank that went on: a loop within
+      // the step (rounds, micro-batches) that ran more times there, not the step's loop.
+      // (Calls of two threads that each agree across the ranks are told by their timing, not
+      // by a loop: the thread paragraph below says so.)
+      const std::string inner = ThreadsInterleaved(sc, r0, e.seq, e.ref_seq).empty()
+                                    ? LoopRanLonger(tm, c, e.seq, on_rank, off_rank, on, off)
+                                    : std::string();
+      if (!inner.empty()) {
+        f.message = "Every rank issued the same calls up to seq " + std::to_string(e.seq) +
+                    ". There NCCL paired " + on_call + " on " + on + " with " + off_call + " on " +
+                    off + ": " + PairingConsequence(v.Mine(0), v.Ref(0)) +
+                    (later == 1 ? "; " + on + "'s next call had no partner: a hang"
+                     : later    ? "; " + on + "'s " + Plural(later, "later call", "later calls") +
+                                   " had no partner: a hang"
+                             : "") +
+                    "." + inner;
+        break;
+      }
       if (!branch.empty() && n_on > 1 && back_to_loop) {
         f.message += " " + branch +
                      " A collective inside a rank-dependent branch is the likely cause (a barrier "
