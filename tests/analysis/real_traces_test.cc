@@ -741,6 +741,21 @@ TEST(RealTraces, AGatherWithDifferentRootsIsACycleOfReceives) {
   ncclrr::testing::ExpectGolden(RealDir() / "gs-gather-dst.check.txt", c.text);
 }
 
+// broadcast_object_list from lists of different lengths (rank 1's one entry longer): the sizes'
+// Bcast pairs 4 int64 with 3, rank 1 waits in it, and rank 0 goes on. The count_mismatch comes
+// first; the missing call after it says rank 1 stopped where that mismatch is.
+TEST(RealTraces, ACallAfterAMismatchTheRankHangsInPointsBackToIt) {
+  const Checked c = CheckReal("gs-object-len");
+  ASSERT_GE(c.report.findings.size(), 2u) << c.text;
+  EXPECT_EQ(c.report.findings[0].kind, FindingKind::kCountMismatch) << c.text;
+  EXPECT_EQ(c.report.findings[0].seq, 0u) << c.text;
+  EXPECT_EQ(c.report.findings[1].kind, FindingKind::kMissingCall) << c.text;
+  ExpectPhrases(c.report.findings[1].message,
+                {"Rank 1 stopped in seq 0, where another finding of this communicator says the "
+                 "ranks' calls did not match"});
+  ncclrr::testing::ExpectGolden(RealDir() / "gs-object-len.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(

@@ -242,6 +242,39 @@ SyntheticScript FreshBuffers(std::vector<int> swap_steps, bool diff_size, bool c
   return b.s;
 }
 
+// Four ranks whose buffers stay put from step to step (a caching allocator in its steady
+// state), rank 0's in a layout of its own (it keeps diagnostics on the GPU): its buffers sit
+// where no other rank's do. Every 9th step rank 0's allocator hands the buffer it holds at
+// position 6 to position 4, and position 6 gets a new one: a buffer seen beside one tensor in 53
+// of 60 steps and beside another in the rest, which is rank 0's allocator, not a swap. Rank 2
+// really swaps two same-size gradients at steps 5 and 12. Ranks 1-3 allocate alike, so the
+// reference is rank 1: one suspected_swap (rank 2), nothing on rank 0.
+SyntheticScript OddAllocator() {
+  ScriptBuilder b(4);
+  b.s.same_addresses = true;
+  const int dp = b.Comm(0x0dd, "default_pg", {0, 1, 2, 3});
+  constexpr int kPositions = 12, kSteps = 60;
+  for (int step = 0; step < kSteps; ++step) {
+    for (int p = 0; p < 4; ++p) {
+      std::vector<int> order = Range(kPositions);
+      if (p == 2 && (step == 5 || step == 12)) std::swap(order[4], order[6]);
+      for (int i : order) {
+        int tensor = 1 + i;
+        if (p == 0) {
+          tensor = 200 + (i * 37) % 101;
+          if (step % 9 == 4 && i == 4) tensor = 200 + (6 * 37) % 101;
+          if (step % 9 == 4 && i == 6) tensor = 500 + step;
+        }
+        ScriptCall c = AllReduce(i % 2 == 0 ? 16384 : 128, tensor);
+        c.comm = dp;
+        b.On(p, c);
+      }
+    }
+    b.All(dp, AllReduce(1, 1000));  // the loss, for logging
+  }
+  return b.s;
+}
+
 // Two process groups over the same two ranks used in opposite orders: each rank blocks in its
 // first collective (NCCL connects lazily, in the calling thread), which is in the trace only as
 // an in-flight record; the job was then killed.
@@ -662,6 +695,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"skipped_step", SkippedStep},
       {"p2p_mismatch", P2pMismatch},
       {"fresh_buffers_clean", [] { return FreshBuffers({}, false, false); }},
+      {"odd_allocator", OddAllocator},
       {"fresh_buffers_swap",
        [] {
          return FreshBuffers({2, 5, 8}, false, false);

@@ -350,6 +350,17 @@ if [ "$HAVE_TORCH" = 1 ]; then
   variant gs4-clean "$RUN_S" - no -- "$PY" "$S" --port $((P + 99)) --world 4
   variant gs-gather-dst "$HANG_S" "p2p_mismatch|missing_call|root_mismatch" no -- \
     "$PY" "$S" --port $((P + 100)) --bug gather-dst
+  # Settings broadcast with broadcast_object_list from lists of different lengths.
+  variant gs-object-len "$HANG_S" "count_mismatch|missing_call" no -- \
+    "$PY" "$S" --port $((P + 101)) --bug object-len
+  # Long runs under --sketch: the data checks' evidence adds up over the steps; a clean job
+  # must stay clean however many steps it runs (the traces are not kept).
+  variant grad-clean-sketch-long "$RUN_S" - no --sketch -- "$PY" "$G" --port $((P + 102)) \
+    --bug none --steps 150
+  variant busy-clean-sketch-long "$RUN_S" - no --sketch -- "$PY" "$J/torch_busy_rank0.py" \
+    --port $((P + 103)) --steps 100
+  variant dyn-clean-sketch-long "$RUN_S" - no --sketch -- "$PY" "$D" --port $((P + 104)) \
+    --steps 200 --stop-after 1000
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

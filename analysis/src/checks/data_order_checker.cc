@@ -35,6 +35,8 @@ constexpr int64_t kWindow = 16;
 // samples), and a tensor's gradients correlate from step to step as well, so a call is matched
 // to the peer's call its data are most like, over all steps together.
 constexpr double kMatchZ = 5.0;
+// And at the variance the steps themselves show (steady_lean below): still beyond chance.
+constexpr double kSteadyMatchZ = 3.0;
 
 struct DataSwap {
   uint64_t seq = 0, other = 0;             // seq < other
@@ -71,6 +73,9 @@ struct Place {
   std::map<int64_t, std::pair<double, uint64_t>> z;    // offset -> (sum of Fisher z, count)
   std::map<int64_t, std::pair<double, uint64_t>> cos;  // offset -> (sum of cosines, count)
   std::vector<uint64_t> seqs;                          // the rank's calls at this place
+  // offset -> sums of (z at the offset - z at the call's own position) and of its square, over
+  // the calls that have both: how much one step's difference varies from step to step.
+  std::map<int64_t, std::pair<double, double>> diff;
 };
 
 // The shapes (numbers) that occur less than half as often as the loop's steps: with N the
@@ -202,6 +207,7 @@ class DataOrderChecker : public Checker {
       const uint64_t key = place_of(k);
       Place& p = places[key];
       bool any = false;
+      std::map<int64_t, double> z_at;  // this call's z at each offset
       for (int64_t d = -kWindow; d <= kWindow; ++d) {
         const int64_t j = k + d;
         if (j < 0 || shape(ref, j) != sk || ctx.Claimed(ci, static_cast<uint64_t>(j))) continue;
@@ -211,14 +217,22 @@ class DataOrderChecker : public Checker {
         if (!sim.valid || sim.n < 16) continue;
         const double c = std::fmax(-0.999999, std::fmin(0.999999, sim.cosine));
         auto& [zsum, zn] = p.z[d];
-        zsum += std::atanh(c) * std::sqrt(sim.n - 3.0);
+        const double z = std::atanh(c) * std::sqrt(sim.n - 3.0);
+        zsum += z;
         ++zn;
+        z_at[d] = z;
         auto& [csum, cn] = p.cos[d];
         csum += sim.cosine;
         ++cn;
         any = true;
       }
       if (!any) continue;
+      if (const auto own = z_at.find(0); own != z_at.end())
+        for (const auto& [d, z] : z_at) {
+          auto& [sum, squares] = p.diff[d];
+          sum += z - own->second;
+          squares += (z - own->second) * (z - own->second);
+        }
       p.seqs.push_back(slot.seq);
       place_at[slot.seq] = key;
     }
@@ -231,6 +245,21 @@ class DataOrderChecker : public Checker {
           own->second.second < 2)
         return std::nullopt;
       return (to->second.first - own->second.first) / std::sqrt(2.0 * own->second.second);
+    };
+    // The same lean with the variance the steps show: the samples of one tensor are not
+    // independent (a gradient's values move together), so one step's difference can vary far
+    // more than 2 from step to step, and then the z above overstates the evidence (a clean
+    // 100-step job gave z 6 from mean cosines of 0.06 against -0.02, its steps' variance 20).
+    // Never above the lean itself.
+    auto steady_lean = [&](const Place& p, int64_t d) -> double {
+      const auto z = lean(p, d);
+      if (!z) return 0;
+      const auto n = static_cast<double>(p.z.at(0).second);
+      const auto dv = p.diff.find(d);
+      if (dv == p.diff.end() || n < 3) return *z;
+      const auto& [sum, squares] = dv->second;
+      const double variance = std::max(2.0, (squares - sum * sum / n) / (n - 1));
+      return *z * std::sqrt(2.0 / variance);
     };
     auto mean = [](const std::map<int64_t, std::pair<double, uint64_t>>& sums, int64_t d) {
       const auto& [sum, n] = sums.at(d);
@@ -251,6 +280,7 @@ class DataOrderChecker : public Checker {
           const Place& q = places.at(there->second);
           const auto zq = lean(q, -d);
           if (!zq || *zq < 1 || (*zp + *zq) / std::sqrt(2.0) < kMatchZ) continue;
+          if ((steady_lean(p, d) + steady_lean(q, -d)) / std::sqrt(2.0) < kSteadyMatchZ) continue;
           DataSwap s;
           s.seq = seq;
           s.other = other;
@@ -313,7 +343,7 @@ class DataOrderChecker : public Checker {
       if (used.count(start)) continue;
       DataCycle y;
       std::set<uint64_t> keys;
-      double zsum = 0;
+      double zsum = 0, steady_sum = 0;
       uint64_t cur = start;
       bool closed = false;
       while (y.seqs.size() < kMaxCycle) {
@@ -330,6 +360,7 @@ class DataOrderChecker : public Checker {
         y.cos_own.push_back(mean(p.cos, 0));
         y.steps = std::max<uint64_t>(y.steps, p.seqs.size());
         zsum += b->second.second;
+        steady_sum += steady_lean(p, b->second.first);
         if (static_cast<uint64_t>(next) == start) {
           closed = true;
           break;
@@ -338,7 +369,9 @@ class DataOrderChecker : public Checker {
       }
       if (!closed || y.seqs.size() < 3) continue;
       y.z = zsum / std::sqrt(static_cast<double>(y.seqs.size()));
-      if (y.z < kMatchZ) continue;
+      if (y.z < kMatchZ ||
+          steady_sum / std::sqrt(static_cast<double>(y.seqs.size())) < kSteadyMatchZ)
+        continue;
       for (uint64_t q : y.seqs) used.insert(q);
       involved.insert(keys.begin(), keys.end());
       out.cycles.push_back(std::move(y));

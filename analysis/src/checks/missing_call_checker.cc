@@ -214,6 +214,12 @@ class MissingCallChecker : public Checker {
     }
     const std::optional<uint64_t> repeat =
         waiters.empty() ? std::nullopt : StepsRepeat(m, c.ranks[waiters[0]], seq);
+    // Every accused rank's last call is at a position another finding explained (a mismatch
+    // there): that is where they hang. (Claims mark the positions findings explained.)
+    std::optional<uint64_t> mismatched_last;
+    if (by_stop.size() == 1 && by_stop.begin()->first > 0 && by_stop.begin()->first - 1 < seq &&
+        ctx.Claimed(ci, by_stop.begin()->first - 1))
+      mismatched_last = by_stop.begin()->first - 1;
     // Exited where a step ends: the waiter's call is what its steps issue after the call the
     // exited rank issued last.
     const std::optional<uint64_t> boundary =
@@ -266,6 +272,12 @@ class MissingCallChecker : public Checker {
                    " did not get there: a rank-dependent branch, an exception, "
                    "or a blocking call on another communicator (see "
                    "cross_comm_order)."
+         : mismatched_last
+             ? ". " + Capitalized(RankList(accused)) + " stopped in seq " +
+                   std::to_string(*mismatched_last) +
+                   ", where another finding of this communicator says the ranks' calls did "
+                   "not match: a rank whose call NCCL paired with a different one waits in "
+                   "it, so it never got here. Fix that one first."
              : ". Find why " + RankList(accused) +
                    " did not get there: a rank-dependent branch, an exception, "
                    "or a blocking call on another communicator (see "

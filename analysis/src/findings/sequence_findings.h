@@ -27,6 +27,8 @@ struct SequenceContext {
 // The least logical-identity confidence of a same-shape mismatch at one position (no reordering)
 // that is reported under buffer identity.
 inline constexpr float kMismatchIdentityFloor = 0.75f;
+// Aligned calls below which a rank's buffer agreement with the reference says nothing.
+inline constexpr uint32_t kAgreementSample = 16;
 
 // One edit, merged over the ranks that made the same one at the same place.
 struct RawEvent {

@@ -6,6 +6,9 @@ reduced to rank 0. torch.multiprocessing.spawn, 2 ranks by default.
 
 Without --bug, `ncclrr check` must report nothing.
 
+--bug object-len: the run's settings go out from rank 0 with broadcast_object_list at the start;
+  rank 1 builds its (overwritten) list from its own config, which has one entry more: the
+  lengths differ, so the object sizes' broadcast pairs different counts.
 --bug gather-dst: from --bug-step on, rank 1 reads the logging rank from its own configuration,
   which says 1: its gather names itself the destination while the others name rank 0. Both
   roots wait for sends nobody issues: the job hangs (the driver ends it).
@@ -13,7 +16,7 @@ Without --bug, `ncclrr check` must report nothing.
 Results are checked against what the ranks contributed over a gloo group (no NCCL call).
 Prints "#wrong N"; exit status 0 when N == 0.
 
-  python3 torch_gather_scatter.py --port 29740 [--world 2] [--bug none|gather-dst]
+  python3 torch_gather_scatter.py --port 29740 [--world 2] [--bug none|gather-dst|object-len]
 """
 import os
 import sys
@@ -33,6 +36,16 @@ def worker(rank, world, args, results):
     dev = use_gpu(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
     check_pg = dist.new_group(backend="gloo")  # the checker's own channel, invisible to NCCL
+
+    # The run's settings, from rank 0 (the others' lists are placeholders of the same length,
+    # unless the bug gives rank 1 one entry more).
+    settings = ["lr=0.1", "batch=32", "steps=%d" % args.steps]
+    if args.bug == "object-len" and rank == 1:
+        settings.append("warmup=0")
+        log(rank, f"settings list of {len(settings)} entries, rank 0's has 3 (bug)")
+    dist.broadcast_object_list(settings, src=0)
+    if settings[:3] != ["lr=0.1", "batch=32", "steps=%d" % args.steps]:
+        log(rank, f"WRONG: settings after the broadcast: {settings}")
 
     torch.manual_seed(args.seed)
     model = nn.Sequential(nn.Linear(24, 64), nn.Tanh(), nn.Linear(64, 3)).to(dev)
@@ -96,7 +109,7 @@ def main():
     ap = spawn_parser(__doc__, 29740)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--bug", choices=["none", "gather-dst"], default="none")
+    ap.add_argument("--bug", choices=["none", "gather-dst", "object-len"], default="none")
     ap.add_argument("--bug-step", type=int, default=6)
     spawn_and_report(worker, ap.parse_args())
 
