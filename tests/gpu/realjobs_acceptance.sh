@@ -361,6 +361,24 @@ if [ "$HAVE_TORCH" = 1 ]; then
     --port $((P + 103)) --steps 100
   variant dyn-clean-sketch-long "$RUN_S" - no --sketch -- "$PY" "$D" --port $((P + 104)) \
     --steps 200 --stop-after 1000
+  # Clean jobs run five to ten times longer than their defaults: evidence that adds up over the
+  # steps (buffer votes, data correlations, loop periods) must not turn into findings (traces
+  # not kept).
+  variant moe-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 105)) "$J/torch_moe.py" --bug none --steps 80
+  variant accum-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 106)) "$J/torch_ddp_accum.py" --bug none --steps 60
+  variant pptp-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 107)) "$J/torch_pipeline_tp.py" --bug none --steps 60
+  variant ddp-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 108)) "$J/torch_ddp.py" --steps 200
+  variant fsdp2-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 109)) "$J/torch_fsdp2.py" --steps 100
+  variant busy-clean-long "$RUN_S" - no -- "$PY" "$J/torch_busy_rank0.py" \
+    --port $((P + 110)) --steps 150
+  variant gs4-clean-long "$RUN_S" - no -- "$PY" "$S" --port $((P + 111)) --world 4 --steps 100
+  variant moe-clean-sketch-long "$RUN_S" - no --sketch -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 112)) "$J/torch_moe.py" --bug none --steps 60
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0
