@@ -108,6 +108,24 @@ class EventView {
           return true;
     return false;
   }
+  // Is the first deviating call the first on its rank's communicator to use its buffer (the
+  // same address, count and type)? Scans at most kFirstUseScan earlier calls.
+  bool FirstUseOfItsBuffer() const {
+    constexpr size_t kFirstUseScan = 1 << 16;
+    const int r = e_.ranks[0];
+    const uint32_t slot = e_.rank_slots[0][0];
+    if (slot > kFirstUseScan) return false;
+    const TraceModel& m = sc_.ctx.model();
+    const RankView& rv = c_.ranks[r];
+    const CallRecord mine = m.call(rv.collectives[slot].call);
+    for (uint32_t k = 0; k < slot; ++k) {
+      const CallRecord c = m.call(rv.collectives[k].call);
+      if (c.sendbuff == mine.sendbuff && c.recvbuff == mine.recvbuff && c.count == mine.count &&
+          c.dtype == mine.dtype)
+        return false;
+    }
+    return true;
+  }
   // The share of calls at which the first deviating rank used the reference's buffers.
   std::pair<float, uint32_t> BufferAgreement() const {
     const CommIdentity& id = sc_.ctx.identity().comm(sc_.ci);
@@ -893,6 +911,13 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
         if (const auto [agreement, aligned] = v.BufferAgreement();
             data.kind != DataSwapVerdict::kConfirmed && aligned >= kAgreementSample &&
             agreement < 0.5f)
+          return;
+        // Nor, where buffer votes alone name the tensor, where the rank used the buffer here for
+        // the first time and beside another tensor ever after: an allocator still settling (the
+        // first step's buffers land elsewhere than every later step's; a 60-step pipeline job gave
+        // such an error at its first loss broadcast).
+        if (data.kind != DataSwapVerdict::kConfirmed && !v.BySites() && !v.Crossed() &&
+            v.FirstUseOfItsBuffer())
           return;
         f.confidence = conf;
         sc.ctx.Claim(sc.ci, e.seq);
