@@ -379,6 +379,18 @@ if [ "$HAVE_TORCH" = 1 ]; then
   variant gs4-clean-long "$RUN_S" - no -- "$PY" "$S" --port $((P + 111)) --world 4 --steps 100
   variant moe-clean-sketch-long "$RUN_S" - no --sketch -- \
     "${TORCHRUN4[@]}" --master-port $((P + 112)) "$J/torch_moe.py" --bug none --steps 60
+  variant hook-clean-sketch-long "$RUN_S" - no --sketch -- \
+    "$PY" "$J/torch_hook_order.py" --port $((P + 113)) --bug none --steps 100
+  variant setup-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 114)) "$J/torch_setup_bugs.py" --bug none --steps 150
+  variant compress-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 115)) "$J/torch_ddp_compress.py" --bug none --steps 120
+  variant trainer-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 116)) "$J/torch_trainer.py" --bug none --steps 80
+  variant threads-clean-long "$RUN_S" - no -- \
+    "$PY" "$J/torch_threads.py" --port $((P + 117)) --bug none --steps 200
+  variant ring-clean-long "$RUN_S" - no -- \
+    "$PY" "$J/torch_ring.py" --port $((P + 118)) --bug none --steps 40
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0
