@@ -743,7 +743,8 @@ TEST(RealTraces, AGatherWithDifferentRootsIsACycleOfReceives) {
 
 // broadcast_object_list from lists of different lengths (rank 1's one entry longer): the sizes'
 // Bcast pairs 4 int64 with 3, rank 1 waits in it, and rank 0 goes on. The count_mismatch comes
-// first; the missing call after it says rank 1 stopped where that mismatch is.
+// first; the missing call and the unmatched Send after it say rank 1 stopped where that
+// mismatch is.
 TEST(RealTraces, ACallAfterAMismatchTheRankHangsInPointsBackToIt) {
   const Checked c = CheckReal("gs-object-len");
   ASSERT_GE(c.report.findings.size(), 2u) << c.text;
@@ -753,6 +754,13 @@ TEST(RealTraces, ACallAfterAMismatchTheRankHangsInPointsBackToIt) {
   ExpectPhrases(c.report.findings[1].message,
                 {"Rank 1 stopped in seq 0, where another finding of this communicator says the "
                  "ranks' calls did not match"});
+  // Rank 0's scatter after it: the Send whose Recv rank 1, hung in seq 0, never posted.
+  ASSERT_EQ(c.report.findings.size(), 3u) << c.text;
+  EXPECT_EQ(c.report.findings[2].kind, FindingKind::kP2pMismatch) << c.text;
+  ExpectPhrases(c.report.findings[2].message,
+                {"Rank 1 stopped in seq 0 of this communicator's collectives, which another "
+                 "finding explains",
+                 "that is why the Recv was never posted"});
   ncclrr::testing::ExpectGolden(RealDir() / "gs-object-len.check.txt", c.text);
 }
 

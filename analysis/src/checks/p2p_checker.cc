@@ -140,8 +140,11 @@ class P2pChecker : public Checker {
                   " from rank " + std::to_string(src) + ": the " + Nth(k) + " " +
                   (more_sends ? "Send" : "Recv") + " (" + ShortCall(x) +
                   ") has no partner, so it never completes (a hang, or a deadlock inside its "
-                  "group). Post every Send with a matching Recv on the peer." +
-                  PerStepChange(m, c, src, dst);
+                  "group)." +
+                  (StoppedAtAFinding(ctx, ci, more_sends ? dst : src, extra)
+                       ? StoppedText(c, more_sends ? dst : src, more_sends)
+                       : " Post every Send with a matching Recv on the peer." +
+                             PerStepChange(m, c, src, dst));
       unmatched.push_back({src, dst, more_sends, extra, std::move(f)});
     }
     ReportSendCycles(ctx, ci, &unmatched, sink);
@@ -229,6 +232,28 @@ class P2pChecker : public Checker {
       NoteMismatch(ctx, f);
       sink.Add(std::move(f));
     }
+  }
+
+  // Whether the rank that lacks the partner of `p` stopped in a collective another finding
+  // explained (claimed), before `p` was posted, and posted nothing after it: it hangs there.
+  static bool StoppedAtAFinding(const CheckContext& ctx, size_t ci, int rank, const P2pCall* p) {
+    const TraceModel& m = ctx.model();
+    const RankView& rv = m.comms()[ci].ranks[rank];
+    if (!rv.has_file() || rv.collectives.empty()) return false;
+    const CollectiveSlot& last = rv.collectives.back();
+    const int64_t t = m.SlotTime(last);
+    if (t > p->time_ns || !ctx.Claimed(ci, last.seq)) return false;
+    for (const P2pCall& q : rv.p2p)
+      if (q.time_ns > t) return false;
+    return true;
+  }
+  static std::string StoppedText(const CommModel& c, int rank, bool lacks_recv) {
+    const RankView& rv = c.ranks[rank];
+    return " Rank " + std::to_string(rank) + " stopped in seq " +
+           std::to_string(rv.collectives.back().seq) +
+           " of this communicator's collectives, which another finding explains, and posted "
+           "nothing after it: that is why the " +
+           (lacks_recv ? "Recv" : "Send") + " was never posted. Fix that one first.";
   }
 
   // Whether rank `rv` issued no collective after `p`: what it waits in when the trace ends.
