@@ -715,16 +715,19 @@ TEST(RealTraces, ALoopWithinAStepRunMoreTimesOnOneRankIsNamed) {
 }
 
 // Every rank decided early stopping alone; rank 1 stopped after step 11 and its process ended
-// in order, between two steps: both readings, an exception there or a loop left early.
+// in order, after a call rank 0 had gone on from to the one it waits in: both readings, an
+// exception there or a loop left early.
 TEST(RealTraces, ARankThatExitedBetweenStepsIsReadAsEndedThereOrLeftTheLoop) {
   const Checked c = CheckReal("dyn-local-stop");
   ASSERT_FALSE(c.report.findings.empty()) << c.text;
   const Finding& f = c.report.findings[0];
   EXPECT_EQ(f.kind, FindingKind::kMissingCall) << c.text;
   EXPECT_EQ(f.seq, 137u) << c.text;
-  ExpectPhrases(f.message, {"Rank 1 exited without issuing it, between two steps: after seq 136",
-                            "Either it raised there", "or it left the loop while rank 0 went on",
-                            "a stopping condition each rank decides alone"});
+  ExpectPhrases(f.message,
+                {"Rank 1 exited without issuing it, right after seq 136",
+                 "rank 0 went on from such a call to the one it waits in before",
+                 "Either it raised there", "or it left a loop there while rank 0 went on",
+                 "a stopping condition each rank decides alone"});
   ncclrr::testing::ExpectGolden(RealDir() / "dyn-local-stop.check.txt", c.text);
 }
 

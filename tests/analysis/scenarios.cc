@@ -417,6 +417,32 @@ SyntheticScript P2pMismatch() {
   return b.s;
 }
 
+// Three ranks exchange around a ring with blocking calls, each sending to the next and then
+// receiving from the previous, in matched grouped pairs for 3 steps; in step 3 every rank
+// receives first (ungrouped), so each waits in a Recv whose Send its peer never reaches: one
+// recv-cycle finding, with the advice for ranks that receive before they send (not the
+// rooted-operation reading: the Recvs are not a root's grouped ones).
+SyntheticScript RecvFirstRing() {
+  ScriptBuilder b(3);
+  const int ring = b.Comm(0x71, "ring", {0, 1, 2});
+  for (int step = 0; step < 3; ++step)
+    for (int p = 0; p < 3; ++p) {
+      ScriptCall s = P2p(Api::kSend, 1024, (p + 1) % 3, 1, 100 + step * 3 + p);
+      ScriptCall r = P2p(Api::kRecv, 1024, (p + 2) % 3, 2, 100 + step * 3 + p);
+      s.comm = r.comm = ring;
+      b.On(p, s);
+      b.On(p, r);
+    }
+  for (int p = 0; p < 3; ++p) {
+    ScriptCall r = P2p(Api::kRecv, 1024, (p + 2) % 3, 2);
+    r.comm = ring;
+    r.in_flight = true;
+    b.On(p, r);
+    b.s.processes[p].close = false;
+  }
+  return b.s;
+}
+
 SyntheticScript CrossCommOrder() {
   ScriptBuilder b(2);
   const int a = b.Comm(0xa1, "A", {0, 1});
@@ -696,6 +722,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"p2p_mismatch", P2pMismatch},
       {"fresh_buffers_clean", [] { return FreshBuffers({}, false, false); }},
       {"odd_allocator", OddAllocator},
+      {"recv_first_ring", RecvFirstRing},
       {"fresh_buffers_swap",
        [] {
          return FreshBuffers({2, 5, 8}, false, false);

@@ -73,9 +73,10 @@ struct Place {
   std::map<int64_t, std::pair<double, uint64_t>> z;    // offset -> (sum of Fisher z, count)
   std::map<int64_t, std::pair<double, uint64_t>> cos;  // offset -> (sum of cosines, count)
   std::vector<uint64_t> seqs;                          // the rank's calls at this place
-  // offset -> sums of (z at the offset - z at the call's own position) and of its square, over
-  // the calls that have both: how much one step's difference varies from step to step.
-  std::map<int64_t, std::pair<double, double>> diff;
+  // offset -> sums of (z at the offset - z at the call's own position) and of its square, and
+  // over how many calls (those that have both): how much one step's difference varies from
+  // step to step.
+  std::map<int64_t, std::tuple<double, double, uint64_t>> diff;
 };
 
 // The shapes (numbers) that occur less than half as often as the loop's steps: with N the
@@ -229,9 +230,10 @@ class DataOrderChecker : public Checker {
       if (!any) continue;
       if (const auto own = z_at.find(0); own != z_at.end())
         for (const auto& [d, z] : z_at) {
-          auto& [sum, squares] = p.diff[d];
+          auto& [sum, squares, count] = p.diff[d];
           sum += z - own->second;
           squares += (z - own->second) * (z - own->second);
+          ++count;
         }
       p.seqs.push_back(slot.seq);
       place_at[slot.seq] = key;
@@ -254,10 +256,10 @@ class DataOrderChecker : public Checker {
     auto steady_lean = [&](const Place& p, int64_t d) -> double {
       const auto z = lean(p, d);
       if (!z) return 0;
-      const auto n = static_cast<double>(p.z.at(0).second);
       const auto dv = p.diff.find(d);
-      if (dv == p.diff.end() || n < 3) return *z;
-      const auto& [sum, squares] = dv->second;
+      if (dv == p.diff.end() || std::get<2>(dv->second) < 3) return *z;
+      const auto& [sum, squares, count] = dv->second;
+      const auto n = static_cast<double>(count);
       const double variance = std::max(2.0, (squares - sum * sum / n) / (n - 1));
       return *z * std::sqrt(2.0 / variance);
     };

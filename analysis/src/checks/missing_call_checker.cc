@@ -218,10 +218,18 @@ class MissingCallChecker : public Checker {
     // there): that is where they hang. (Claims mark the positions findings explained.)
     std::optional<uint64_t> mismatched_last;
     if (by_stop.size() == 1 && by_stop.begin()->first > 0 && by_stop.begin()->first - 1 < seq &&
-        ctx.Claimed(ci, by_stop.begin()->first - 1))
-      mismatched_last = by_stop.begin()->first - 1;
-    // Exited where a step ends: the waiter's call is what its steps issue after the call the
-    // exited rank issued last.
+        ctx.Claimed(ci, by_stop.begin()->first - 1) && !waiters.empty()) {
+      // Only a mismatch of shapes (count, type, operation, root) leaves the rank waiting; a
+      // same-shape one (a swap) completes with wrong values.
+      const uint64_t at = by_stop.begin()->first - 1;
+      const CollectiveSlot* mine = c.ranks[by_stop.begin()->second[0]].AtSeq(at);
+      const CollectiveSlot* theirs = c.ranks[waiters[0]].AtSeq(at);
+      if (mine && theirs &&
+          ShapeSignature(m.call(mine->call)) != ShapeSignature(m.call(theirs->call)))
+        mismatched_last = at;
+    }
+    // Exited after a call the waiter's steps go on from to the call it waits in: the rank may
+    // have left the loop there (a loop's steps have no other mark of where they begin).
     const std::optional<uint64_t> boundary =
         ended_all && !waiters.empty() && accused.size() == 1
             ? StepBoundary(m, c.ranks[waiters[0]], c.ranks[accused[0]], seq)
@@ -238,12 +246,13 @@ class MissingCallChecker : public Checker {
         std::to_string(seq) +
         (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
         (ended_all && boundary
-             ? ". " + Capitalized(RankList(accused)) + " exited without issuing it, between two " +
-                   "steps: after seq " + std::to_string(seq - 1) + ", where a step of " +
-                   RankList(waiters) + " ends (" + RankList(waiters) +
-                   " began its next step there, as at seq " + std::to_string(*boundary) +
+             ? ". " + Capitalized(RankList(accused)) +
+                   " exited without issuing it, right after seq " + std::to_string(seq - 1) + "; " +
+                   RankList(waiters) + " went on from such a call to the one " +
+                   (waiters.size() == 1 ? "it waits" : "they wait") + " in before (as at seq " +
+                   std::to_string(*boundary) +
                    "). Either it raised there (an uncaught exception, such as running out of "
-                   "memory: its own output has the error), or it left the loop while " +
+                   "memory: its own output has the error), or it left a loop there while " +
                    RankList(waiters) +
                    " went on: ranks that run the loop a different number of times do this "
                    "(uneven inputs, one rank's share of the data running out first, or a "

@@ -243,9 +243,7 @@ class P2pChecker : public Checker {
     const CollectiveSlot& last = rv.collectives.back();
     const int64_t t = m.SlotTime(last);
     if (t > p->time_ns || !ctx.Claimed(ci, last.seq)) return false;
-    for (const P2pCall& q : rv.p2p)
-      if (q.time_ns > t) return false;
-    return true;
+    return rv.p2p.empty() || rv.p2p.back().time_ns <= t;
   }
   static std::string StoppedText(const CommModel& c, int rank, bool lacks_recv) {
     const RankView& rv = c.ranks[rank];
@@ -299,6 +297,9 @@ class P2pChecker : public Checker {
       f.first_time = INT64_MAX;
       std::string edges, site;
       bool one_site = true;
+      // A root's Recvs, grouped without a Send of its own (PyTorch's gather and scatter), as
+      // against a rank that receives before it sends (a ring of blocking recv-then-send).
+      bool rooted = true;
       for (size_t i : cycle) {
         Unmatched& u = (*unmatched)[i];
         u.in_cycle = true;
@@ -314,6 +315,10 @@ class P2pChecker : public Checker {
         mine = mine.substr(0, mine.find('<'));
         if (&u == &(*unmatched)[cycle.front()]) site = mine;
         one_site = one_site && !mine.empty() && mine == site;
+        bool sends_in_group = false;
+        for (const P2pCall& q : c.ranks[u.dst].p2p)
+          sends_in_group |= q.send && x.group_id != 0 && m.call(q.call).group_id == x.group_id;
+        rooted = rooted && x.group_id != 0 && !sends_in_group;
       }
       std::sort(f.ranks.begin(), f.ranks.end());
       f.pattern = "recv cycle";
@@ -322,7 +327,7 @@ class P2pChecker : public Checker {
       f.message = "Each of " + RankList(f.ranks) + " waits in a Recv (" + edges +
                   ") that has no Send on its peer, and each peer waits in its own Recv: every "
                   "rank of the cycle receives and none sends, so none completes (a hang). ";
-      if (one_site)
+      if (one_site && rooted)
         f.message += "The Recvs come from one statement on every rank (" + site +
                      "): a rooted operation made of Sends and Recvs, such as "
                      "torch.distributed's gather or scatter (the root posts a Recv from every "
@@ -332,9 +337,10 @@ class P2pChecker : public Checker {
                      "rank).";
       else
         f.message +=
-            "Post the Sends these Recvs wait for (each exchange's Send and Recv "
-            "together, in one group: ncclGroupStart/ncclGroupEnd, or one "
-            "dist.batch_isend_irecv), or check which rank is meant to send.";
+            "Each rank receives before it sends: post each exchange's Send and Recv "
+            "together, in one group (ncclGroupStart/ncclGroupEnd; in PyTorch, one "
+            "dist.batch_isend_irecv), or order them by rank parity (even ranks send "
+            "first, odd ranks receive first).";
       NoteMismatch(ctx, f);
       sink.Add(std::move(f));
     }

@@ -46,8 +46,8 @@ struct DiffEvent {
   bool repeats_before = false;
   uint64_t earliest_pos = 0;
   // kMissingCall / kExtraCall mid-sequence: the run without the calls agrees again for only
-  // `agree_after` calls and then ends (`short_ends`); `agree_launched`: some of those calls
-  // come from a CUDA graph's launch, so the rank may as well have launched the graph once more
+  // `agree_after` calls and then ends (`short_ends`); `agree_launched`: those calls all come
+  // from a CUDA graph's launch, so the rank may as well have launched the graph once more
   // where the other run issued these calls, and stopped there.
   uint64_t agree_after = 0;
   bool short_ends = false;

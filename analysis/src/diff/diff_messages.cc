@@ -258,7 +258,8 @@ class Describer {
     const std::string n = Plural(calls.size(), "call", "calls");
     // Too few calls agree before the run ends, and they come from a graph's launch: the rank
     // may as well have launched the graph where the other run issued these calls, and hung.
-    const bool untold = e_.short_ends && e_.agree_launched && e_.agree_after < kAgreeingToTell;
+    const bool untold =
+        missing && e_.short_ends && e_.agree_launched && e_.agree_after < kAgreeingToTell;
     d_.short_text = "in run B, " + who_ + (missing ? " skipped " : " added ") + n + " at " +
                     Pos(missing ? e_.a_pos : e_.b_pos, g_.p2p) +
                     (untold ? ", or launched a CUDA graph there, and stopped soon after" : "");

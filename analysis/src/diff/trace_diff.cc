@@ -4,6 +4,7 @@
 #include "ncclrr/analysis/trace_diff.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -312,14 +313,14 @@ class Differ {
     const size_t from = missing ? e.b : e.a;
     const size_t size = missing ? t.b.size() : t.a.size();
     size_t until = size;
-    for (const RankEdit& next : t.align.edits) {
-      const size_t at = missing ? next.b : next.a;
-      if (&next != &e && at >= from && at < until) until = at;
-    }
+    // Edits are in A's order: the one after `e` is the next on either side.
+    const auto next = std::next(t.align.edits.begin(), &e - t.align.edits.data() + 1);
+    if (next != t.align.edits.end()) until = std::min(until, missing ? next->b : next->a);
     ev->agree_after = until - from;
     ev->short_ends = until == size;
+    ev->agree_launched = until > from;
     for (size_t i = from; i < until; ++i)
-      ev->agree_launched = ev->agree_launched || (missing ? t.b[i] : t.a[i]).launch != 0;
+      ev->agree_launched = ev->agree_launched && (missing ? t.b[i] : t.a[i]).launch != 0;
     if (ev->short_ends) ev->short_ends_unclean = ShortSideUnclean(t, missing);
   }
 

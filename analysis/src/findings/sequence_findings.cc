@@ -109,7 +109,8 @@ class EventView {
     return false;
   }
   // Is the first deviating call the first on its rank's communicator to use its buffer (the
-  // same address, count and type)? Scans at most kFirstUseScan earlier calls.
+  // identity's key: the same address, count, type and operation)? Beyond kFirstUseScan earlier
+  // calls it does not say so.
   bool FirstUseOfItsBuffer() const {
     constexpr size_t kFirstUseScan = 1 << 16;
     const int r = e_.ranks[0];
@@ -120,8 +121,9 @@ class EventView {
     const CallRecord mine = m.call(rv.collectives[slot].call);
     for (uint32_t k = 0; k < slot; ++k) {
       const CallRecord c = m.call(rv.collectives[k].call);
-      if (c.sendbuff == mine.sendbuff && c.recvbuff == mine.recvbuff && c.count == mine.count &&
-          c.dtype == mine.dtype)
+      const uint64_t a = c.sendbuff ? c.sendbuff : c.recvbuff;
+      const uint64_t b = mine.sendbuff ? mine.sendbuff : mine.recvbuff;
+      if (a == b && c.count == mine.count && c.dtype == mine.dtype && c.api == mine.api)
         return false;
     }
     return true;
@@ -309,8 +311,9 @@ std::string LoopRanLonger(const TraceModel& m, const CommModel& c, uint64_t seq,
   return " It is the loop's call again: " + lw + " issued " + before->text + where + " " +
          std::to_string(both + extra) + " times in a row (seq " + std::to_string(first) + "-" +
          std::to_string(last) + "), " + sw + " " + std::to_string(both) +
-         (both == 1 ? " time" : " times") + " (seq " + SeqRange(first, both) +
-         ") before it went on with " + other_now->text + ". The loop that issues it ran " +
+         (both == 1 ? " time" : " times") + " (seq " + SeqRange(first, both) + ") before " +
+         (sw.rfind("ranks", 0) == 0 ? "they" : "it") + " went on with " + other_now->text +
+         ". The loop that issues it ran " +
          (extra == 1 ? "once" : std::to_string(extra) + " times") + " more on " + lw + " than on " +
          sw +
          ". A loop over each rank's share of the data runs a different number of times "

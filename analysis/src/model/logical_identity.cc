@@ -544,6 +544,14 @@ size_t AgreeingRanks(const CommIdentity& id) {
   return n;
 }
 
+// Ranks other than the reference whose calls were aligned with it.
+size_t AlignedRanks(const CommIdentity& id) {
+  size_t n = 0;
+  for (size_t r = 0; r < id.aligned_calls.size(); ++r)
+    n += static_cast<int>(r) != id.reference_rank && id.aligned_calls[r] > 0;
+  return n;
+}
+
 // The lowest rank other than `ref` with the same shape sequence, or -1.
 int NextLikeRank(const CommModel& c, const std::vector<uint64_t>& sequence, int ref) {
   for (const RankView& r : c.ranks)
@@ -586,15 +594,24 @@ LogicalIdentity LogicalIdentity::Compute(const TraceModel& m, int threads,
     // A reference rank that allocates unlike the others (rank 0 alone logging, checkpointing or
     // keeping diagnostics on the GPU) leaves buffers telling nothing; another rank of the same
     // shapes may allocate as most do, so that buffers tell tensors apart again.
-    if (c.ranks.size() >= 3 && AgreeingRanks(out) * 2 < c.ranks.size() - 1) {
+    if (c.ranks.size() >= 3 && AgreeingRanks(out) * 2 < AlignedRanks(out)) {
       const int other = NextLikeRank(c, sequence, out.reference_rank);
       if (other >= 0) {
+        const size_t agreeing = AgreeingRanks(out);
         CommIdentity alt;
         alt.source = IdentitySource::kBuffers;
         alt.reference_rank = other;
-        alt.shapes = out.shapes;
+        alt.shapes = std::move(out.shapes);  // moved, not copied: the per-call arrays are big
+        out.ids.clear();  // and the first mapping's per-call results go before the second's
+        out.weight.clear();
+        out.evidence.clear();
         MapBuffers(m, c, &alt, t);
-        if (AgreeingRanks(alt) > AgreeingRanks(out)) out = std::move(alt);
+        if (AgreeingRanks(alt) > agreeing) {
+          out = std::move(alt);
+        } else {
+          out.shapes = std::move(alt.shapes);
+          MapBuffers(m, c, &out, t);
+        }
       }
     }
     if (AllHaveCallSites(m, c)) {
