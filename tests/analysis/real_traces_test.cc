@@ -19,6 +19,7 @@
 #include "ncclrr/analysis/check.h"
 #include "ncclrr/analysis/logical_identity.h"
 #include "ncclrr/analysis/report_format.h"
+#include "ncclrr/trace/describe.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -767,6 +768,54 @@ TEST(RealTraces, ACallAfterAMismatchTheRankHangsInPointsBackToIt) {
   ncclrr::testing::ExpectGolden(RealDir() / "gs-object-len.check.txt", c.text);
 }
 
+// ZeroRedundancyOptimizer with a flat bucket per owner on rank 1's node and per-parameter
+// broadcasts on rank 0's: the first broadcast of the first step pairs 32,768 floats with 16,384.
+// Rank 1 issued fewer broadcasts, so its loss all-reduce met rank 0's next one; the call rank 0
+// waits in after that points back to the mismatch rank 1 stopped in.
+TEST(RealTraces, ShardedOptimizerBroadcastsOfOtherCountsAreNamedFirst) {
+  const Checked c = CheckReal("zero-bucket-view-mixed");
+  ASSERT_GE(c.report.findings.size(), 2u) << c.text;
+  const Finding& first = c.report.findings[0];
+  EXPECT_EQ(first.kind, FindingKind::kCountMismatch) << c.text;
+  EXPECT_EQ(first.seq, 4u) << c.text;
+  ExpectPhrases(first.message, {"rank 1 sends 0 and receives 32,768 elements where rank 0 sends "
+                                "16,384 and receives 16,384"});
+  const Finding& last = c.report.findings.back();
+  EXPECT_EQ(last.kind, FindingKind::kMissingCall) << c.text;
+  ExpectPhrases(last.message, {"Rank 1 stopped in seq 6, where another finding of this "
+                               "communicator says the ranks' calls did not match"});
+  ncclrr::testing::ExpectGolden(RealDir() / "zero-bucket-view-mixed.check.txt", c.text);
+}
+
+// Sequence parallelism with the last rank padding to 16 where the others pad to 8: the first
+// step's all-gathers and reduce-scatters differ in count, and the job hung in them. With two
+// replicas (4 ranks), the other pair waits in its data-parallel all-reduces for ranks blocked in
+// the mismatched pair: those missing calls point to where the hang starts.
+TEST(RealTraces, PaddingThatDiffersPerRankIsACountMismatchAndTheReplicasWaitForIt) {
+  const Checked two = CheckReal("sp-pad-mixed");
+  ASSERT_EQ(two.report.findings.size(), 2u) << two.text;
+  for (const Finding& f : two.report.findings) {
+    EXPECT_EQ(f.kind, FindingKind::kCountMismatch) << two.text;
+    EXPECT_EQ(f.repeats, 1u) << two.text;
+    ExpectPhrases(f.message, {"pad every rank's tensor to one length"});
+  }
+  ncclrr::testing::ExpectGolden(RealDir() / "sp-pad-mixed.check.txt", two.text);
+
+  const Checked four = CheckReal("sp4-pad-mixed");
+  ASSERT_EQ(four.report.findings.size(), 3u) << four.text;
+  EXPECT_EQ(four.report.findings[0].kind, FindingKind::kCountMismatch) << four.text;
+  const std::string pair = Hex64(four.report.findings[0].comm);
+  for (size_t i = 1; i < 3; ++i) {
+    const Finding& f = four.report.findings[i];
+    EXPECT_EQ(f.kind, FindingKind::kMissingCall) << four.text;
+    ExpectPhrases(f.message, {"Rank 1 never got here because it was blocked on another "
+                              "communicator: this hang follows from the one at comm " +
+                              pair + " seq 0"});
+    EXPECT_EQ(f.message.find("cross_comm_order"), std::string::npos) << f.message;
+  }
+  ncclrr::testing::ExpectGolden(RealDir() / "sp4-pad-mixed.check.txt", four.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -915,7 +964,14 @@ INSTANTIATE_TEST_SUITE_P(
         // call may return ncclInProgress, and the asynchronous error flips as work completes
         // (571 AsyncErrorChange records per rank, recorded before those routine flips were
         // left out): the same finding.
-        RealTrace{"grad-swap-same-nonblocking", FindingKind::kSuspectedSwap, 56, 2}),
+        RealTrace{"grad-swap-same-nonblocking", FindingKind::kSuspectedSwap, 56, 2},
+        // DDP with ZeroRedundancyOptimizer (each parameter broadcast from its owner after the
+        // step: a rotating root), with 2 and 4 ranks and under --sketch; hand-written sequence
+        // parallelism (all-gathers and reduce-scatters of a new length every step), alone and as
+        // two data-parallel replicas: clean.
+        RealTrace{"zero-clean", std::nullopt}, RealTrace{"zero4-clean", std::nullopt},
+        RealTrace{"zero-clean-sketch", std::nullopt}, RealTrace{"sp-clean", std::nullopt},
+        RealTrace{"sp4-clean", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

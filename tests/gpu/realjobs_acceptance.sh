@@ -391,6 +391,38 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "$PY" "$J/torch_threads.py" --port $((P + 117)) --bug none --steps 200
   variant ring-clean-long "$RUN_S" - no -- \
     "$PY" "$J/torch_ring.py" --port $((P + 118)) --bug none --steps 40
+  # DDP with ZeroRedundancyOptimizer: blocks registered from a set in another order on rank 1
+  # (same shapes: paired by position, silently), or one node with a bucket view (counts differ).
+  variant zero-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 119)) "$J/torch_zero.py" --bug none
+  variant zero-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 120)) "$J/torch_zero.py" --bug none
+  # set-order is beyond what NCCL sees (identical calls on the same buffers, each rank
+  # consistent with itself): reported DIFFERENT, kept to show it stays free of false findings.
+  variant zero-set-order "$RUN_S" "suspected_swap|order_swap" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 121)) "$J/torch_zero.py" --bug set-order
+  variant zero-set-order-sketch "$RUN_S" "suspected_swap|order_swap" no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 122)) "$J/torch_zero.py" --bug set-order
+  variant zero-bucket-view-mixed "$HANG_S" "count_mismatch|missing_call|op_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 123)) "$J/torch_zero.py" --bug bucket-view-mixed
+  variant zero-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 124)) "$J/torch_zero.py" --bug none --steps 100
+  # Sequence parallelism by hand: a sequence length of its own every step; one node pads to 16.
+  variant sp-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 125)) "$J/torch_seq_parallel.py" --bug none
+  variant sp-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 126)) "$J/torch_seq_parallel.py" --bug none
+  variant sp-pad-mixed "$HANG_S" "count_mismatch|missing_call" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 127)) "$J/torch_seq_parallel.py" --bug pad-mixed
+  variant sp-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 128)) "$J/torch_seq_parallel.py" --bug none --steps 150
+  # The same, two replicas of a pair: the pair whose last rank pads to 16 stops the other pair.
+  variant sp4-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 129)) "$J/torch_seq_parallel.py" --tp 2 --bug none
+  variant sp4-pad-mixed "$HANG_S" "count_mismatch|missing_call" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 130)) "$J/torch_seq_parallel.py" --tp 2 --bug pad-mixed
+  variant zero4-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 131)) "$J/torch_zero.py" --bug none
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

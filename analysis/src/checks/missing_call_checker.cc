@@ -196,7 +196,7 @@ class MissingCallChecker : public Checker {
       f.table.push_back({CompactRanks(ranks), n ? std::to_string(n - 1) : "-", last, true});
       stops += (stops.empty() ? "" : "; ") + RankList(ranks) +
                (n ? " stopped after seq " + std::to_string(n - 1) : " issued none") +
-               ElsewhereNote(m, ci, rv, ranks.size() > 1, stable);
+               ElsewhereNote(m, ci, rv, ranks.size() > 1);
       // Its trace closed in order while a waiter's was not: it exited on its own, and the
       // waiters were killed later (a launcher stopping the job). Traces all closed in order (an
       // interrupt ends every rank alike, a log import) tell nothing.
@@ -212,6 +212,7 @@ class MissingCallChecker : public Checker {
       }
       ended_all &= all_ended;
     }
+    const std::optional<CallRecord> blocked = AllBlockedElsewhere(m, ci, accused);
     const std::optional<uint64_t> repeat =
         waiters.empty() ? std::nullopt : StepsRepeat(m, c.ranks[waiters[0]], seq);
     // Every accused rank's last call is at a position another finding explained (a mismatch
@@ -265,6 +266,13 @@ class MissingCallChecker : public Checker {
                            "exception, such as running out of memory, or an exit in a "
                            "rank-dependent branch; its own output has the error)."
          : !UnmatchedReceives(m, c, accused).empty() ? ". " + UnmatchedReceives(m, c, accused)
+         : blocked
+             ? ". " + Capitalized(RankList(accused)) + " never got here because " +
+                   (accused.size() == 1 ? "it was" : "they were") +
+                   " blocked on another communicator: this hang follows from the one at " +
+                   CallPlace(*blocked) +
+                   ". Look there first: at that seq either the ranks' calls "
+                   "did not match (a finding there says how) or one of its ranks never issued it."
          : repeat
              ? ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
                    " issued the calls of " + (waiters.size() == 1 ? "its" : "their") +
@@ -415,22 +423,44 @@ class MissingCallChecker : public Checker {
     return "";
   }
 
+  // The process's last collective or point-to-point call, when it is on another communicator.
+  static std::optional<CallRecord> LastCallElsewhere(const TraceModel& m, size_t ci,
+                                                     const RankView& rv) {
+    const std::optional<CallRecord> last = m.LastCommCall(static_cast<uint32_t>(rv.file));
+    if (!last || last->comm_id == m.comms()[ci].id) return std::nullopt;
+    return last;
+  }
+
+  // "comm 0x... seq 4" (no seq for a point-to-point call).
+  static std::string CallPlace(const CallRecord& c) {
+    return "comm " + Hex64(c.comm_id) + (c.seq != kNoSeq ? " seq " + std::to_string(c.seq) : "");
+  }
+
   // "(its last call was AllReduce(...) on comm Y)" when the rank went on elsewhere.
   static std::string ElsewhereNote(const TraceModel& m, size_t ci, const RankView& rv,
-                                   bool of_several, bool stable) {
-    const TraceFile& t = m.file(static_cast<uint32_t>(rv.file));
-    std::optional<CallRecord> last;
-    for (const CallRecord& call : t.calls)
-      if (IsCollective(static_cast<Api>(call.api)) || IsP2p(static_cast<Api>(call.api)))
-        if (!last || call.enter_ns > last->enter_ns) last = call;
-    if (!last || last->comm_id == m.comms()[ci].id) return "";
+                                   bool of_several) {
+    const std::optional<CallRecord> last = LastCallElsewhere(m, ci, rv);
+    if (!last) return "";
     const std::string whose = of_several ? "rank " + std::to_string(rv.rank) + "'s" : "its";
-    std::string s = ", and " + whose + " process's last call was " + ShortCall(*last) +
-                    " on comm " + Hex64(last->comm_id);
-    if (last->seq != kNoSeq) s += " seq " + std::to_string(last->seq);
+    std::string s = ", and " + whose + " process's last call was " + ShortCall(*last) + " on " +
+                    CallPlace(*last);
     if (last->flags & call_flags::kInFlight) s += ", in which it was blocked (it never returned)";
-    (void)stable;
     return s;
+  }
+
+  // Every accused rank's process is blocked in a call on another communicator (it never
+  // returned): the first such call, which is where this hang starts.
+  static std::optional<CallRecord> AllBlockedElsewhere(const TraceModel& m, size_t ci,
+                                                       const std::vector<int>& accused) {
+    std::optional<CallRecord> first;
+    for (int r : accused) {
+      const RankView& rv = m.comms()[ci].ranks[r];
+      if (!rv.has_file()) return std::nullopt;
+      const std::optional<CallRecord> last = LastCallElsewhere(m, ci, rv);
+      if (!last || !(last->flags & call_flags::kInFlight)) return std::nullopt;
+      if (!first || last->enter_ns < first->enter_ns) first = last;
+    }
+    return first;
   }
 };
 

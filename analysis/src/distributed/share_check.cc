@@ -17,6 +17,12 @@ FileFacts FactsOf(const TraceFile& t) {
   t.calls.ForEachRow([&](size_t, const CallRecord& c) {
     facts.totals.first_enter_ns = std::min(facts.totals.first_enter_ns, c.enter_ns);
     facts.totals.last_ns = std::max({facts.totals.last_ns, c.enter_ns, c.exit_ns});
+    const auto api = static_cast<Api>(c.api);
+    if ((IsCollective(api) || IsP2p(api)) &&
+        (!facts.totals.has_last_comm_call || c.enter_ns > facts.totals.last_comm_call.enter_ns)) {
+      facts.totals.has_last_comm_call = true;
+      facts.totals.last_comm_call = c;
+    }
     if (UnplaceableCall(c)) {
       ++facts.totals.unplaceable;
       return;

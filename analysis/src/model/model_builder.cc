@@ -47,6 +47,15 @@ int64_t TraceModel::SlotTime(const CollectiveSlot& s) const {
   return 0;
 }
 
+std::optional<CallRecord> TraceModel::LastCommCall(uint32_t f) const {
+  if (files_[f].last_comm_call) return files_[f].last_comm_call;
+  std::optional<CallRecord> last;
+  for (const CallRecord& c : dir_->files[f].calls)
+    if (IsCollective(static_cast<Api>(c.api)) || IsP2p(static_cast<Api>(c.api)))
+      if (!last || c.enter_ns > last->enter_ns) last = c;
+  return last;
+}
+
 int TraceModel::FindComm(uint64_t id, uint32_t lineage) const {
   for (size_t i = 0; i < comms_.size(); ++i)
     if (comms_[i].id == id && comms_[i].lineage == lineage) return static_cast<int>(i);
@@ -496,6 +505,7 @@ class ModelBuilder {
       if (f < totals_.size()) {
         first = std::min(first, totals_[f].first_enter_ns);
         last = std::max(last, totals_[f].last_ns);
+        if (totals_[f].has_last_comm_call) m_.files_[f].last_comm_call = totals_[f].last_comm_call;
       }
       if (first != INT64_MAX) {
         m_.files_[f].first_alive_ns = m_.CommonTime(f, first);

@@ -34,6 +34,17 @@ def torchrun_ranks():
     return rank, world, local_rank
 
 
+def torchrun_setup():
+    """A torchrun worker's start: its ranks, a GPU, the NCCL process group and a gloo check group
+    (no NCCL call). Returns rank, world, device, check group."""
+    import torch.distributed as dist
+    rank, world, local_rank = torchrun_ranks()
+    torch_env(rank)
+    dev = use_gpu(local_rank)
+    dist.init_process_group("nccl", device_id=dev)
+    return rank, world, dev, dist.new_group(backend="gloo")
+
+
 def use_gpu(local_rank):
     """Make GPU local_rank % device_count current, so that more ranks than GPUs still run."""
     import torch

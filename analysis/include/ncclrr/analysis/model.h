@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -131,6 +132,10 @@ struct FileView {
   int64_t first_alive_ns = 0;  // common time of its first call (0: none)
   int64_t last_alive_ns = 0;   // common time of the last sign of life (call, clock pair, footer)
   std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
+  // In a model of part of the trace (PartOfTrace), the collective or point-to-point call the
+  // file's process entered last, from all of its calls (FileTotals); unset in a whole model,
+  // whose files hold every call (TraceModel::LastCommCall).
+  std::optional<CallRecord> last_comm_call;
 };
 
 // A call worth a second look without scanning every record: it returned an error (other than
@@ -148,6 +153,10 @@ struct FileTotals {
   uint64_t unplaceable = 0;            // of which no rank or communicator can hold
   int64_t first_enter_ns = INT64_MAX;  // monotonic, over every call
   int64_t last_ns = INT64_MIN;         // monotonic: the latest enter or exit of a call
+  // The collective or point-to-point call entered last, on whichever communicator: where a
+  // process that stopped was blocked.
+  bool has_last_comm_call = false;
+  CallRecord last_comm_call{};
 };
 
 // Differences of matched collectives' completion times between the first host and host h (by
@@ -211,6 +220,9 @@ class TraceModel {
   // A collective's time on the common timeline: its call's enter time, or for a graph launch
   // the launch's time (0 when the trace lost that launch).
   int64_t SlotTime(const CollectiveSlot& s) const;
+  // The collective or point-to-point call file `f`'s process entered last, on any communicator
+  // (a scan of the file's calls; from FileView::last_comm_call in a model of part of the trace).
+  std::optional<CallRecord> LastCommCall(uint32_t f) const;
   int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
