@@ -816,6 +816,22 @@ TEST(RealTraces, PaddingThatDiffersPerRankIsACountMismatchAndTheReplicasWaitForI
   ncclrr::testing::ExpectGolden(RealDir() / "sp4-pad-mixed.check.txt", four.text);
 }
 
+// FSDP2 with the gradient norm clipped under `if rank == 0:`: rank 0's all-reduce of the norm
+// met rank 1's next forward all-gather, and rank 0 waits in it. The call rank 1 waits in next
+// points back to that mismatch rather than reading rank 1's next step as a loop run longer.
+TEST(RealTraces, AClipOnOneRankIsAMismatchTheOtherRankWaitsBehind) {
+  const Checked c = CheckReal("fsdp2-norm-rank0");
+  ASSERT_EQ(c.report.findings.size(), 2u) << c.text;
+  EXPECT_EQ(c.report.findings[0].kind, FindingKind::kOpMismatch) << c.text;
+  EXPECT_EQ(c.report.findings[0].seq, 9u) << c.text;
+  const Finding& f = c.report.findings[1];
+  EXPECT_EQ(f.kind, FindingKind::kMissingCall) << c.text;
+  ExpectPhrases(f.message, {"Rank 0 stopped in seq 9, where another finding of this "
+                            "communicator says the ranks' calls did not match"});
+  EXPECT_EQ(f.message.find("went on with the loop"), std::string::npos) << f.message;
+  ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-norm-rank0.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -971,7 +987,11 @@ INSTANTIATE_TEST_SUITE_P(
         // two data-parallel replicas: clean.
         RealTrace{"zero-clean", std::nullopt}, RealTrace{"zero4-clean", std::nullopt},
         RealTrace{"zero-clean-sketch", std::nullopt}, RealTrace{"sp-clean", std::nullopt},
-        RealTrace{"sp4-clean", std::nullopt}),
+        RealTrace{"sp4-clean", std::nullopt},
+        // FSDP2 with activation checkpointing (its hooks run again around the recomputed
+        // forward) and the gradient norm clipped every step; JAX passing blocks round the ring
+        // with ppermute (XLA's grouped Sends and Recvs) and all_to_all: clean.
+        RealTrace{"fsdp2-ckpt-clip", std::nullopt}, RealTrace{"jax-ring", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

@@ -156,6 +156,25 @@ SyntheticScript OpMismatch() {
   return b.s;
 }
 
+// Every step all-reduces two tensors, each from its own statement (call sites 1 and 2); at step 2
+// rank 2 broadcasts from a statement none of its calls came from before (site 3: a branch only it
+// took) where the others all-reduce tensor 2, then goes on like them.
+SyntheticScript BranchFirstSite() {
+  ScriptBuilder b(3);
+  const int w = b.Comm(0x25, "world", Range(3));
+  for (int step = 0; step < 4; ++step) {
+    b.All(w, AllReduce(100, 1), [](int, ScriptCall& c) { c.callsite = 1; });
+    b.All(w, AllReduce(200, 2), [&](int p, ScriptCall& c) {
+      c.callsite = 2;
+      if (p == 2 && step == 2) {
+        c = Collective(Api::kBroadcast, 50, 3, 0);
+        c.callsite = 3;
+      }
+    });
+  }
+  return b.s;
+}
+
 SyntheticScript RedopMismatch() {
   ScriptBuilder b(3);
   const int w = b.Comm(0x24, "world", Range(3));
@@ -709,6 +728,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"dtype_mismatch", DtypeMismatch},
       {"op_mismatch", OpMismatch},
       {"redop_mismatch", RedopMismatch},
+      {"branch_first_site", BranchFirstSite},
       {"root_mismatch", RootMismatch},
       {"order_swap", OrderSwap},
       {"suspected_swap", [] { return SuspectedSwap(false); }},

@@ -423,6 +423,25 @@ if [ "$HAVE_TORCH" = 1 ]; then
     "${TORCHRUN4[@]}" --master-port $((P + 130)) "$J/torch_seq_parallel.py" --tp 2 --bug pad-mixed
   variant zero4-clean "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 131)) "$J/torch_zero.py" --bug none
+  # FSDP2 with activation checkpointing (FSDP's hooks again around the recomputed forward) and
+  # the gradient norm clipped (an all-reduce of DTensor norms); then clipped on rank 0 alone.
+  variant fsdp2-ckpt-clip "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 132)) "$J/torch_fsdp2.py" --checkpoint-act --clip 0.5
+  variant fsdp2-ckpt-clip-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 133)) "$J/torch_fsdp2.py" --checkpoint-act --clip 0.5
+  variant fsdp2-norm-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 134)) "$J/torch_fsdp2.py" --clip 0.5 --bug norm-rank0
+  # Long clean runs of the jobs above, under --sketch (sketches of many steps once gave false
+  # data swaps).
+  variant zero-clean-sketch-long "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 137)) "$J/torch_zero.py" --bug none --steps 100
+  variant sp-clean-sketch-long "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 138)) "$J/torch_seq_parallel.py" --bug none --steps 100
+  variant fsdp2-ckpt-clip-sketch-long "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 139)) "$J/torch_fsdp2.py" --checkpoint-act --clip 0.5 \
+    --steps 100
+  variant sp4-clean-long "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 140)) "$J/torch_seq_parallel.py" --tp 2 --steps 100
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0
@@ -488,6 +507,13 @@ if [ "$HAVE_JAX" = 1 ]; then
   # The current style: one jit'd step over a global mesh, a shard_map body with pmean.
   variant jaxsm-clean "$RUN_S" - no -- \
     bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_shard_map.py" "$NGPU" --port $((P + 60))
+  # Blocks passed round the ring with ppermute (XLA's grouped Sends and Recvs) and all_to_all.
+  variant jax-ring "$RUN_S" - no -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_ring.py" "$NGPU" --port $((P + 135))
+  variant jax-ring-sketch "$RUN_S" - no --sketch -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_ring.py" "$NGPU" --port $((P + 136))
+  variant jax-ring-sketch-long "$RUN_S" - no --sketch -- \
+    bash -c "$JAX_LAUNCH" jax-launch "$PY" "$J/jax_ring.py" "$NGPU" --port $((P + 141)) --steps 100
 else
   say "SKIP the JAX jobs: $PY cannot import jax"
 fi

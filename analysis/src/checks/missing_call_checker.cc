@@ -273,6 +273,12 @@ class MissingCallChecker : public Checker {
                    CallPlace(*blocked) +
                    ". Look there first: at that seq either the ranks' calls "
                    "did not match (a finding there says how) or one of its ranks never issued it."
+         : mismatched_last
+             ? ". " + Capitalized(RankList(accused)) + " stopped in seq " +
+                   std::to_string(*mismatched_last) +
+                   ", where another finding of this communicator says the ranks' calls did "
+                   "not match: a rank whose call NCCL paired with a different one waits in "
+                   "it, so it never got here. Fix that one first."
          : repeat
              ? ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
                    " issued the calls of " + (waiters.size() == 1 ? "its" : "their") +
@@ -289,12 +295,6 @@ class MissingCallChecker : public Checker {
                    " did not get there: a rank-dependent branch, an exception, "
                    "or a blocking call on another communicator (see "
                    "cross_comm_order)."
-         : mismatched_last
-             ? ". " + Capitalized(RankList(accused)) + " stopped in seq " +
-                   std::to_string(*mismatched_last) +
-                   ", where another finding of this communicator says the ranks' calls did "
-                   "not match: a rank whose call NCCL paired with a different one waits in "
-                   "it, so it never got here. Fix that one first."
              : ". Find why " + RankList(accused) +
                    " did not get there: a rank-dependent branch, an exception, "
                    "or a blocking call on another communicator (see "

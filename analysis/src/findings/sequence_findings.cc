@@ -599,6 +599,27 @@ std::string BranchFirst(const SequenceContext& sc, int off_rank, uint64_t seq,
          ": code that ran there for the first time, on " + off + " only.";
 }
 
+// " Rank 0's call at seq S is the first from SITE: ..." when one side of the communicator's first
+// mismatch is a lone rank whose call comes from a statement that never issued one before, while
+// the other side's call does not (at the communicator's first calls every side's would: nothing
+// is said). Without call sites a new shape is what any count mismatch shows, and after an
+// earlier mismatch a rank may be somewhere new only because the ranks had parted: "" then.
+std::string LoneFirstFromItsSite(const SequenceContext& sc, uint64_t seq, int rank, size_t n_mine,
+                                 const std::string& who, size_t n_others,
+                                 const std::string& others) {
+  const TraceModel& m = sc.ctx.model();
+  if (sc.ctx.FirstClaimed(sc.ci).value_or(seq) < seq) return "";
+  const RankView& mine = m.comms()[sc.ci].ranks[rank];
+  const RankView& ref = m.comms()[sc.ci].ranks[sc.ref];
+  const auto mine_at = IssuedAt(m, mine, seq), ref_at = IssuedAt(m, ref, seq);
+  if (!mine_at || !ref_at || mine_at->site.empty() || ref_at->site.empty()) return "";
+  const bool mine_new = FirstFromItsSite(m, mine, seq), ref_new = FirstFromItsSite(m, ref, seq);
+  if (mine_new == ref_new) return "";
+  if (mine_new && n_mine == 1) return " " + BranchFirst(sc, rank, seq, who);
+  if (ref_new && n_others == 1) return " " + BranchFirst(sc, sc.ref, seq, others);
+  return "";
+}
+
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
   // Explained already by a check that runs first (a graph launched more often on some ranks).
   if (sc.ctx.Claimed(sc.ci, std::min(e.seq, e.ref_seq))) return;
@@ -977,6 +998,9 @@ void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {
           f.message = "At seq " + std::to_string(e.seq) + " NCCL paired " + ref_side + " on " +
                       others + " with " + my_side + " on " + who + ": " + PairingConsequence(a, b) +
                       "." + loop;
+        else
+          f.message +=
+              LoneFirstFromItsSite(sc, e.seq, r0, e.ranks.size(), who, agreeing.size(), others);
       }
       if (f.kind == FindingKind::kRootMismatch) {
         // One mistake however many tensors it moves: the roots, not the sizes, make the

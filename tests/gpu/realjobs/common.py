@@ -16,6 +16,22 @@ def share_one_gpu(rank):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
 
+def jax_start(process_id, num_processes, port):
+    """The start of a multi-process JAX job on shared GPUs: share_one_gpu, no preallocation (the
+    processes share the GPU's memory), full-precision matmuls (results are compared with the
+    host's), jax.distributed over loopback. Returns shard_map, wherever this release keeps it."""
+    share_one_gpu(process_id)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    jax.config.update("jax_default_matmul_precision", "highest")
+    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes, process_id)
+    try:
+        from jax import shard_map
+    except ImportError:  # older releases
+        from jax.experimental.shard_map import shard_map
+    return shard_map
+
+
 def torch_env(rank, port=None):
     """share_one_gpu, gloo (the check group) on loopback too, and with port the rendezvous that
     spawned workers need (torchrun sets MASTER_ADDR/PORT itself)."""

@@ -26,7 +26,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import finish, jax_step_wrong, share_one_gpu  # noqa: E402 (no torch at load)
+from common import finish, jax_start, jax_step_wrong  # noqa: E402 (no torch at load)
 
 
 def parse():
@@ -43,21 +43,12 @@ def parse():
 
 args = parse()
 PID = args.process_id
-share_one_gpu(PID)
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+shard_map = jax_start(PID, args.num_processes, args.port)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
-
-try:
-    from jax import shard_map  # noqa: E402
-except ImportError:  # older releases
-    from jax.experimental.shard_map import shard_map  # noqa: E402
-
-jax.config.update("jax_default_matmul_precision", "highest")
-jax.distributed.initialize(f"127.0.0.1:{args.port}", args.num_processes, PID)
 
 D_IN, N_CLASSES = 32, 10
 

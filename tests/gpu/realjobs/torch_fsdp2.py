@@ -16,9 +16,17 @@ loss/count are summed (all_reduce). No bug (`--bug none`): `ncclrr check` must r
 --bug uneven: rank 1's shard of the data holds one batch fewer (a data set split by hand, no
   DistributedSampler): it leaves the loop a step early, and rank 0's last step's all-gathers have
   no partner: a hang at the end.
+--bug norm-rank0: the gradient norm is clipped and logged under `if rank == 0:` (with --clip):
+  clip_grad_norm_ of FSDP's DTensor gradients all-reduces the norm over the mesh, on rank 0
+  alone, where rank 1 goes on to its next step.
 --bug eval-rank0: the evaluation runs on rank 0 only (`if rank == 0:`, logged there and not
   all-reduced), as if the model were a plain module; under FSDP its forward all-gathers every
   block, so rank 0's evaluation all-gathers meet rank 1's next training forward.
+
+--checkpoint-act recomputes each block's activations in the backward pass (non-reentrant
+torch.utils.checkpoint: FSDP's hooks run again around the recomputed forward); --clip N clips
+the gradient norm to N every step (clip_grad_norm_ on FSDP's DTensor gradients, the reference
+copy clipped alike).
 
 Independent reference: an unsharded copy of the model (made before fully_shard, same weights)
 computes this rank's full gradient on the same batch; the copies are all-gathered over a separate
@@ -74,8 +82,9 @@ class Block(nn.Module):
 
 
 class TinyLM(nn.Module):
-    def __init__(self, vocab=64, d=64, n_layers=2, n_heads=4, max_len=32):
+    def __init__(self, vocab=64, d=64, n_layers=2, n_heads=4, max_len=32, checkpoint_act=False):
         super().__init__()
+        self.checkpoint_act = checkpoint_act
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(max_len, d)
         self.blocks = nn.ModuleList(Block(d, n_heads) for _ in range(n_layers))
@@ -86,7 +95,10 @@ class TinyLM(nn.Module):
         t = idx.shape[1]
         x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         for blk in self.blocks:
-            x = blk(x)
+            if self.checkpoint_act:
+                x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+            else:
+                x = blk(x)
         return self.head(self.ln_f(x))
 
 
@@ -108,8 +120,10 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=16)
     ap.add_argument("--eval-every", type=int, default=5)
-    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite", "eval-rank0", "uneven"],
-                    default="none")
+    ap.add_argument("--bug", choices=["none", "reshard", "skip-nonfinite", "eval-rank0", "uneven",
+                                      "norm-rank0"], default="none")
+    ap.add_argument("--checkpoint-act", action="store_true")
+    ap.add_argument("--clip", type=float, default=0.0, help="max gradient norm (0: no clipping)")
     ap.add_argument("--bug-step", type=int, default=7)
     args = ap.parse_args()
 
@@ -122,7 +136,7 @@ def main():
 
     vocab = 64
     torch.manual_seed(0)
-    model = TinyLM(vocab=vocab).to(dev)
+    model = TinyLM(vocab=vocab, checkpoint_act=args.checkpoint_act).to(dev)
     replica = copy.deepcopy(model)  # unsharded reference (FSDP modules cannot be deep-copied)
     mesh = init_device_mesh("cuda", (world,), mesh_dim_names=("dp",))
     if args.bug == "reshard" and rank == 1:
@@ -182,6 +196,16 @@ def main():
         if bad:
             wrong += 1
             log(rank, f"WRONG: step {step} loss all_reduce(AVG) off by {err:.3g}")
+        if args.clip > 0 and (args.bug != "norm-rank0" or rank == 0):  # the bug: rank 0 only
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            want_norm = torch.nn.utils.clip_grad_norm_(replica.parameters(), args.clip)
+            err, bad = off_by(norm.full_tensor().reshape(1).cpu() if hasattr(norm, "full_tensor")
+                              else norm.reshape(1).cpu(), want_norm.reshape(1).cpu())
+            if bad:
+                wrong += 1
+                log(rank, f"WRONG: step {step} gradient norm off by {err:.3g}")
+            if rank == 0 and step % 5 == 0:
+                log(rank, f"step {step:3d} gradient norm {want_norm.item():.4f}")
         opt.step()
         ref_opt.step()
 
