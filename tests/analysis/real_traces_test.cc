@@ -832,6 +832,28 @@ TEST(RealTraces, AClipOnOneRankIsAMismatchTheOtherRankWaitsBehind) {
   ncclrr::testing::ExpectGolden(RealDir() / "fsdp2-norm-rank0.check.txt", c.text);
 }
 
+// Gradient accumulation set per node: rank 1 accumulated 4 micro-batches where the others took 2,
+// so it ran 5 steps where they ran 10. Its all_gather_object after the loop met their next
+// step's buffer broadcast; it raised (garbage sizes: out of memory) and exited. The mismatch
+// gives both readings of rank 1's call from a new statement; the missing call accuses rank 1
+// alone (ranks 2 and 3 issued seq 37 and wait in it, their hosts stopped sooner than rank 0's).
+TEST(RealTraces, ARankThatRanFewerStepsIsReadAsLeavingTheLoopAndAloneMissesTheCall) {
+  const Checked c = CheckReal("accum-mixed");
+  ASSERT_EQ(c.report.findings.size(), 2u) << c.text;
+  const Finding& mismatch = c.report.findings[0];
+  EXPECT_EQ(mismatch.kind, FindingKind::kOpMismatch) << c.text;
+  EXPECT_EQ(mismatch.seq, 36u) << c.text;
+  ExpectPhrases(mismatch.message,
+                {"Rank 1's call at seq 36 is the first from torch_ddp_accum.py:131 in main",
+                 "either rank 1 left the loop there", "or took a branch ranks 0, 2 and 3 did not"});
+  const Finding& missing = c.report.findings[1];
+  EXPECT_EQ(missing.kind, FindingKind::kMissingCall) << c.text;
+  EXPECT_EQ(missing.seq, 37u) << c.text;
+  EXPECT_EQ(missing.ranks, std::vector<int>{1}) << c.text;
+  ExpectPhrases(missing.message, {"but rank 1 never did", "Rank 1 exited without issuing it"});
+  ncclrr::testing::ExpectGolden(RealDir() / "accum-mixed.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(

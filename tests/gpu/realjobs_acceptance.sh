@@ -442,6 +442,19 @@ if [ "$HAVE_TORCH" = 1 ]; then
     --steps 100
   variant sp4-clean-long "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 140)) "$J/torch_seq_parallel.py" --tp 2 --steps 100
+  # PyTorch's pipelining library: Schedule1F1B over 2 and 4 stages; the last stage's node
+  # splitting batches into half as many micro-batches.
+  variant pipe-clean "$RUN_S" - no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 143)) "$J/torch_pipelining.py" --bug none
+  variant pipe-clean-sketch "$RUN_S" - no --sketch -- \
+    "${TORCHRUN[@]}" --master-port $((P + 144)) "$J/torch_pipelining.py" --bug none
+  variant pipe4-clean "$RUN_S" - no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 145)) "$J/torch_pipelining.py" --bug none
+  variant pipe-micro-mixed "$HANG_S" "p2p_mismatch|missing_call|count_mismatch" no -- \
+    "${TORCHRUN[@]}" --master-port $((P + 146)) "$J/torch_pipelining.py" --bug micro-mixed
+  # Gradient accumulation set per node: rank 1 accumulates 4 micro-batches, the others 2.
+  variant accum-mixed "$HANG_S" "op_mismatch|count_mismatch|missing_call" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 142)) "$J/torch_ddp_accum.py" --bug accum-mixed
   # FSDP2 evaluated on rank 0 only: its forward's all-gathers meet rank 1's next step.
   variant fsdp2-eval-rank0 "$HANG_S" "op_mismatch|missing_call|count_mismatch" no -- \
     "${TORCHRUN[@]}" --master-port $((P + 82)) "$J/torch_fsdp2.py" --bug eval-rank0

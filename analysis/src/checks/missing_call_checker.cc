@@ -60,6 +60,9 @@ class MissingCallChecker : public Checker {
     if (accused.empty()) return;
     uint64_t seq = kNoSeq;
     for (int r : accused) seq = std::min(seq, c.ranks[r].issued());
+    // A rank that issued seq waits in it like the longest-running ones, whose hosts went on
+    // further before they waited for the GPU: only the ranks that never issued it are missing it.
+    std::erase_if(accused, [&](int r) { return c.ranks[r].issued() > seq; });
     if (ctx.Claimed(ci, seq)) return;  // explained already (e.g. by cross_comm_order)
     const uint64_t stuck = FirstSeqNoRankCompleted(m, c);
     if (stuck < seq) {

@@ -599,25 +599,43 @@ std::string BranchFirst(const SequenceContext& sc, int off_rank, uint64_t seq,
          ": code that ran there for the first time, on " + off + " only.";
 }
 
-// " Rank 0's call at seq S is the first from SITE: ..." when one side of the communicator's first
+// " Rank 0's call at seq S is the first from SITE ..." when one side of the communicator's first
 // mismatch is a lone rank whose call comes from a statement that never issued one before, while
-// the other side's call does not (at the communicator's first calls every side's would: nothing
-// is said). Without call sites a new shape is what any count mismatch shows, and after an
-// earlier mismatch a rank may be somewhere new only because the ranks had parted: "" then.
+// the other side's call is one its steps issued before (at the communicator's first calls every
+// side's would be new: nothing is said). When the lone rank's next call is the others' next one,
+// it took a branch only it took; otherwise it may as well have left the loop there (it ran fewer
+// steps), and both readings are given. Without call sites a new shape is what any count mismatch
+// shows, and after an earlier mismatch a rank may be somewhere new only because the ranks had
+// parted: "" then.
 std::string LoneFirstFromItsSite(const SequenceContext& sc, uint64_t seq, int rank, size_t n_mine,
                                  const std::string& who, size_t n_others,
                                  const std::string& others) {
   const TraceModel& m = sc.ctx.model();
   if (sc.ctx.FirstClaimed(sc.ci).value_or(seq) < seq) return "";
-  const RankView& mine = m.comms()[sc.ci].ranks[rank];
-  const RankView& ref = m.comms()[sc.ci].ranks[sc.ref];
-  const auto mine_at = IssuedAt(m, mine, seq), ref_at = IssuedAt(m, ref, seq);
+  const CommModel& c = m.comms()[sc.ci];
+  const auto mine_at = IssuedAt(m, c.ranks[rank], seq), ref_at = IssuedAt(m, c.ranks[sc.ref], seq);
   if (!mine_at || !ref_at || mine_at->site.empty() || ref_at->site.empty()) return "";
-  const bool mine_new = FirstFromItsSite(m, mine, seq), ref_new = FirstFromItsSite(m, ref, seq);
+  const bool mine_new = FirstFromItsSite(m, c.ranks[rank], seq);
+  const bool ref_new = FirstFromItsSite(m, c.ranks[sc.ref], seq);
   if (mine_new == ref_new) return "";
-  if (mine_new && n_mine == 1) return " " + BranchFirst(sc, rank, seq, who);
-  if (ref_new && n_others == 1) return " " + BranchFirst(sc, sc.ref, seq, others);
-  return "";
+  const bool lone_mine = mine_new && n_mine == 1;
+  if (!lone_mine && !(ref_new && n_others == 1)) return "";
+  const int lone = lone_mine ? rank : sc.ref, other = lone_mine ? sc.ref : rank;
+  const std::string& lone_name = lone_mine ? who : others;
+  const std::string& other_names = lone_mine ? others : who;
+  const bool other_plural = (lone_mine ? n_others : n_mine) > 1;
+  if (SameIssue(IssuedAt(m, c.ranks[lone], seq + 1), IssuedAt(m, c.ranks[other], seq + 1)))
+    return " " + BranchFirst(sc, lone, seq, lone_name);
+  std::string lone_cap = lone_name;
+  lone_cap[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(lone_cap[0])));
+  const std::string site = lone_mine ? mine_at->site : ref_at->site;
+  return " " + lone_cap + "'s call at seq " + std::to_string(seq) + " is the first from " + site +
+         ", where " + other_names + " issued a call " + (other_plural ? "their" : "its") +
+         " earlier steps issued too: either " + lone_name +
+         " left the loop there (the loop ran fewer times on " + lone_name +
+         ": uneven inputs, or a step count of its own, such as a per-node setting) or took a "
+         "branch " +
+         other_names + " did not.";
 }
 
 void EmitFinding(SequenceContext& sc, const RawEvent& e, FindingSink& sink) {

@@ -17,6 +17,9 @@ step takes --accum batches.
   DDP-wrapped model (in eval mode, under no_grad) for its log line. DDP broadcasts the BatchNorm
   buffers before a forward only when training with gradients on, so with PyTorch 2.11 this
   issues no collective: the job is clean (a rank-0-only forward in training mode would hang).
+--bug accum-mixed: rank 1's node sets twice the accumulation steps (GRAD_ACCUM in its
+  environment, read by the job): it runs 4 micro-batches per step where the others run 2, so its
+  third micro-batch's buffer broadcast meets the others' first gradient bucket all-reduce.
 --bug none: the data set divides evenly; the job finishes with 0 wrong results.
 
 Independent reference: the loss average of every step is compared with the ranks' losses
@@ -46,7 +49,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--accum", type=int, default=2)
     ap.add_argument("--stats-every", type=int, default=4)
-    ap.add_argument("--bug", choices=["uneven", "eval-rank0", "none"], default="none")
+    ap.add_argument("--bug", choices=["uneven", "eval-rank0", "accum-mixed", "none"],
+                    default="none")
     ap.add_argument("--eval-step", type=int, default=3)
     args = ap.parse_args()
 
@@ -55,6 +59,9 @@ def main():
     dev = use_gpu(local_rank)
     dist.init_process_group("nccl", device_id=dev)
     check_pg = dist.new_group(backend="gloo")
+    if args.bug == "accum-mixed" and rank == 1:
+        os.environ["GRAD_ACCUM"] = str(2 * args.accum)  # rank 1's node's setting (the bug)
+    accum = int(os.environ.get("GRAD_ACCUM", args.accum))
 
     settings = [{"lr": 0.05, "seed": 11, "classes": 10} if rank == 0 else None]
     dist.broadcast_object_list(settings, src=0)
@@ -68,8 +75,8 @@ def main():
     data_x = torch.randn(n, 48, generator=g)
     data_y = (data_x @ torch.randn(48, cfg["classes"], generator=g)).argmax(dim=1)
     shard = torch.arange(n)[rank::world]
-    steps = len(shard) // per_step
-    log(rank, f"{len(shard)} samples: {steps} steps of {args.accum} x {args.batch}")
+    steps = len(shard) // (args.batch * accum)
+    log(rank, f"{len(shard)} samples: {steps} steps of {accum} x {args.batch}")
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(48, 96), nn.BatchNorm1d(96), nn.ReLU(),
@@ -83,16 +90,16 @@ def main():
     for step in range(steps):
         opt.zero_grad()
         losses = []
-        for k in range(args.accum):
-            idx = shard[(step * args.accum + k) * args.batch:(step * args.accum + k + 1) * args.batch]
+        for k in range(accum):
+            idx = shard[(step * accum + k) * args.batch:(step * accum + k + 1) * args.batch]
             x, y = data_x[idx].to(dev), data_y[idx].to(dev)
-            last = k == args.accum - 1
+            last = k == accum - 1
             if last:
-                loss = F.cross_entropy(ddp(x), y) / args.accum
+                loss = F.cross_entropy(ddp(x), y) / accum
                 loss.backward()  # gradient buckets all-reduced here
             else:
                 with ddp.no_sync():
-                    loss = F.cross_entropy(ddp(x), y) / args.accum
+                    loss = F.cross_entropy(ddp(x), y) / accum
                     loss.backward()
             losses.append(loss.detach())
             seen += len(idx)
