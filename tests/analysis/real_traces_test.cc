@@ -854,6 +854,25 @@ TEST(RealTraces, ARankThatRanFewerStepsIsReadAsLeavingTheLoopAndAloneMissesTheCa
   ncclrr::testing::ExpectGolden(RealDir() / "accum-mixed.check.txt", c.text);
 }
 
+// PyTorch's pipelining library with the last stage splitting batches into half as many
+// micro-batches: it raised (its loss saw 16 rows against 32 targets) and exited, and the first
+// stage waits in Sends and Recvs it never partnered. Both unmatched calls say the peer's process
+// ended on its own, rather than asking for a matching call.
+TEST(RealTraces, APipelineStageThatRaisedIsNamedAsEndedNotAsMissingACall) {
+  const Checked c = CheckReal("pipe-micro-mixed");
+  size_t p2p = 0;
+  for (const Finding& f : c.report.findings) {
+    if (f.kind != FindingKind::kP2pMismatch) continue;
+    ++p2p;
+    ExpectPhrases(f.message, {"Rank 1's process ended (its trace was closed in order)",
+                              "while rank 0's was still waiting", "an uncaught exception"});
+    EXPECT_EQ(f.message.find("Post every Send with a matching Recv"), std::string::npos)
+        << f.message;
+  }
+  EXPECT_EQ(p2p, 2u) << c.text;
+  ncclrr::testing::ExpectGolden(RealDir() / "pipe-micro-mixed.check.txt", c.text);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Real, RealTraceTest,
     ::testing::Values(
@@ -1013,7 +1032,10 @@ INSTANTIATE_TEST_SUITE_P(
         // FSDP2 with activation checkpointing (its hooks run again around the recomputed
         // forward) and the gradient norm clipped every step; JAX passing blocks round the ring
         // with ppermute (XLA's grouped Sends and Recvs) and all_to_all: clean.
-        RealTrace{"fsdp2-ckpt-clip", std::nullopt}, RealTrace{"jax-ring", std::nullopt}),
+        RealTrace{"fsdp2-ckpt-clip", std::nullopt}, RealTrace{"jax-ring", std::nullopt},
+        // PyTorch's pipelining library, Schedule1F1B over 2 and 4 stages (batched Sends and
+        // Recvs, shapes sent at the first step): clean.
+        RealTrace{"pipe-clean", std::nullopt}, RealTrace{"pipe4-clean", std::nullopt}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

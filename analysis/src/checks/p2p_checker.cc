@@ -143,6 +143,8 @@ class P2pChecker : public Checker {
                   "group)." +
                   (StoppedAtAFinding(ctx, ci, more_sends ? dst : src, extra)
                        ? StoppedText(c, more_sends ? dst : src, more_sends)
+                   : ExitedFirst(m, c, more_sends ? dst : src, more_sends ? src : dst)
+                       ? ExitedText(more_sends ? dst : src, more_sends ? src : dst, more_sends)
                        : " Post every Send with a matching Recv on the peer." +
                              PerStepChange(m, c, src, dst));
       unmatched.push_back({src, dst, more_sends, extra, std::move(f)});
@@ -252,6 +254,26 @@ class P2pChecker : public Checker {
            " of this communicator's collectives, which another finding explains, and posted "
            "nothing after it: that is why the " +
            (lacks_recv ? "Recv" : "Send") + " was never posted. Fix that one first.";
+  }
+
+  // Whether rank `gone`, which lacks the partner, ended on its own (its trace closed in order)
+  // while `waiter`'s process did not (killed later, still waiting): a rank that raised or exited
+  // early, not code that posts one call too few.
+  static bool ExitedFirst(const TraceModel& m, const CommModel& c, int gone, int waiter) {
+    const RankView &g = c.ranks[gone], &w = c.ranks[waiter];
+    return g.has_file() && w.has_file() && m.files()[g.file].clean && !m.files()[w.file].clean;
+  }
+  static std::string ExitedText(int gone, int waiter, bool lacks_recv) {
+    const std::string g = "rank " + std::to_string(gone), w = "rank " + std::to_string(waiter);
+    const std::string mine = lacks_recv ? "Recv" : "Send", theirs = lacks_recv ? "Send" : "Recv";
+    return " Rank " + std::to_string(gone) + "'s process ended (its trace was closed in order) " +
+           "without posting the " + mine + ", while " + w +
+           "'s was still waiting when it was stopped. Look at how " + g +
+           " ended: an uncaught exception (a shape error, running out of memory; its own output "
+           "has it) or an exit in a rank-dependent branch, or it finished its loop while " +
+           w + " posted one more " + theirs +
+           " (a loop run a different number of times on the two "
+           "ranks).";
   }
 
   // Whether rank `rv` issued no collective after `p`: what it waits in when the trace ends.
