@@ -1035,7 +1035,12 @@ INSTANTIATE_TEST_SUITE_P(
         RealTrace{"fsdp2-ckpt-clip", std::nullopt}, RealTrace{"jax-ring", std::nullopt},
         // PyTorch's pipelining library, Schedule1F1B over 2 and 4 stages (batched Sends and
         // Recvs, shapes sent at the first step): clean.
-        RealTrace{"pipe-clean", std::nullopt}, RealTrace{"pipe4-clean", std::nullopt}),
+        RealTrace{"pipe-clean", std::nullopt}, RealTrace{"pipe4-clean", std::nullopt},
+        // The swap bugs run 60-100 steps, swapped at 4-5 steps across the run: every swap is
+        // found, one finding with its repeats.
+        RealTrace{"grad-swap-same-long", FindingKind::kSuspectedSwap, 56, 4},
+        RealTrace{"pptp-swap-same-long", FindingKind::kSuspectedSwap, 96, 3},
+        RealTrace{"busy-swap-same-long", FindingKind::kSuspectedSwap, 99, 3}),
     [](const auto& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)

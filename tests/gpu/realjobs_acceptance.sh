@@ -442,6 +442,18 @@ if [ "$HAVE_TORCH" = 1 ]; then
     --steps 100
   variant sp4-clean-long "$RUN_S" - no -- \
     "${TORCHRUN4[@]}" --master-port $((P + 140)) "$J/torch_seq_parallel.py" --tp 2 --steps 100
+  # Long runs of the swap bugs, swapped at steps across the run: still found, their repeats
+  # grouped.
+  variant grad-swap-same-long "$RUN_S" suspected_swap no -- \
+    "$PY" "$G" --port $((P + 147)) --bug swap-same --steps 100 --swap-steps 5,12,20,47,80
+  variant pptp-swap-same-long "$RUN_S" "suspected_swap|order_swap" no -- \
+    "${TORCHRUN4[@]}" --master-port $((P + 148)) "$J/torch_pipeline_tp.py" --bug swap-same \
+    --steps 60 --swap-steps 4,9,30,50
+  variant busy-swap-same-long "$RUN_S" "suspected_swap|order_swap" no -- \
+    "$PY" "$J/torch_busy_rank0.py" --port $((P + 149)) --bug swap-same --steps 100 \
+    --bug-steps 6,13,40,77
+  variant hook-order-sketch-long "$RUN_S" "suspected_swap|order_swap" no --sketch -- \
+    "$PY" "$J/torch_hook_order.py" --port $((P + 150)) --bug order --steps 100
   # PyTorch's pipelining library: Schedule1F1B over 2 and 4 stages; the last stage's node
   # splitting batches into half as many micro-batches.
   variant pipe-clean "$RUN_S" - no -- \
