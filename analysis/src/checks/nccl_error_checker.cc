@@ -74,11 +74,11 @@ class NcclErrorChecker : public Checker {
                        : what + " on rank " + std::to_string(rank) + " of " + CommLabel(c) +
                              " returned " + result + group + ".") +
                 " " +
-                (AfterMismatch(ctx, ci, f.first_time, call.result)
-                     .value_or(std::string(Advice(call.result)) +
-                               (call.result == kRemoteError
-                                    ? StoppedFirst(m, ci, rank, f.first_time, ctx.options().stable)
-                                    : "")));
+                AfterMismatch(ctx, ci, f.first_time, call.result)
+                    .value_or(std::string(Advice(call.result)) +
+                              (call.result == kRemoteError
+                                   ? StoppedFirst(m, ci, rank, f.first_time, ctx.options().stable)
+                                   : ""));
     sink.Add(std::move(f));
   }
 
@@ -172,8 +172,8 @@ class NcclErrorChecker : public Checker {
                      "buffer posted for it) and fails the communicator. Fix that mismatch; "
                      "this error goes with it."
                : "It follows the mismatched calls reported on this communicator (" + cause->second +
-                     "): a peer's NCCL failed on them and aborted. Fix that mismatch; this "
-                     "error goes with it.";
+                     "): a peer's NCCL failed on them and aborted, or a peer's process ended "
+                     "over them. Fix that mismatch; this error goes with it.";
   }
 };
 
