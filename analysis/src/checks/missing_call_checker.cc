@@ -61,8 +61,12 @@ class MissingCallChecker : public Checker {
     uint64_t seq = kNoSeq;
     for (int r : accused) seq = std::min(seq, c.ranks[r].issued());
     // A rank that issued seq waits in it like the longest-running ones, whose hosts went on
-    // further before they waited for the GPU: only the ranks that never issued it are missing it.
-    std::erase_if(accused, [&](int r) { return c.ranks[r].issued() > seq; });
+    // further before they waited for the GPU: only the ranks that never issued it are missing it
+    // (where no accused rank's count was corrected for a skip, which would shift its seq).
+    const bool plain = std::all_of(accused.begin(), accused.end(), [&](int r) {
+      return adjusted[r] == static_cast<int64_t>(c.ranks[r].issued());
+    });
+    if (plain) std::erase_if(accused, [&](int r) { return c.ranks[r].issued() > seq; });
     if (ctx.Claimed(ci, seq)) return;  // explained already (e.g. by cross_comm_order)
     const uint64_t stuck = FirstSeqNoRankCompleted(m, c);
     if (stuck < seq) {
@@ -215,7 +219,7 @@ class MissingCallChecker : public Checker {
       }
       ended_all &= all_ended;
     }
-    const std::optional<CallRecord> blocked = AllBlockedElsewhere(m, ci, accused);
+    const std::optional<CallRecord> blocked = AllBlockedElsewhere(m, ci, accused, waiters);
     const std::optional<uint64_t> repeat =
         waiters.empty() ? std::nullopt : StepsRepeat(m, c.ranks[waiters[0]], seq);
     // Every accused rank's last call is at a position another finding explained (a mismatch
@@ -242,8 +246,7 @@ class MissingCallChecker : public Checker {
                    "), which " + RankList(waiters) + " issued";
     f.message =
         RankList(waiters) + " issued " + what + " at seq " + std::to_string(seq) +
-        (after ? " and " + Plural(after, "more call", "more calls") + " after it" : "") + ", but " +
-        RankList(accused) + " never did: " + stops +
+        AfterIt(c, waiters, after) + ", but " + RankList(accused) + " never did: " + stops +
         ". NCCL cannot complete a collective until every rank of the communicator "
         "issues it, so " +
         RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
@@ -269,13 +272,10 @@ class MissingCallChecker : public Checker {
                            "exception, such as running out of memory, or an exit in a "
                            "rank-dependent branch; its own output has the error)."
          : !UnmatchedReceives(m, c, accused).empty() ? ". " + UnmatchedReceives(m, c, accused)
-         : blocked
-             ? ". " + Capitalized(RankList(accused)) + " never got here because " +
-                   (accused.size() == 1 ? "it was" : "they were") +
-                   " blocked on another communicator: this hang follows from the one at " +
-                   CallPlace(*blocked) +
-                   ". Look there first: at that seq either the ranks' calls "
-                   "did not match (a finding there says how) or one of its ranks never issued it."
+         : blocked ? ". " + Capitalized(RankList(accused)) + " never got here because " +
+                         (accused.size() == 1 ? "it was" : "they were") +
+                         " blocked on another communicator: this hang follows from the one at " +
+                         CallPlace(*blocked) + ". Look there first: " + BlockedAdvice(*blocked)
          : mismatched_last
              ? ". " + Capitalized(RankList(accused)) + " stopped in seq " +
                    std::to_string(*mismatched_last) +
@@ -406,11 +406,6 @@ class MissingCallChecker : public Checker {
            "pipeline's stages the same number of micro-batches per step).";
   }
 
-  static std::string Capitalized(std::string s) {
-    if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
-    return s;
-  }
-
   // " (the last rooted call before it is seq 89, Broadcast(10 float32))", or "".
   static std::string LastRootedBefore(const TraceModel& m, const CommModel& c, uint64_t stuck) {
     for (const RankView& r : c.ranks) {
@@ -452,18 +447,62 @@ class MissingCallChecker : public Checker {
   }
 
   // Every accused rank's process is blocked in a call on another communicator (it never
-  // returned): the first such call, which is where this hang starts.
+  // returned): the first such call (common timeline), which is where this hang starts. Not when
+  // a waiter here is itself blocked here and belongs to that communicator: the two wait for each
+  // other (cross_comm_order's case), neither follows from the other.
   static std::optional<CallRecord> AllBlockedElsewhere(const TraceModel& m, size_t ci,
-                                                       const std::vector<int>& accused) {
+                                                       const std::vector<int>& accused,
+                                                       const std::vector<int>& waiters) {
     std::optional<CallRecord> first;
+    int64_t first_time = 0;
     for (int r : accused) {
       const RankView& rv = m.comms()[ci].ranks[r];
       if (!rv.has_file()) return std::nullopt;
       const std::optional<CallRecord> last = LastCallElsewhere(m, ci, rv);
       if (!last || !(last->flags & call_flags::kInFlight)) return std::nullopt;
-      if (!first || last->enter_ns < first->enter_ns) first = last;
+      const int64_t t = m.CommonTime(static_cast<uint32_t>(rv.file), last->enter_ns);
+      if (!first || t < first_time) {
+        first = last;
+        first_time = t;
+      }
+    }
+    if (!first) return std::nullopt;
+    for (int w : waiters) {
+      const auto f = static_cast<uint32_t>(m.comms()[ci].ranks[w].file);
+      const std::optional<CallRecord>& own = m.LastCommCall(f);
+      const bool blocked_here =
+          own && own->comm_id == m.comms()[ci].id && (own->flags & call_flags::kInFlight);
+      bool member = false;
+      for (const auto& [other, rank] : m.files()[f].ranks)
+        member |= m.comms()[other].id == first->comm_id;
+      if (blocked_here && member) return std::nullopt;
     }
     return first;
+  }
+
+  // " and 2 more calls after it", or " (rank 0 issued 2 more calls after it)" when only some of
+  // the waiters went that far (the others' hosts waited for the GPU sooner).
+  static std::string AfterIt(const CommModel& c, const std::vector<int>& waiters, uint64_t after) {
+    if (after == 0) return "";
+    std::vector<int> ahead;
+    for (int w : waiters)
+      if (c.ranks[w].issued() == c.max_issued()) ahead.push_back(w);
+    const std::string more = Plural(after, "more call", "more calls") + " after it";
+    if (ahead.size() == waiters.size()) return " and " + more;
+    return " (" + RankList(ahead) + " issued " + more + ")";
+  }
+
+  // Why a call a rank stays blocked in never completes, for the kind of call it is.
+  static std::string BlockedAdvice(const CallRecord& c) {
+    if (IsP2p(static_cast<Api>(c.api))) {
+      const bool send = c.api == static_cast<uint16_t>(Api::kSend);
+      return std::string("a ") + (send ? "Send" : "Recv") +
+             " completes only when its peer posts the matching " + (send ? "Recv" : "Send") +
+             " (look for a p2p_mismatch there).";
+    }
+    return "a collective completes only when every rank issues it alike: either the ranks' calls "
+           "at that seq did not match (look for a finding there) or one of its ranks never issued "
+           "it.";
   }
 };
 

@@ -141,12 +141,7 @@ class P2pChecker : public Checker {
                   (more_sends ? "Send" : "Recv") + " (" + ShortCall(x) +
                   ") has no partner, so it never completes (a hang, or a deadlock inside its "
                   "group)." +
-                  (StoppedAtAFinding(ctx, ci, more_sends ? dst : src, extra)
-                       ? StoppedText(c, more_sends ? dst : src, more_sends)
-                   : ExitedFirst(m, c, more_sends ? dst : src, more_sends ? src : dst)
-                       ? ExitedText(more_sends ? dst : src, more_sends ? src : dst, more_sends)
-                       : " Post every Send with a matching Recv on the peer." +
-                             PerStepChange(m, c, src, dst));
+                  Advice(ctx, ci, src, dst, more_sends, extra);
       unmatched.push_back({src, dst, more_sends, extra, std::move(f)});
     }
     ReportSendCycles(ctx, ci, &unmatched, sink);
@@ -256,9 +251,26 @@ class P2pChecker : public Checker {
            (lacks_recv ? "Recv" : "Send") + " was never posted. Fix that one first.";
   }
 
-  // Whether rank `gone`, which lacks the partner, ended on its own (its trace closed in order)
+  // What to do about the unmatched `extra` (a Send when more_sends, else a Recv) of pair
+  // src -> dst: fix the call the partner's rank stopped in, where another finding explains it;
+  // else keep the per-step counts alike, where they changed; else look at how the partner's rank
+  // ended, where it ended on its own first; else post matching calls.
+  static std::string Advice(const CheckContext& ctx, size_t ci, int src, int dst, bool more_sends,
+                            const P2pCall* extra) {
+    const TraceModel& m = ctx.model();
+    const CommModel& c = m.comms()[ci];
+    const int gone = more_sends ? dst : src, waiter = more_sends ? src : dst;
+    if (StoppedAtAFinding(ctx, ci, gone, extra)) return StoppedText(c, gone, more_sends);
+    const std::string step_change = PerStepChange(m, c, src, dst);
+    if (step_change.empty() && ExitedFirst(m, c, gone, waiter))
+      return ExitedText(gone, waiter, more_sends);
+    return " Post every Send with a matching Recv on the peer." + step_change;
+  }
+
+  // Whether rank `gone`, which lacks a partner, ended on its own (its trace closed in order)
   // while `waiter`'s process did not (killed later, still waiting): a rank that raised or exited
-  // early, not code that posts one call too few.
+  // early, or finished while its peer went on (a peer posts its pipeline's Sends ahead, so the
+  // times of the calls cannot tell these apart: the text gives both).
   static bool ExitedFirst(const TraceModel& m, const CommModel& c, int gone, int waiter) {
     const RankView &g = c.ranks[gone], &w = c.ranks[waiter];
     return g.has_file() && w.has_file() && m.files()[g.file].clean && !m.files()[w.file].clean;
@@ -271,8 +283,8 @@ class P2pChecker : public Checker {
            "'s was still waiting when it was stopped. Look at how " + g +
            " ended: an uncaught exception (a shape error, running out of memory; its own output "
            "has it) or an exit in a rank-dependent branch, or it finished its loop while " +
-           w + " posted one more " + theirs +
-           " (a loop run a different number of times on the two "
+           w + " posted more " + theirs +
+           "s (a loop run a different number of times on the two "
            "ranks).";
   }
 

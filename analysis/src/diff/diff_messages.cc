@@ -90,11 +90,6 @@ std::string Agree(const char* what, bool plural, Agreement a) {
   return std::string(what) + " " + verb;
 }
 
-std::string Capitalized(std::string s) {
-  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
-  return s;
-}
-
 class Describer {
  public:
   Describer(const EventGroup& g, const DiffSide& a, const DiffSide& b, Divergence* d)

@@ -17,10 +17,9 @@ FileFacts FactsOf(const TraceFile& t) {
   t.calls.ForEachRow([&](size_t, const CallRecord& c) {
     facts.totals.first_enter_ns = std::min(facts.totals.first_enter_ns, c.enter_ns);
     facts.totals.last_ns = std::max({facts.totals.last_ns, c.enter_ns, c.exit_ns});
-    const auto api = static_cast<Api>(c.api);
-    if ((IsCollective(api) || IsP2p(api)) &&
-        (!facts.totals.has_last_comm_call || c.enter_ns > facts.totals.last_comm_call.enter_ns)) {
-      facts.totals.has_last_comm_call = true;
+    if (LaterCommCall(c,
+                      facts.totals.has_last_comm_call ? &facts.totals.last_comm_call : nullptr)) {
+      facts.totals.has_last_comm_call = 1;
       facts.totals.last_comm_call = c;
     }
     if (UnplaceableCall(c)) {

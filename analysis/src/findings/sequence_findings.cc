@@ -586,14 +586,12 @@ bool GathersOrScatters(const EventView& v, size_t n) {
 // "Rank 0's call at seq S is the first from SITE ..." when the rank that left the loop issued a
 // call from code that had issued none before (a branch only it took?); "" otherwise.
 std::string BranchFirst(const SequenceContext& sc, int off_rank, uint64_t seq,
-                        const std::string& off) {
+                        const std::string& off, bool known_first = false) {
   const TraceModel& m = sc.ctx.model();
   const RankView& rv = m.comms()[sc.ci].ranks[off_rank];
-  if (!FirstFromItsSite(m, rv, seq)) return "";
+  if (!known_first && !FirstFromItsSite(m, rv, seq)) return "";
   const auto now = IssuedAt(m, rv, seq);
-  std::string who = off;
-  if (!who.empty()) who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
-  return who + "'s call at seq " + std::to_string(seq) +
+  return Capitalized(off) + "'s call at seq " + std::to_string(seq) +
          (now->site.empty() ? " has a shape none of its earlier calls had"
                             : " is the first from " + now->site) +
          ": code that ran there for the first time, on " + off + " only.";
@@ -623,15 +621,16 @@ std::string LoneFirstFromItsSite(const SequenceContext& sc, uint64_t seq, int ra
   const int lone = lone_mine ? rank : sc.ref, other = lone_mine ? sc.ref : rank;
   const std::string& lone_name = lone_mine ? who : others;
   const std::string& other_names = lone_mine ? others : who;
-  const bool other_plural = (lone_mine ? n_others : n_mine) > 1;
-  if (SameIssue(IssuedAt(m, c.ranks[lone], seq + 1), IssuedAt(m, c.ranks[other], seq + 1)))
-    return " " + BranchFirst(sc, lone, seq, lone_name);
-  std::string lone_cap = lone_name;
-  lone_cap[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(lone_cap[0])));
+  // Back to the others' calls right after (a call in place of theirs, or one inserted before
+  // theirs): a branch only the lone rank took.
+  const auto lone_next = IssuedAt(m, c.ranks[lone], seq + 1);
+  if (SameIssue(lone_next, IssuedAt(m, c.ranks[other], seq + 1)) ||
+      SameIssue(lone_next, IssuedAt(m, c.ranks[other], seq)))
+    return " " + BranchFirst(sc, lone, seq, lone_name, true);
   const std::string site = lone_mine ? mine_at->site : ref_at->site;
-  return " " + lone_cap + "'s call at seq " + std::to_string(seq) + " is the first from " + site +
-         ", where " + other_names + " issued a call " + (other_plural ? "their" : "its") +
-         " earlier steps issued too: either " + lone_name +
+  return " " + Capitalized(lone_name) + "'s call at seq " + std::to_string(seq) +
+         " is the first from " + site + ", where rank " + std::to_string(other) +
+         " issued a call its earlier steps issued too: either " + lone_name +
          " left the loop there (the loop ran fewer times on " + lone_name +
          ": uneven inputs, or a step count of its own, such as a per-node setting) or took a "
          "branch " +

@@ -47,13 +47,9 @@ int64_t TraceModel::SlotTime(const CollectiveSlot& s) const {
   return 0;
 }
 
-std::optional<CallRecord> TraceModel::LastCommCall(uint32_t f) const {
-  if (files_[f].last_comm_call) return files_[f].last_comm_call;
-  std::optional<CallRecord> last;
-  for (const CallRecord& c : dir_->files[f].calls)
-    if (IsCollective(static_cast<Api>(c.api)) || IsP2p(static_cast<Api>(c.api)))
-      if (!last || c.enter_ns > last->enter_ns) last = c;
-  return last;
+bool LaterCommCall(const CallRecord& c, const CallRecord* last) {
+  const auto api = static_cast<Api>(c.api);
+  return (IsCollective(api) || IsP2p(api)) && (last == nullptr || c.enter_ns > last->enter_ns);
 }
 
 int TraceModel::FindComm(uint64_t id, uint32_t lineage) const {
@@ -496,15 +492,24 @@ class ModelBuilder {
     for (uint32_t f = 0; f < files.size(); ++f) {
       const TraceFile& t = files[f];
       int64_t first = INT64_MAX, last = INT64_MIN;
+      std::optional<CallRecord> latest;  // of the calls on a communicator (api, times only)
+      size_t latest_row = 0;
       t.calls.ForEachRow(
-          [&](size_t, const CallRecord& c) {
+          [&](size_t row, const CallRecord& c) {
             first = std::min(first, c.enter_ns);
             last = std::max(last, std::max(c.exit_ns, c.enter_ns));
+            if (LaterCommCall(c, latest ? &*latest : nullptr)) {
+              latest = c;
+              latest_row = row;
+            }
           },
-          CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns)));
+          CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns),
+                             offsetof(CallRecord, api)));
+      if (latest) m_.files_[f].last_comm_call = t.calls[latest_row];
       if (f < totals_.size()) {
         first = std::min(first, totals_[f].first_enter_ns);
         last = std::max(last, totals_[f].last_ns);
+        // The file's reader saw all of its calls; this model holds some of them.
         if (totals_[f].has_last_comm_call) m_.files_[f].last_comm_call = totals_[f].last_comm_call;
       }
       if (first != INT64_MAX) {

@@ -72,6 +72,11 @@ std::string Plural(uint64_t n, const std::string& one, const std::string& many) 
   return Thousands(n) + " " + (n == 1 ? one : many);
 }
 
+std::string Capitalized(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
+  return s;
+}
+
 std::string Wrap(const std::string& text, size_t width, const std::string& indent) {
   std::string out, line;
   size_t i = 0;

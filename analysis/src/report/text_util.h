@@ -16,6 +16,7 @@ std::string FileLabel(const TraceModel& m, size_t f,
                       bool stable);  // "process file X" / "rank 1's file"
 std::string Seconds(int64_t ns);     // "1.234 s", "12.5 ms", "830 us"
 std::string Plural(uint64_t n, const std::string& one, const std::string& many);
+std::string Capitalized(std::string s);  // "rank 1 ..." -> "Rank 1 ..."
 // Wraps a paragraph at `width` columns, each line prefixed with `indent`.
 std::string Wrap(const std::string& text, size_t width, const std::string& indent);
 

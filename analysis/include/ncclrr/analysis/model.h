@@ -132,9 +132,9 @@ struct FileView {
   int64_t first_alive_ns = 0;  // common time of its first call (0: none)
   int64_t last_alive_ns = 0;   // common time of the last sign of life (call, clock pair, footer)
   std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
-  // In a model of part of the trace (PartOfTrace), the collective or point-to-point call the
-  // file's process entered last, from all of its calls (FileTotals); unset in a whole model,
-  // whose files hold every call (TraceModel::LastCommCall).
+  // The collective or point-to-point call the file's process entered last, on whichever
+  // communicator (LaterCommCall); in a model of part of the trace, from all of the file's calls
+  // (FileTotals). Unset when it made none.
   std::optional<CallRecord> last_comm_call;
 };
 
@@ -154,10 +154,16 @@ struct FileTotals {
   int64_t first_enter_ns = INT64_MAX;  // monotonic, over every call
   int64_t last_ns = INT64_MIN;         // monotonic: the latest enter or exit of a call
   // The collective or point-to-point call entered last, on whichever communicator: where a
-  // process that stopped was blocked.
-  bool has_last_comm_call = false;
+  // process that stopped was blocked. (A 64-bit flag: the struct travels as raw bytes, and a
+  // bool would leave padding unwritten.)
+  uint64_t has_last_comm_call = 0;
   CallRecord last_comm_call{};
 };
+
+// Whether `c` is a collective or point-to-point call entered after `last` (nullptr: none yet):
+// the one rule that picks a process's last call on any communicator, for FileTotals and
+// FileView alike, so that a check spread over processes names the same call.
+bool LaterCommCall(const CallRecord& c, const CallRecord* last);
 
 // Differences of matched collectives' completion times between the first host and host h (by
 // order of first appearance among the files), in ns: what aligns clocks across hosts.
@@ -221,8 +227,10 @@ class TraceModel {
   // the launch's time (0 when the trace lost that launch).
   int64_t SlotTime(const CollectiveSlot& s) const;
   // The collective or point-to-point call file `f`'s process entered last, on any communicator
-  // (a scan of the file's calls; from FileView::last_comm_call in a model of part of the trace).
-  std::optional<CallRecord> LastCommCall(uint32_t f) const;
+  // (FileView::last_comm_call).
+  const std::optional<CallRecord>& LastCommCall(uint32_t f) const {
+    return files_[f].last_comm_call;
+  }
   int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
