@@ -22,6 +22,7 @@ class MissingCallChecker : public Checker {
   std::string_view name() const override { return "missing calls"; }
 
   void Run(CheckContext& ctx, FindingSink& sink) override {
+    last_calls_.clear();  // of this model's files
     for (size_t ci = 0; ci < ctx.model().comms().size(); ++ci)
       if (ctx.Owns(ci)) CheckComm(ctx, ci, sink);
   }
@@ -422,9 +423,15 @@ class MissingCallChecker : public Checker {
   }
 
   // The process's last collective or point-to-point call, when it is on another communicator.
-  static std::optional<CallRecord> LastCallElsewhere(const TraceModel& m, size_t ci,
-                                                     const RankView& rv) {
-    const std::optional<CallRecord> last = m.LastCommCall(static_cast<uint32_t>(rv.file));
+  // The process's last call on any communicator, found once per file in a check.
+  const std::optional<CallRecord>& LastCall(const TraceModel& m, uint32_t f) {
+    auto it = last_calls_.find(f);
+    if (it == last_calls_.end()) it = last_calls_.emplace(f, m.LastCommCall(f)).first;
+    return it->second;
+  }
+
+  std::optional<CallRecord> LastCallElsewhere(const TraceModel& m, size_t ci, const RankView& rv) {
+    const std::optional<CallRecord>& last = LastCall(m, static_cast<uint32_t>(rv.file));
     if (!last || last->comm_id == m.comms()[ci].id) return std::nullopt;
     return last;
   }
@@ -435,8 +442,7 @@ class MissingCallChecker : public Checker {
   }
 
   // "(its last call was AllReduce(...) on comm Y)" when the rank went on elsewhere.
-  static std::string ElsewhereNote(const TraceModel& m, size_t ci, const RankView& rv,
-                                   bool of_several) {
+  std::string ElsewhereNote(const TraceModel& m, size_t ci, const RankView& rv, bool of_several) {
     const std::optional<CallRecord> last = LastCallElsewhere(m, ci, rv);
     if (!last) return "";
     const std::string whose = of_several ? "rank " + std::to_string(rv.rank) + "'s" : "its";
@@ -450,9 +456,9 @@ class MissingCallChecker : public Checker {
   // returned): the first such call (common timeline), which is where this hang starts. Not when
   // a waiter here is itself blocked here and belongs to that communicator: the two wait for each
   // other (cross_comm_order's case), neither follows from the other.
-  static std::optional<CallRecord> AllBlockedElsewhere(const TraceModel& m, size_t ci,
-                                                       const std::vector<int>& accused,
-                                                       const std::vector<int>& waiters) {
+  std::optional<CallRecord> AllBlockedElsewhere(const TraceModel& m, size_t ci,
+                                                const std::vector<int>& accused,
+                                                const std::vector<int>& waiters) {
     std::optional<CallRecord> first;
     int64_t first_time = 0;
     for (int r : accused) {
@@ -469,7 +475,7 @@ class MissingCallChecker : public Checker {
     if (!first) return std::nullopt;
     for (int w : waiters) {
       const auto f = static_cast<uint32_t>(m.comms()[ci].ranks[w].file);
-      const std::optional<CallRecord>& own = m.LastCommCall(f);
+      const std::optional<CallRecord>& own = LastCall(m, f);
       const bool blocked_here =
           own && own->comm_id == m.comms()[ci].id && (own->flags & call_flags::kInFlight);
       bool member = false;
@@ -504,6 +510,8 @@ class MissingCallChecker : public Checker {
            "at that seq did not match (look for a finding there) or one of its ranks never issued "
            "it.";
   }
+
+  std::map<uint32_t, std::optional<CallRecord>> last_calls_;  // file -> LastCommCall
 };
 
 }  // namespace

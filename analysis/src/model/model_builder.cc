@@ -52,6 +52,25 @@ bool LaterCommCall(const CallRecord& c, const CallRecord* last) {
   return (IsCollective(api) || IsP2p(api)) && (last == nullptr || c.enter_ns > last->enter_ns);
 }
 
+std::optional<CallRecord> TraceModel::LastCommCall(uint32_t f) const {
+  if (files_[f].last_comm_call) return files_[f].last_comm_call;
+  // Found when asked (a few findings ask), not while loading: a pass over the file's calls
+  // decoding only the words the rule reads, then the one row.
+  std::optional<CallRecord> latest;
+  size_t latest_row = 0;
+  const CallTable& calls = dir_->files[f].calls;
+  calls.ForEachRow(
+      [&](size_t row, const CallRecord& c) {
+        if (!LaterCommCall(c, latest ? &*latest : nullptr)) return;
+        latest = c;
+        latest_row = row;
+      },
+      CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns),
+                         offsetof(CallRecord, api)));
+  if (latest) latest = calls[latest_row];
+  return latest;
+}
+
 int TraceModel::FindComm(uint64_t id, uint32_t lineage) const {
   for (size_t i = 0; i < comms_.size(); ++i)
     if (comms_[i].id == id && comms_[i].lineage == lineage) return static_cast<int>(i);
@@ -492,20 +511,12 @@ class ModelBuilder {
     for (uint32_t f = 0; f < files.size(); ++f) {
       const TraceFile& t = files[f];
       int64_t first = INT64_MAX, last = INT64_MIN;
-      std::optional<CallRecord> latest;  // of the calls on a communicator (api, times only)
-      size_t latest_row = 0;
       t.calls.ForEachRow(
-          [&](size_t row, const CallRecord& c) {
+          [&](size_t, const CallRecord& c) {
             first = std::min(first, c.enter_ns);
             last = std::max(last, std::max(c.exit_ns, c.enter_ns));
-            if (LaterCommCall(c, latest ? &*latest : nullptr)) {
-              latest = c;
-              latest_row = row;
-            }
           },
-          CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns),
-                             offsetof(CallRecord, api)));
-      if (latest) m_.files_[f].last_comm_call = t.calls[latest_row];
+          CallTable::WordsOf(offsetof(CallRecord, enter_ns), offsetof(CallRecord, exit_ns)));
       if (f < totals_.size()) {
         first = std::min(first, totals_[f].first_enter_ns);
         last = std::max(last, totals_[f].last_ns);

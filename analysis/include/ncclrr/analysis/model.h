@@ -132,9 +132,9 @@ struct FileView {
   int64_t first_alive_ns = 0;  // common time of its first call (0: none)
   int64_t last_alive_ns = 0;   // common time of the last sign of life (call, clock pair, footer)
   std::vector<std::pair<size_t, int>> ranks;  // (comm index, comm rank) held by this file
-  // The collective or point-to-point call the file's process entered last, on whichever
-  // communicator (LaterCommCall); in a model of part of the trace, from all of the file's calls
-  // (FileTotals). Unset when it made none.
+  // In a model of part of the trace, the collective or point-to-point call the file's process
+  // entered last, on whichever communicator, from all of its calls (FileTotals); unset in a
+  // whole model (TraceModel::LastCommCall finds it there).
   std::optional<CallRecord> last_comm_call;
 };
 
@@ -227,10 +227,9 @@ class TraceModel {
   // the launch's time (0 when the trace lost that launch).
   int64_t SlotTime(const CollectiveSlot& s) const;
   // The collective or point-to-point call file `f`'s process entered last, on any communicator
-  // (FileView::last_comm_call).
-  const std::optional<CallRecord>& LastCommCall(uint32_t f) const {
-    return files_[f].last_comm_call;
-  }
+  // (LaterCommCall): FileView::last_comm_call in a model of part of the trace, else a pass over
+  // the file's calls (callers that ask often keep the answer).
+  std::optional<CallRecord> LastCommCall(uint32_t f) const;
   int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
