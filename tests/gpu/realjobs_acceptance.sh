@@ -584,6 +584,25 @@ else
   say "SKIP nccl-tests: no $NT/all_reduce_perf or no mpirun (tests/gpu/realjobs/build_extras.sh)"
 fi
 
+# The MPI C++ job on a 2 x 2 grid (tests/gpu/realjobs/cpp_grid.cu, build_extras.sh grid): four
+# MPI ranks on the one GPU, a host id each; its watchdog aborts a step that hangs for 15 s.
+GRID=$X/cpp_grid
+if [ -x "$GRID" ] && command -v mpirun >/dev/null; then
+  MPI4=(mpirun --allow-run-as-root --oversubscribe -np 4 -x NCCL_SOCKET_IFNAME=lo
+    -x NCCL_NVLS_ENABLE=0 bash -c 'export NCCL_HOSTID=host-$OMPI_COMM_WORLD_RANK; exec "$0" "$@"'
+    "$GRID" --timeout 15)
+  variant grid-clean "$RUN_S" - no -- "${MPI4[@]}"
+  variant grid-clean-sketch "$RUN_S" - no --sketch -- "${MPI4[@]}"
+  variant grid-clean-long "$RUN_S" - no -- "${MPI4[@]}" --steps 80
+  variant grid-swap-persist "$RUN_S" suspected_swap yes -- "${MPI4[@]}" --bug swap-persist
+  variant grid-race "$RUN_S" "buffer_race|wrong_sum" no --sketch -- "${MPI4[@]}" --bug race
+  variant grid-cross-order "$HANG_S" cross_comm_order no -- "${MPI4[@]}" --bug cross-order
+  variant grid-skip-overflow "$HANG_S" missing_call no -- "${MPI4[@]}" --bug skip-overflow
+  variant grid-halo-size "$HANG_S" p2p_mismatch no -- "${MPI4[@]}" --bug halo-size
+else
+  say "SKIP the MPI C++ grid job: no $GRID or no mpirun (tests/gpu/realjobs/build_extras.sh grid)"
+fi
+
 say "== $ran variant(s), $different not as expected; details: NAME.check.txt, .dump.txt, .record.txt"
 cp "$W/summary.log" "$OUT/realjobs-summary.log"
 shopt -s nullglob

@@ -5,11 +5,13 @@
 #                    NCCL's source for sm_90, with only the kernels the job uses): NCCL inside
 #                    the executable, as in TensorFlow, so only NCCL's profiler plugin can record
 #   nccl-tests       all_reduce_perf etc. with MPI, against the job's libnccl.so.2
+#   cpp_grid         tests/gpu/realjobs/cpp_grid.cu (MPI + NCCL on a grid of ranks) against the
+#                    job's libnccl.so.2
 # Sources: tarballs of the public repositories (NVIDIA/nccl at v2.28.9-1, NVIDIA/nccl-tests),
 # made where there is a network and carried (the GPU machine has none), e.g.
 #   git -C nccl archive --format=tar.gz --prefix=nccl/ v2.28.9-1 >.gpu-src/nccl-2.28.9.tar.gz
 #   git -C nccl-tests archive --format=tar.gz --prefix=nccl-tests/ HEAD >.gpu-src/nccl-tests.tar.gz
-# Usage: tests/gpu/realjobs/build_extras.sh [static|dynamic|nccl-tests ...]   (default: all)
+# Usage: tests/gpu/realjobs/build_extras.sh [static|dynamic|nccl-tests|grid ...]   (default: all)
 #   NCCLRR_GPU_SRC   where the tarballs are (default: .gpu-src in the repository)
 # Writes build-extras/ in the repository; a part whose source is missing is skipped with a
 # message. Exit 1 when a part that had its source failed to build.
@@ -19,7 +21,7 @@ SRC=${NCCLRR_GPU_SRC:-$ROOT/.gpu-src}
 X=$ROOT/build-extras
 JOB=$ROOT/tests/gpu/realjobs/cpp_sgd.cu
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-PARTS=${*:-"dynamic static nccl-tests"}
+PARTS=${*:-"dynamic static nccl-tests grid"}
 mkdir -p "$X"
 failed=0
 log() { echo "build_extras: $*"; }
@@ -73,7 +75,15 @@ for part in $PARTS; do
         >"$X/nccl-tests-build.log" 2>&1 ||
         { log "nccl-tests failed: $(tail -n 5 "$X/nccl-tests-build.log")"; failed=1; continue; }
       ;;
-    *) log "unknown part $part (dynamic, static, nccl-tests)"; failed=1; continue ;;
+    grid)
+      command -v mpicc >/dev/null || { log "skip grid: no mpicc"; continue; }
+      "$NVCC" -O2 -arch=sm_90 "$ROOT/tests/gpu/realjobs/cpp_grid.cu" -I"$NCCL_PREFIX/include" \
+        -I"$(mpicc --showme:incdirs | awk '{print $1}')" -o "$X/cpp_grid" -L"$NCCL_PREFIX/lib" \
+        -lnccl -Xlinker -rpath="$NCCL_DIR" -L"$(mpicc --showme:libdirs | awk '{print $1}')" -lmpi \
+        >"$X/grid.log" 2>&1 ||
+        { log "cpp_grid failed: $(tail -n 5 "$X/grid.log")"; failed=1; continue; }
+      ;;
+    *) log "unknown part $part (dynamic, static, nccl-tests, grid)"; failed=1; continue ;;
   esac
   log "$part built in $(($(date +%s) - start)) s"
 done
