@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "distributed/share_check.h"
 #include "golden_file.h"
 #include "ncclrr/analysis/check_group.h"
 #include "ncclrr/analysis/check_in_passes.h"
@@ -143,6 +144,33 @@ SyntheticTraceOptions GroupsWithASwap(const std::string& dir, int ranks, int gro
 
 // Many communicators, bugs in some: each member checks its own, and together they report what
 // one process does.
+// The last collectives of a file not closed in order go to member 0 (a cycle of waits through
+// several communicators is looked for there): the file's reader and a whole model must cut the
+// tail at the same call.
+TEST(SpreadTails, AReaderAndTheModelCutAFileAtTheSameCall) {
+  std::optional<SyntheticScript> script;
+  for (const testing::Scenario& sc : testing::GoldenScenarios())
+    if (sc.name == "grid_cross_order_long") script = sc.build();
+  ASSERT_TRUE(script);
+  testing::ScratchDir dir("spread-tails");
+  script->dir = dir.path();
+  ASSERT_TRUE(WriteSyntheticScript(*script).ok());
+  auto model = TraceModel::Load(dir.path());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  ASSERT_EQ(model->files().size(), 4u);
+  for (uint32_t f = 0; f < model->files().size(); ++f) {
+    const int64_t from = model->TailFromNs(f);
+    EXPECT_NE(from, INT64_MIN) << "file " << f << " holds more than kTailCollectives collectives";
+    EXPECT_EQ(FactsOf(model->file(f)).totals.tail_from_ns, from) << "file " << f;
+    uint64_t tail = 0;
+    for (size_t i = 0; i < model->file(f).calls.size(); ++i) {
+      const CallRecord c = model->file(f).calls[i];
+      tail += TailCollective(c) && c.enter_ns >= from;
+    }
+    EXPECT_EQ(tail, kTailCollectives) << "file " << f;
+  }
+}
+
 TEST(SpreadManyCommunicators, SplitsTheCommunicatorsAndAgrees) {
   const std::string dir = testing::FreshTempDir("spread-groups");
   SyntheticTraceOptions o = GroupsWithASwap(dir, 16, 8, 20, 3, {4, 9});  // the swap in group 1

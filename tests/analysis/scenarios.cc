@@ -717,6 +717,99 @@ SyntheticScript ManyRanks() {
   return b.s;
 }
 
+// An MPI C++ job on a 2 x 2 grid of ranks (tests/gpu/realjobs/cpp_grid.cu): "world" split into
+// rows (tensor parallel) and columns (data parallel), persistent buffers. Per step: the row
+// all-reduces the activations, the column two same-shape gradients; every 3rd step a halo
+// Send/Recv along the row (a group), every 4th an all-to-all on world; the loss on world. The
+// communicators are nonblocking and the host waits for the GPU after each step, so a hang leaves
+// every call of the step issued; a watchdog then aborts every communicator and MPI ends the job.
+SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
+  ScriptBuilder b(4);
+  const int world = b.Comm(0xd0, "world", Range(4));
+  const int rows[2] = {b.Comm(0xd1, "row0", {0, 1}), b.Comm(0xd2, "row1", {2, 3})};
+  const int cols[2] = {b.Comm(0xd3, "col0", {0, 2}), b.Comm(0xd4, "col1", {1, 3})};
+  for (int c = 1; c < 5; ++c) {
+    b.s.comms[c].parent = 0xd0;
+    b.s.comms[c].origin = CommOrigin::kSplit;
+  }
+  constexpr int kAct = 1, kGradA = 2, kGradB = 3, kHalo = 4, kBlocks = 5, kLoss = 6;
+  constexpr int8_t kInProgress = 7;  // a nonblocking communicator's answer until it is done
+  for (int p = 0; p < 4; ++p) {
+    for (Api api : {Api::kCommInitRankConfig, Api::kCommSplit, Api::kCommSplit}) {
+      ScriptCall c = Lifecycle(api);
+      c.comm = world;
+      c.result = kInProgress;
+      b.On(p, c);
+    }
+    for (int tensor : {kGradA, kGradB}) {
+      ScriptCall r = Lifecycle(Api::kCommRegister);
+      r.comm = cols[p % 2];
+      r.tensor = tensor;
+      r.result = kInProgress;
+      b.On(p, r);
+    }
+  }
+  bool hung = false;
+  for (int step = 0; step < steps; ++step) {
+    for (int p = 0; p < 4; ++p) {
+      const int row = p / 2, col = p % 2;
+      auto on = [&](int comm, ScriptCall c) {
+        c.comm = comm;
+        b.On(p, c);
+      };
+      auto act = [&] { on(rows[row], AllReduce(8192, kAct)); };
+      auto grads = [&] {
+        if (bug == "skip-overflow" && p == 3 && step == bug_step) return;
+        const bool swapped =
+            bug == "swap-persist" && p == 2 && (step == bug_step || step == bug_step + 2);
+        on(cols[col], AllReduce(65536, swapped ? kGradB : kGradA));
+        on(cols[col], AllReduce(65536, swapped ? kGradA : kGradB));
+      };
+      if (bug == "cross-order-blocking" && step == bug_step) {
+        // A blocking host: each rank stops inside the first call of its order.
+        ScriptCall c =
+            AllReduce((row + col) % 2 == 1 ? 65536 : 8192, (row + col) % 2 == 1 ? kGradA : kAct);
+        c.in_flight = true;
+        on((row + col) % 2 == 1 ? cols[col] : rows[row], c);
+        continue;
+      }
+      if ((bug == "cross-order" || bug == "cross-order-rows-columns") && step == bug_step &&
+          (row + col) % 2 == 1) {
+        grads();
+        act();
+      } else {
+        act();
+        grads();
+      }
+      if (step % 3 == 2) {
+        const uint64_t sent = bug == "halo-size" && step == bug_step && p == 1 ? 260 : 256;
+        on(rows[row], P2p(Api::kSend, sent, 1 - col, kAct, step + 1));
+        on(rows[row], P2p(Api::kRecv, 256, 1 - col, kHalo, step + 1));
+      }
+      if (bug == "cross-order-rows-columns") continue;  // "world" only split
+      if (step % 4 == 3) on(world, Collective(Api::kAlltoAll, 512, kBlocks));
+      on(world, AllReduce(1, kLoss));
+    }
+    if ((bug == "cross-order" || bug == "cross-order-blocking" ||
+         bug == "cross-order-rows-columns" || bug == "halo-size" || bug == "skip-overflow") &&
+        step == bug_step) {
+      hung = true;
+      break;
+    }
+  }
+  for (int p = 0; p < 4; ++p) {
+    const int comms[3] = {cols[p % 2], rows[p / 2], world};
+    for (int i = 0; i < 3; ++i) {
+      ScriptCall end = Lifecycle(hung ? Api::kCommAbort : Api::kCommFinalize);
+      end.comm = comms[i];
+      if (hung && i == 0) end.gap_ns = 15'000'000'000;  // the watchdog's timeout
+      b.On(p, end);
+    }
+    b.s.processes[p].close = !hung;  // MPI_Abort ends every process
+  }
+  return b.s;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& GoldenScenarios() {
@@ -771,6 +864,15 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"many_ranks", ManyRanks},
       {"helper_callers_swap", [] { return HelperPaths(true); }},
       {"helper_other_path", [] { return HelperPaths(false); }},
+      {"grid_clean", [] { return Grid("none"); }},
+      {"grid_swap_persist", [] { return Grid("swap-persist"); }},
+      {"grid_cross_order", [] { return Grid("cross-order"); }},
+      {"grid_skip_overflow", [] { return Grid("skip-overflow"); }},
+      {"grid_halo_size", [] { return Grid("halo-size"); }},
+      {"grid_cross_order_blocking", [] { return Grid("cross-order-blocking"); }},
+      {"grid_cross_order_rows_columns", [] { return Grid("cross-order-rows-columns"); }},
+      // Past the last 1,024 collectives of every rank: the tails are cut.
+      {"grid_cross_order_long", [] { return Grid("cross-order", 500, 460); }},
   };
   return kAll;
 }

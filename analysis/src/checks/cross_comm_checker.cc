@@ -4,10 +4,12 @@
 // launch together and may come in either order.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "checks/checkers.h"
+#include "checks/wait_cycle.h"
 #include "ncclrr/trace/describe.h"
 #include "report/text_util.h"
 
@@ -31,11 +33,6 @@ struct Before {
   bool issued = true;  // false: the view never issued Y:y_seq (blocked before it)
 };
 
-// "A" for a named communicator, its commHash otherwise.
-std::string Short(const CommModel& c) {
-  return c.name.empty() ? Hex64(c.id) : "\"" + c.name + "\"";
-}
-
 // Had `r` issued `call` (op, count, type) on its communicator before seq `before`? The last
 // kLookBack calls are read.
 bool IssuedBefore(const TraceModel& m, const RankView& r, uint64_t before,
@@ -47,6 +44,101 @@ bool IssuedBefore(const TraceModel& m, const RankView& r, uint64_t before,
   for (size_t k = n; k-- > 0 && n - k <= kLookBack;)
     if (ShortCall(m.call(r.collectives[k].call)) == call) return true;
   return false;
+}
+
+// Per interval of a view's calls of one comm (key k: between its seq k - 1 and seq k), how many
+// calls of the other comm it issued there. By X seq (calls of Y) or by Y seq (calls of X).
+std::map<uint64_t, uint64_t> YCallsByX(const std::vector<Before>& view) {
+  std::map<uint64_t, uint64_t> n;
+  for (const Before& b : view)
+    if (b.issued) ++n[b.lo];
+  return n;
+}
+std::map<uint64_t, uint64_t> XCallsByY(const std::vector<Before>& view) {
+  std::map<uint64_t, uint64_t> n;
+  const Before* prev = nullptr;
+  for (const Before& b : view) {
+    if (!b.issued) continue;
+    if (prev && prev->y_seq + 1 == b.y_seq) n[b.y_seq] = b.lo - prev->lo;
+    if (!prev && b.y_seq == 0) n[0] = b.lo;
+    prev = &b;
+  }
+  return n;
+}
+
+// Whether `skipped` issued nothing in interval `at` where every view of `others` issued the same
+// number of calls (*calls), and in the last earlier interval where the others issued any, the
+// same number as they did: the two sides went alike until one of them left calls out.
+bool SkippedAt(const std::vector<std::map<uint64_t, uint64_t>>& skipped,
+               const std::vector<std::map<uint64_t, uint64_t>>& others, uint64_t at,
+               uint64_t* calls) {
+  auto count = [](const std::map<uint64_t, uint64_t>& m, uint64_t k) {
+    auto it = m.find(k);
+    return it == m.end() ? uint64_t{0} : it->second;
+  };
+  auto alike = [&](uint64_t k, uint64_t* n) {  // every other view issued *n > 0 calls there
+    *n = count(others.front(), k);
+    for (const auto& o : others)
+      if (count(o, k) != *n) return false;
+    return *n > 0;
+  };
+  for (const auto& s : skipped)
+    if (count(s, at) != 0) return false;
+  if (others.empty() || skipped.empty() || !alike(at, calls)) return false;
+  constexpr uint64_t kLookBack = 64;  // intervals
+  for (uint64_t k = at; k-- > 0 && at - k <= kLookBack;) {
+    uint64_t n = 0;
+    if (!alike(k, &n)) continue;
+    for (const auto& s : skipped)
+      if (count(s, k) != n) return false;
+    return true;
+  }
+  return false;
+}
+
+// A side that issued none of the calls the other side issued on one communicator between two
+// calls of the other, and no such call later: rather than ordering the two communicators
+// differently, it skipped them. The reading, or "" (also its short text in *short_text).
+struct Skip {
+  const std::vector<size_t>* skipped;  // views that skipped
+  const std::vector<int>* who;
+  const std::vector<int>* others;
+  const CommModel* on;       // where they skipped calls
+  uint64_t first, calls;     // the others' calls there
+  const CommModel* between;  // ... issued between seq at - 1 and at of this one
+  uint64_t at;
+  bool blocked;  // the skipping side stopped blocked in a call (it might have issued them later)
+};
+
+std::string SkipReading(const Skip& s, std::string* short_text) {
+  const bool one = s.who->size() == 1;
+  const std::string range =
+      s.calls == 1 ? "seq " + std::to_string(s.first) : "seqs " + SeqRange(s.first, s.calls);
+  const std::string where = s.at == 0
+                                ? "before " + CommShortName(*s.between) + " seq 0"
+                                : "between " + CommShortName(*s.between) + " seq " +
+                                      std::to_string(s.at - 1) + " and seq " + std::to_string(s.at);
+  const bool single = s.calls == 1;
+  *short_text = RankList(*s.who) +
+                (single ? " did not issue the call"
+                        : " issued none of the " + std::to_string(s.calls) + " calls") +
+                " on " + CommShortName(*s.on) + " (" + range + ") that " + RankList(*s.others) +
+                " issued " + where;
+  return " But " + where + ", " + RankList(*s.others) + " issued " +
+         Plural(s.calls, "call", "calls") + " on " + CommShortName(*s.on) + " (" + range +
+         ") and " + RankList(*s.who) + " none, nor " + (one ? "did it" : "did they") + " issue " +
+         (single ? "it" : "them") + " later" +
+         (s.blocked ? " (" + std::string(one ? "it was" : "they were") +
+                          " blocked in the call after, so " + (one ? "it" : "they") +
+                          " might have, in the other order)"
+                    : "") +
+         ": rather than ordering the two communicators differently, " + RankList(*s.who) +
+         " skipped " + (single ? "that call" : "those calls") + " -- a branch only " +
+         (one ? "it" : "they") + " took, such as an update skipped on a condition only " +
+         (one ? "it" : "they") +
+         " saw (an overflow or a NaN found locally) or a loop cut short. Take such a decision on "
+         "every rank together (all-reduce the condition first), or issue the calls on every "
+         "rank.";
 }
 
 class CrossCommChecker : public Checker {
@@ -92,6 +184,7 @@ class CrossCommChecker : public Checker {
       }
       CheckPair(ctx, pair.first, pair.second, vs, per_view, rank_in, sink);
     }
+    if (ctx.Root()) FindWaitCycle(ctx, sink);
   }
 
  private:
@@ -219,8 +312,8 @@ class CrossCommChecker : public Checker {
       }
       return true;
     };
-    const std::string xs = Short(cx) + " seq " + std::to_string(a);
-    const std::string ys = Short(cy) + " seq " + std::to_string(yseq);
+    const std::string xs = CommShortName(cx) + " seq " + std::to_string(a);
+    const std::string ys = CommShortName(cy) + " seq " + std::to_string(yseq);
     const bool b_done = all_issued(before, true), a_done = all_issued(after, false);
     auto second = [](const std::string& s, bool done) {
       return done ? " then " + s : ", then blocked (never issued " + s + ")";
@@ -232,7 +325,7 @@ class CrossCommChecker : public Checker {
     f.message = "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" +
                 xcall + ") was issued before " + CommLabel(cy) + " seq " + std::to_string(yseq) +
                 " (" + ycall + ")" + (b_done ? "" : ", which never came") + "; on " + RankList(ra) +
-                " (ranks of " + Short(cx) + ") the opposite" +
+                " (ranks of " + CommShortName(cx) + ") the opposite" +
                 (a_done ? "" : ", and the first never came") +
                 ". Each device runs its collectives in issue order (one stream, or the host "
                 "waiting between them), so each side waits in one communicator for ranks that "
@@ -277,12 +370,12 @@ class CrossCommChecker : public Checker {
     const bool to_default = from.parent_id == to.id && to.id != 0;
     if (one_moved && !to_default) {
       f.message += " But until then " + RankList(who) + " had issued " + *first_before.begin() +
-                   " only on " + Short(from) + ", as " + RankList(others) + " did, and never on " +
-                   Short(to) +
+                   " only on " + CommShortName(from) + ", as " + RankList(others) +
+                   " did, and never on " + CommShortName(to) +
                    ": rather than an order of two communicators, the call may have been sent to "
                    "the wrong one (another group's handle on the path " +
                    RankList(who) + (who.size() == 1 ? " takes" : " take") + "); if it belongs on " +
-                   Short(to) +
+                   CommShortName(to) +
                    ", issue the two communicators' collectives in one order on every rank.";
     } else if (one_moved) {
       f.message =
@@ -290,19 +383,20 @@ class CrossCommChecker : public Checker {
           ") was issued" + (b_done ? "" : " and never followed by " + ys) + "; on " + RankList(ra) +
           ", " + CommLabel(cy) + " seq " + std::to_string(yseq) + " (" + ycall + ")" +
           (a_done ? "" : ", and never " + xs) + ". Until then " + RankList(who) + " had issued " +
-          *first_before.begin() + " on " + Short(from) + ", as " + RankList(others) +
-          " did, and never on " + Short(to) +
+          *first_before.begin() + " on " + CommShortName(from) + ", as " + RankList(others) +
+          " did, and never on " + CommShortName(to) +
           ": here it sent that call to another communicator. NCCL pairs calls only within a "
           "communicator, so " +
-          RankList(others) + " wait" + (others.size() == 1 ? "s" : "") + " on " + Short(from) +
-          " for a call that went to " + Short(to) +
+          RankList(others) + " wait" + (others.size() == 1 ? "s" : "") + " on " +
+          CommShortName(from) + " for a call that went to " + CommShortName(to) +
           ", where nobody else issues it: a hang. A process group passed wrongly on the path " +
           RankList(who) + (who.size() == 1 ? " takes" : " take") +
-          " does this: `group=` left out sends a call to the default group, and " + Short(from) +
-          " was split from " + Short(to) + ". Pass the same group on every rank.";
-      f.short_text = RankList(who) + " issued " + *first_before.begin() + " on " + Short(to) +
-                     " where " + RankList(others) + " issued it on " + Short(from) +
-                     ", the communicator every rank had used for it";
+          " does this: `group=` left out sends a call to the default group, and " +
+          CommShortName(from) + " was split from " + CommShortName(to) +
+          ". Pass the same group on every rank.";
+      f.short_text = RankList(who) + " issued " + *first_before.begin() + " on " +
+                     CommShortName(to) + " where " + RankList(others) + " issued it on " +
+                     CommShortName(from) + ", the communicator every rank had used for it";
     } else if (cx.nranks == cy.nranks && vs.size() == static_cast<size_t>(cx.nranks) &&
                first_before.size() == 1 && first_before == first_after)
       // Both sides issued the same call first, each on its own communicator over the same
@@ -311,12 +405,40 @@ class CrossCommChecker : public Checker {
       f.message += " But both sides issued the same call first, " + *first_before.begin() +
                    ", each on its own communicator over the same ranks: the ranks may rather "
                    "disagree on which communicator is which, " +
-                   RankList(ra) + "'s " + Short(cy) + " being " + RankList(rb) + "'s " + Short(cx) +
+                   RankList(ra) + "'s " + CommShortName(cy) + " being " + RankList(rb) + "'s " +
+                   CommShortName(cx) +
                    " in purpose. That happens when process groups (or ncclCommSplit colors) "
                    "are created in a different order on different ranks -- new_group called "
                    "while iterating a set or dict of group names (Python's string hashing "
                    "differs per process), or in a rank-dependent branch: create the groups in "
                    "one fixed order on every rank (a sorted list).";
+    if (!one_moved) {
+      // The side that never issued the other call may have skipped calls rather than ordered
+      // them differently: compare how many each side issued in the same interval.
+      auto in_flight = [&](const std::vector<size_t>& views, bool on_x) {
+        for (size_t v : views) {
+          const auto& in = rank_in.at(vs[v]);
+          const RankView& r = on_x ? cx.ranks[in.at(x)] : cy.ranks[in.at(y)];
+          const CollectiveSlot* s = r.AtSeq(on_x ? a : yseq);
+          if (s && (m.call(s->call).flags & call_flags::kInFlight)) return true;
+        }
+        return false;
+      };
+      auto maps = [&](const std::vector<size_t>& views, bool by_x) {
+        std::vector<std::map<uint64_t, uint64_t>> out;
+        for (size_t v : views)
+          out.push_back(by_x ? YCallsByX(per_view[v]) : XCallsByY(per_view[v]));
+        return out;
+      };
+      std::optional<Skip> skip;
+      uint64_t calls = 0;
+      // `before` issued X:a and no Y since X:a-1; or `after` issued Y:yseq and no X since Y-1.
+      if (!b_done && SkippedAt(maps(before, true), maps(after, true), a, &calls))
+        skip = Skip{&before, &rb, &ra, &cy, yseq, calls, &cx, a, in_flight(before, true)};
+      else if (!a_done && SkippedAt(maps(after, false), maps(before, false), yseq, &calls))
+        skip = Skip{&after, &ra, &rb, &cx, a, calls, &cy, yseq, in_flight(after, false)};
+      if (skip) f.message += SkipReading(*skip, &f.short_text);
+    }
     // The hang that follows on both communicators is this finding's consequence.
     ctx.Claim(x, a, kNoSeq);
     ctx.Claim(y, yseq, kNoSeq);

@@ -1,5 +1,6 @@
 #include "distributed/call_routing.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -89,6 +90,7 @@ void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
     stage[m].clear();
   };
   std::map<uint64_t, std::vector<int>> dests;  // per comm id, as the file goes
+  const auto tail_from = plan_.tail_from.find(f);
   calls->ForEachRow([&](size_t row, const CallRecord& c) {
     if (row >= limit) return;
     if (!RoutedCall(c)) {
@@ -105,6 +107,14 @@ void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
     }
     auto it = dests.find(c.comm_id);
     if (it == dests.end()) it = dests.emplace(c.comm_id, Dests(f, c.comm_id)).first;
+    const bool tail_to_0 = tail_from != plan_.tail_from.end() && c.enter_ns >= tail_from->second &&
+                           TailCollective(c) &&
+                           std::find(it->second.begin(), it->second.end(), 0) == it->second.end();
+    if (tail_to_0 && (only < 0 || only == 0)) {
+      (*rows)[0].push_back(static_cast<uint32_t>(row));
+      stage[0].push_back(c);
+      if (stage[0].size() == kStage) flush(0);
+    }
     for (int dest : it->second) {
       if (only >= 0 && dest != only) continue;
       const auto m = static_cast<size_t>(dest);

@@ -1,5 +1,6 @@
 #include "distributed/share_check.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -14,7 +15,10 @@ FileFacts FactsOf(const TraceFile& t) {
     ids.insert(r.comm_id);
   }
   facts.totals.calls = t.calls.size();
+  std::vector<int64_t> tail(kTailCollectives);  // enter times of the last collectives, a ring
+  uint64_t collectives = 0;
   t.calls.ForEachRow([&](size_t, const CallRecord& c) {
+    if (TailCollective(c)) tail[collectives++ % kTailCollectives] = c.enter_ns;
     facts.totals.first_enter_ns = std::min(facts.totals.first_enter_ns, c.enter_ns);
     facts.totals.last_ns = std::max({facts.totals.last_ns, c.enter_ns, c.exit_ns});
     if (LaterCommCall(c,
@@ -31,6 +35,8 @@ FileFacts FactsOf(const TraceFile& t) {
     if (!ids.count(c.comm_id) || (c.rank >= 0 && !announced.count({c.comm_id, c.rank})))
       facts.needs_whole = true;
   });
+  if (collectives >= kTailCollectives)
+    facts.totals.tail_from_ns = *std::min_element(tail.begin(), tail.end());
   return facts;
 }
 

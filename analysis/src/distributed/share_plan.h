@@ -20,6 +20,9 @@ struct SharePlan {
   std::map<std::pair<uint32_t, uint32_t>, int> pair_host;
   // (file, commHash) -> members besides the owner that need the file's calls on that comm.
   std::map<std::pair<uint32_t, uint64_t>, std::set<int>> extra;
+  // File -> enter time from which its collectives also go to member 0 (FileTotals::tail_from_ns
+  // of a file not closed in order).
+  std::map<uint32_t, int64_t> tail_from;
 
   int OwnerOfId(uint64_t id) const {
     auto it = owner_of_id.find(id);

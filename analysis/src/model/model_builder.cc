@@ -71,6 +71,28 @@ std::optional<CallRecord> TraceModel::LastCommCall(uint32_t f) const {
   return latest;
 }
 
+bool TailCollective(const CallRecord& c) {
+  return IsCollective(static_cast<Api>(c.api)) && !UnplaceableCall(c);
+}
+
+int64_t TraceModel::TailFromNs(uint32_t f) const {
+  if (files_[f].tail_from_ns) return *files_[f].tail_from_ns;
+  const CallTable& calls = dir_->files[f].calls;
+  CallTable::Reader read(
+      calls, CallTable::WordsOf(offsetof(CallRecord, api), offsetof(CallRecord, enter_ns),
+                                offsetof(CallRecord, comm_id), offsetof(CallRecord, rank),
+                                offsetof(CallRecord, dtype), offsetof(CallRecord, count)));
+  size_t seen = 0;
+  int64_t from = INT64_MAX;
+  for (size_t row = calls.size(); row-- > 0 && seen < kTailCollectives;) {
+    const CallRecord& c = read[row];
+    if (!TailCollective(c)) continue;
+    ++seen;
+    from = std::min(from, c.enter_ns);
+  }
+  return seen < kTailCollectives ? INT64_MIN : from;
+}
+
 int TraceModel::FindComm(uint64_t id, uint32_t lineage) const {
   for (size_t i = 0; i < comms_.size(); ++i)
     if (comms_[i].id == id && comms_[i].lineage == lineage) return static_cast<int>(i);
@@ -522,6 +544,7 @@ class ModelBuilder {
         last = std::max(last, totals_[f].last_ns);
         // The file's reader saw all of its calls; this model holds some of them.
         if (totals_[f].has_last_comm_call) m_.files_[f].last_comm_call = totals_[f].last_comm_call;
+        m_.files_[f].tail_from_ns = totals_[f].tail_from_ns;
       }
       if (first != INT64_MAX) {
         m_.files_[f].first_alive_ns = m_.CommonTime(f, first);

@@ -44,6 +44,10 @@ std::string RankList(const std::vector<int>& in) {
   return s;
 }
 
+std::string CommShortName(const CommModel& c) {
+  return c.name.empty() ? Hex64(c.id) : "\"" + c.name + "\"";
+}
+
 std::string CommLabel(const CommModel& c) {
   if (!c.name.empty()) return "comm \"" + c.name + "\" (" + Hex64(c.id) + ")";
   return "comm " + Hex64(c.id);

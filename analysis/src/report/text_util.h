@@ -12,6 +12,7 @@ namespace ncclrr::analysis {
 std::string Thousands(uint64_t v);                    // 3211 -> "3,211"
 std::string RankList(const std::vector<int>& ranks);  // "rank 1", "ranks 0, 2 and 5", "ranks 0-63"
 std::string CommLabel(const CommModel& c);            // comm "name" (0x...) or comm 0x...
+std::string CommShortName(const CommModel& c);        // "name" or 0x...
 std::string FileLabel(const TraceModel& m, size_t f,
                       bool stable);  // "process file X" / "rank 1's file"
 std::string Seconds(int64_t ns);     // "1.234 s", "12.5 ms", "830 us"

@@ -136,6 +136,9 @@ struct FileView {
   // entered last, on whichever communicator, from all of its calls (FileTotals); unset in a
   // whole model (TraceModel::LastCommCall finds it there).
   std::optional<CallRecord> last_comm_call;
+  // In a model of part of the trace, FileTotals::tail_from_ns; unset in a whole model
+  // (TraceModel::TailFromNs finds it there).
+  std::optional<int64_t> tail_from_ns;
 };
 
 // A call worth a second look without scanning every record: it returned an error (other than
@@ -158,7 +161,20 @@ struct FileTotals {
   // bool would leave padding unwritten.)
   uint64_t has_last_comm_call = 0;
   CallRecord last_comm_call{};
+  // The earliest enter time of the file's last kTailCollectives collectives in file order
+  // (TailCollective; INT64_MIN when it holds fewer): a cycle of waits across communicators is
+  // looked for among its collectives entered since.
+  int64_t tail_from_ns = INT64_MIN;
 };
+
+// How many of a process's last collectives a cycle of waits across communicators is looked for
+// among (checks/wait_cycle.cc): a deadlocked process issues no more than a step's calls past the
+// one it waits in.
+inline constexpr size_t kTailCollectives = 1024;
+
+// A collective a file's tail counts (a placeable one): the one rule that cuts a file's tail, for
+// FileTotals and the model alike, so that a check spread over processes looks at the same calls.
+bool TailCollective(const CallRecord& c);
 
 // Whether `c` is a collective or point-to-point call entered after `last` (nullptr: none yet):
 // the one rule that picks a process's last call on any communicator, for FileTotals and
@@ -230,6 +246,9 @@ class TraceModel {
   // (LaterCommCall): FileView::last_comm_call in a model of part of the trace, else a pass over
   // the file's calls (callers that ask often keep the answer).
   std::optional<CallRecord> LastCommCall(uint32_t f) const;
+  // FileTotals::tail_from_ns of file `f`: FileView::tail_from_ns in a model of part of the
+  // trace, else read back from the file's last call.
+  int64_t TailFromNs(uint32_t f) const;
   int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
