@@ -142,8 +142,6 @@ SyntheticTraceOptions GroupsWithASwap(const std::string& dir, int ranks, int gro
           .swap_steps = std::move(swaps)};
 }
 
-// Many communicators, bugs in some: each member checks its own, and together they report what
-// one process does.
 // The last collectives of a file not closed in order go to member 0 (a cycle of waits through
 // several communicators is looked for there): the file's reader and a whole model must cut the
 // tail at the same call.
@@ -171,6 +169,8 @@ TEST(SpreadTails, AReaderAndTheModelCutAFileAtTheSameCall) {
   }
 }
 
+// Many communicators, bugs in some: each member checks its own, and together they report what
+// one process does.
 TEST(SpreadManyCommunicators, SplitsTheCommunicatorsAndAgrees) {
   const std::string dir = testing::FreshTempDir("spread-groups");
   SyntheticTraceOptions o = GroupsWithASwap(dir, 16, 8, 20, 3, {4, 9});  // the swap in group 1

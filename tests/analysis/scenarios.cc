@@ -759,9 +759,17 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
       };
       auto act = [&] { on(rows[row], AllReduce(8192, kAct)); };
       auto grads = [&] {
-        if (bug == "skip-overflow" && p == 3 && step == bug_step) return;
+        if (bug.starts_with("skip-overflow") && p == 3 && step == bug_step) return;
         const bool swapped =
             bug == "swap-persist" && p == 2 && (step == bug_step || step == bug_step + 2);
+        if (bug == "cross-order-coalesced") {  // the gradients of 5 layers in one group
+          for (int layer = 0; layer < 5; ++layer) {
+            ScriptCall g = AllReduce(65536, 10 + layer);
+            g.group = 1000 + step;
+            on(cols[col], g);
+          }
+          return;
+        }
         on(cols[col], AllReduce(65536, swapped ? kGradB : kGradA));
         on(cols[col], AllReduce(65536, swapped ? kGradA : kGradB));
       };
@@ -773,8 +781,9 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
         on((row + col) % 2 == 1 ? cols[col] : rows[row], c);
         continue;
       }
-      if ((bug == "cross-order" || bug == "cross-order-rows-columns") && step == bug_step &&
-          (row + col) % 2 == 1) {
+      if ((bug == "cross-order" || bug == "cross-order-rows-columns" ||
+           bug == "cross-order-coalesced") &&
+          step == bug_step && (row + col) % 2 == 1) {
         grads();
         act();
       } else {
@@ -790,13 +799,15 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
       if (step % 4 == 3) on(world, Collective(Api::kAlltoAll, 512, kBlocks));
       on(world, AllReduce(1, kLoss));
     }
-    if ((bug == "cross-order" || bug == "cross-order-blocking" ||
+    if ((bug == "cross-order" || bug == "cross-order-blocking" || bug == "cross-order-coalesced" ||
          bug == "cross-order-rows-columns" || bug == "halo-size" || bug == "skip-overflow") &&
         step == bug_step) {
       hung = true;
       break;
     }
   }
+  // A host that never waits for the GPU goes on issuing every step past the deadlock.
+  if (bug == "skip-overflow-async") hung = true;
   for (int p = 0; p < 4; ++p) {
     const int comms[3] = {cols[p % 2], rows[p / 2], world};
     for (int i = 0; i < 3; ++i) {
@@ -873,6 +884,8 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"grid_cross_order_rows_columns", [] { return Grid("cross-order-rows-columns"); }},
       // Past the last 1,024 collectives of every rank: the tails are cut.
       {"grid_cross_order_long", [] { return Grid("cross-order", 500, 460); }},
+      {"grid_cross_order_coalesced", [] { return Grid("cross-order-coalesced"); }},
+      {"grid_skip_overflow_async", [] { return Grid("skip-overflow-async"); }},
   };
   return kAll;
 }

@@ -97,48 +97,94 @@ bool SkippedAt(const std::vector<std::map<uint64_t, uint64_t>>& skipped,
 }
 
 // A side that issued none of the calls the other side issued on one communicator between two
-// calls of the other, and no such call later: rather than ordering the two communicators
-// differently, it skipped them. The reading, or "" (also its short text in *short_text).
+// calls of the other, and never those calls afterwards.
 struct Skip {
-  const std::vector<size_t>* skipped;  // views that skipped
-  const std::vector<int>* who;
-  const std::vector<int>* others;
-  const CommModel* on;       // where they skipped calls
+  const std::vector<int>& who;
+  const std::vector<int>& others;
+  const CommModel& on;       // where the calls were left out
   uint64_t first, calls;     // the others' calls there
-  const CommModel* between;  // ... issued between seq at - 1 and at of this one
+  const CommModel& between;  // ... issued between seq at - 1 and at of this one
   uint64_t at;
-  bool blocked;  // the skipping side stopped blocked in a call (it might have issued them later)
+  bool went_on;  // every skipping rank issued later calls after `at`: its host was free
+  bool blocked;  // one was blocked in `at` (it might have issued them after, in the other order)
+  bool lacks;    // they never issued the others' first call there; else only later
 };
 
-std::string SkipReading(const Skip& s, std::string* short_text) {
-  const bool one = s.who->size() == 1;
+// The finding's message with the skip reading: where the skipping side went on to later calls,
+// the calls were left out (`mechanism` and the skip's advice); else both readings after
+// `message` (the order's advice). Sets *short_text.
+std::string SkipReading(const Skip& s, const std::string& mechanism, const std::string& message,
+                        std::string* short_text) {
+  const bool one = s.who.size() == 1, single = s.calls == 1;
+  const std::string it = one ? "it" : "they";
   const std::string range =
-      s.calls == 1 ? "seq " + std::to_string(s.first) : "seqs " + SeqRange(s.first, s.calls);
+      single ? "seq " + std::to_string(s.first) : "seqs " + SeqRange(s.first, s.calls);
+  const std::string at = CommShortName(s.between) + " seq " + std::to_string(s.at);
   const std::string where = s.at == 0
-                                ? "before " + CommShortName(*s.between) + " seq 0"
-                                : "between " + CommShortName(*s.between) + " seq " +
+                                ? "before " + at
+                                : "between " + CommShortName(s.between) + " seq " +
                                       std::to_string(s.at - 1) + " and seq " + std::to_string(s.at);
-  const bool single = s.calls == 1;
-  *short_text = RankList(*s.who) +
+  *short_text = RankList(s.who) +
                 (single ? " did not issue the call"
                         : " issued none of the " + std::to_string(s.calls) + " calls") +
-                " on " + CommShortName(*s.on) + " (" + range + ") that " + RankList(*s.others) +
+                " on " + CommShortName(s.on) + " (" + range + ") that " + RankList(s.others) +
                 " issued " + where;
-  return " But " + where + ", " + RankList(*s.others) + " issued " +
-         Plural(s.calls, "call", "calls") + " on " + CommShortName(*s.on) + " (" + range +
-         ") and " + RankList(*s.who) + " none, nor " + (one ? "did it" : "did they") + " issue " +
-         (single ? "it" : "them") + " later" +
-         (s.blocked ? " (" + std::string(one ? "it was" : "they were") +
-                          " blocked in the call after, so " + (one ? "it" : "they") +
-                          " might have, in the other order)"
-                    : "") +
-         ": rather than ordering the two communicators differently, " + RankList(*s.who) +
-         " skipped " + (single ? "that call" : "those calls") + " -- a branch only " +
-         (one ? "it" : "they") + " took, such as an update skipped on a condition only " +
-         (one ? "it" : "they") +
-         " saw (an overflow or a NaN found locally) or a loop cut short. Take such a decision on "
-         "every rank together (all-reduce the condition first), or issue the calls on every "
-         "rank.";
+  const std::string seen = " But " + where + ", " + RankList(s.others) + " issued " +
+                           Plural(s.calls, "call", "calls") + " on " + CommShortName(s.on) + " (" +
+                           range + ") and " + RankList(s.who) + " none";
+  const std::string branch = "a branch only " + it +
+                             " took, such as an update skipped on a "
+                             "condition only " +
+                             it +
+                             " saw (an overflow or a NaN found "
+                             "locally) or a loop cut short";
+  const std::string decide =
+      "Take such a decision on every rank together (all-reduce the "
+      "condition first), or issue the calls on every rank.";
+  if (!s.lacks)  // they issued them, but only after `at`: from there on, a step behind
+    return mechanism + seen + ", and issued " + (single ? "it" : "them") + " only after " + at +
+           ": " + RankList(s.who) + " left a step's " + (single ? "call" : "calls") + " on " +
+           CommShortName(s.on) + " out -- " + branch + " -- so from " + range + " on " + it +
+           (one ? " is " : " are ") + Plural(s.calls, "call", "calls") + " behind " +
+           RankList(s.others) + " there, and NCCL pairs each of " + (one ? "its" : "their") +
+           " calls with the others' from a step earlier (silently, where no other call waits in "
+           "between). " +
+           decide;
+  if (s.went_on)
+    return mechanism + seen + ", and " + it +
+           " went on to later calls without them: rather than "
+           "ordering the two communicators differently, " +
+           RankList(s.who) + " left " + (single ? "that call" : "those calls") + " out -- " +
+           branch + ". " + decide;
+  return message + seen + ", and " + it + " issued nothing more after " + at +
+         (s.blocked ? " (blocked in it)" : "") + ": either " + RankList(s.who) + " left " +
+         (single ? "that call" : "those calls") + " out -- " + branch +
+         " (then take that decision on every rank together: all-reduce the condition first, or "
+         "issue the calls on every rank) -- or " +
+         it + " would have issued " + (single ? "it" : "them") + " after " + at +
+         ", an order to fix as above.";
+}
+
+// Whether `skipped`, after leaving calls out in interval `at`, did not make up for them: in the
+// next interval where every view of `others` issued the same number of calls, so did it (a
+// reordering issues the calls it held back there on top).
+bool DeficitPersists(const std::vector<std::map<uint64_t, uint64_t>>& skipped,
+                     const std::vector<std::map<uint64_t, uint64_t>>& others, uint64_t at) {
+  auto count = [](const std::map<uint64_t, uint64_t>& m, uint64_t k) {
+    auto it = m.find(k);
+    return it == m.end() ? uint64_t{0} : it->second;
+  };
+  constexpr uint64_t kLookAhead = 64;  // intervals
+  for (uint64_t k = at + 1; k <= at + kLookAhead && !others.empty(); ++k) {
+    const uint64_t n = count(others.front(), k);
+    bool alike = n > 0;
+    for (const auto& o : others) alike = alike && count(o, k) == n;
+    if (!alike) continue;
+    for (const auto& s : skipped)
+      if (count(s, k) != n) return false;
+    return true;
+  }
+  return false;
 }
 
 class CrossCommChecker : public Checker {
@@ -257,7 +303,6 @@ class CrossCommChecker : public Checker {
               const std::vector<size_t>& before, const std::vector<size_t>& after,
               const std::map<std::pair<int32_t, int>, std::map<uint32_t, int>>& rank_in,
               FindingSink& sink) {
-    (void)per_view;
     const TraceModel& m = ctx.model();
     const CommModel& cx = m.comms()[x];
     const CommModel& cy = m.comms()[y];
@@ -322,16 +367,17 @@ class CrossCommChecker : public Checker {
     f.table.push_back({CompactRanks(ra), "-", ys + second(xs, a_done), ra == minority || tie});
     f.short_text = RankList(rb) + " issued " + xs + " before " + ys + ", " + RankList(ra) +
                    " the other way round";
-    f.message = "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" +
-                xcall + ") was issued before " + CommLabel(cy) + " seq " + std::to_string(yseq) +
-                " (" + ycall + ")" + (b_done ? "" : ", which never came") + "; on " + RankList(ra) +
-                " (ranks of " + CommShortName(cx) + ") the opposite" +
-                (a_done ? "" : ", and the first never came") +
-                ". Each device runs its collectives in issue order (one stream, or the host "
-                "waiting between them), so each side waits in one communicator for ranks that "
-                "wait in the other: a deadlock, or one waiting to happen where separate streams "
-                "happen to overlap. Issue the collectives of different communicators in one "
-                "global order on every rank, or put both in one ncclGroupStart/ncclGroupEnd.";
+    const std::string mechanism =
+        "On " + RankList(rb) + ", " + CommLabel(cx) + " seq " + std::to_string(a) + " (" + xcall +
+        ") was issued before " + CommLabel(cy) + " seq " + std::to_string(yseq) + " (" + ycall +
+        ")" + (b_done ? "" : ", which never came") + "; on " + RankList(ra) + " (ranks of " +
+        CommShortName(cx) + ") the opposite" + (a_done ? "" : ", and the first never came") +
+        ". Each device runs its collectives in issue order (one stream, or the host waiting "
+        "between them), so each side waits in one communicator for ranks that wait in the other: "
+        "a deadlock, or one waiting to happen where separate streams happen to overlap.";
+    f.message = mechanism +
+                " Issue the collectives of different communicators in one global order on every "
+                "rank, or put both in one ncclGroupStart/ncclGroupEnd.";
     // One side issued its first call on a communicator where it had never issued that call,
     // while it had issued it, until now, on the other one, with every rank: not an order of two
     // communicators, but a call sent to the wrong one.
@@ -368,6 +414,9 @@ class CrossCommChecker : public Checker {
     // split from. Sent anywhere else, a group used for the first time in a different order per
     // rank looks the same: both readings then.
     const bool to_default = from.parent_id == to.id && to.id != 0;
+    const bool same_call_first = cx.nranks == cy.nranks &&
+                                 vs.size() == static_cast<size_t>(cx.nranks) &&
+                                 first_before.size() == 1 && first_before == first_after;
     if (one_moved && !to_default) {
       f.message += " But until then " + RankList(who) + " had issued " + *first_before.begin() +
                    " only on " + CommShortName(from) + ", as " + RankList(others) +
@@ -397,8 +446,7 @@ class CrossCommChecker : public Checker {
       f.short_text = RankList(who) + " issued " + *first_before.begin() + " on " +
                      CommShortName(to) + " where " + RankList(others) + " issued it on " +
                      CommShortName(from) + ", the communicator every rank had used for it";
-    } else if (cx.nranks == cy.nranks && vs.size() == static_cast<size_t>(cx.nranks) &&
-               first_before.size() == 1 && first_before == first_after)
+    } else if (same_call_first)
       // Both sides issued the same call first, each on its own communicator over the same
       // ranks: the ranks may not disagree on the order at all but on which communicator is
       // which.
@@ -412,32 +460,54 @@ class CrossCommChecker : public Checker {
                    "while iterating a set or dict of group names (Python's string hashing "
                    "differs per process), or in a rank-dependent branch: create the groups in "
                    "one fixed order on every rank (a sorted list).";
-    if (!one_moved) {
-      // The side that never issued the other call may have skipped calls rather than ordered
+    if (!one_moved && !same_call_first) {
+      // The side that never issued the other call may have left calls out rather than ordered
       // them differently: compare how many each side issued in the same interval.
-      auto in_flight = [&](const std::vector<size_t>& views, bool on_x) {
-        for (size_t v : views) {
-          const auto& in = rank_in.at(vs[v]);
-          const RankView& r = on_x ? cx.ranks[in.at(x)] : cy.ranks[in.at(y)];
-          const CollectiveSlot* s = r.AtSeq(on_x ? a : yseq);
-          if (s && (m.call(s->call).flags & call_flags::kInFlight)) return true;
-        }
-        return false;
-      };
       auto maps = [&](const std::vector<size_t>& views, bool by_x) {
         std::vector<std::map<uint64_t, uint64_t>> out;
         for (size_t v : views)
           out.push_back(by_x ? YCallsByX(per_view[v]) : XCallsByY(per_view[v]));
         return out;
       };
+      // How the views of `views` went on from their call `at` (X:a, or Y:yseq): whether all
+      // issued later calls after it (their hosts were free), whether one was blocked in it, and
+      // whether all lack the other communicator's call (Y:yseq, or X:a) altogether.
+      auto stopped = [&](const std::vector<size_t>& views, bool skipped_y, bool* went_on,
+                         bool* blocked, bool* lacks) {
+        *went_on = true;
+        *blocked = false;
+        *lacks = true;
+        for (size_t v : views) {
+          const auto& in = rank_in.at(vs[v]);
+          const RankView& lacking = skipped_y ? cy.ranks[in.at(y)] : cx.ranks[in.at(x)];
+          const RankView& at = skipped_y ? cx.ranks[in.at(x)] : cy.ranks[in.at(y)];
+          *lacks = *lacks && !lacking.AtSeq(skipped_y ? yseq : a);
+          const CollectiveSlot* s = at.AtSeq(skipped_y ? a : yseq);
+          if (!s) return false;
+          const CallRecord c = m.call(s->call);
+          *blocked = *blocked || (c.flags & call_flags::kInFlight);
+          const auto last = m.LastCommCall(static_cast<uint32_t>(vs[v].first));
+          *went_on = *went_on && last && last->enter_ns > c.enter_ns;
+        }
+        return true;
+      };
       std::optional<Skip> skip;
       uint64_t calls = 0;
+      bool went_on = false, blocked = false, lacks = false;
       // `before` issued X:a and no Y since X:a-1; or `after` issued Y:yseq and no X since Y-1.
-      if (!b_done && SkippedAt(maps(before, true), maps(after, true), a, &calls))
-        skip = Skip{&before, &rb, &ra, &cy, yseq, calls, &cx, a, in_flight(before, true)};
-      else if (!a_done && SkippedAt(maps(after, false), maps(before, false), yseq, &calls))
-        skip = Skip{&after, &ra, &rb, &cx, a, calls, &cy, yseq, in_flight(after, false)};
-      if (skip) f.message += SkipReading(*skip, &f.short_text);
+      // Where it issued them later, only a deficit that stays tells a skip from a reordering.
+      auto skipped = [&](const std::vector<size_t>& side, const std::vector<size_t>& rest,
+                         bool by_x, uint64_t at) {
+        const auto mine = maps(side, by_x), theirs = maps(rest, by_x);
+        return (lacks || (went_on && DeficitPersists(mine, theirs, at))) &&
+               SkippedAt(mine, theirs, at, &calls);
+      };
+      if (stopped(before, true, &went_on, &blocked, &lacks) && skipped(before, after, true, a))
+        skip.emplace(Skip{rb, ra, cy, yseq, calls, cx, a, went_on, blocked, lacks});
+      else if (stopped(after, false, &went_on, &blocked, &lacks) &&
+               skipped(after, before, false, yseq))
+        skip.emplace(Skip{ra, rb, cx, a, calls, cy, yseq, went_on, blocked, lacks});
+      if (skip) f.message = SkipReading(*skip, mechanism, f.message, &f.short_text);
     }
     // The hang that follows on both communicators is this finding's consequence.
     ctx.Claim(x, a, kNoSeq);
