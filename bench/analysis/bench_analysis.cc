@@ -2,7 +2,7 @@
 //
 //   bench-analysis [--ranks R] [--calls N] [--groups G] [--threads T] [--quick]
 //                  [--write-only] [--spread P] [--export-ranks R2] [--export-calls N2] [--dir D]
-//                  [--trace T]
+//                  [--trace T] [--killed]
 //
 // Writes an R-rank trace of N allreduces per rank (a training loop of 4 tensors per step, with
 // one same-shape swap and one count mismatch injected so the checkers have work), then measures
@@ -18,6 +18,8 @@
 // measures the trace already at T (one --write-only wrote) instead of writing one: a process
 // that has just written thousands of files loads them while the kernel writes them back, and
 // its heap is warm, so scale_table.sh writes in one process and measures in another.
+// --killed leaves the files without a footer, as a killed (hung) job does: the check then also
+// looks for cycles of waits across communicators in every file's last calls (killed_check.sh).
 // bench/README.md records the last numbers.
 #include <sys/resource.h>
 #include <time.h>
@@ -58,9 +60,10 @@ double PeakRssMb() {
 }
 
 ncclrr::SyntheticTraceOptions Options(const std::string& dir, int ranks, long long calls,
-                                      int groups = 1) {
+                                      int groups = 1, bool killed = false) {
   ncclrr::SyntheticTraceOptions o;
   o.dir = dir;
+  o.close_files = !killed;
   o.ranks = ranks;
   o.groups = groups;
   o.steps = static_cast<int>(calls / 4);
@@ -132,14 +135,15 @@ int Spread(const std::string& dir, int members, int threads) {
 
 int main(int argc, char** argv) {
   int ranks = 64, export_ranks = 8, threads = ncclrr::CoreCount(), groups = 1, spread = 0;
-  bool quick = false, write_only = false;
+  bool quick = false, write_only = false, killed = false;
   long long calls = 125'000, export_calls = 25'000;
   std::string dir = "/tmp/ncclrr-bench-analysis", trace;
   try {
     ncclrr::Args args("bench-analysis", argc, argv);
     args.Option("--ranks").Option("--calls").Option("--export-ranks").Option("--export-calls");
     args.Option("--dir").Option("--threads").Option("--groups").Flag("--quick");
-    args.Flag("--write-only").Option("--spread").Option("--trace").Parse();
+    args.Flag("--write-only").Option("--spread").Option("--trace").Flag("--killed").Parse();
+    killed = args.Has("--killed");
     trace = args.GetOr("--trace", "");
     spread = static_cast<int>(args.GetInt("--spread", 0));
     groups = static_cast<int>(args.GetInt("--groups", groups));
@@ -155,7 +159,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-analysis: %s\n", e.what());
     return 2;
   }
-  auto big = Options(dir + "/check", ranks, calls, groups);
+  auto big = Options(dir + "/check", ranks, calls, groups, killed);
   if (!trace.empty()) {
     big.dir = trace;
   } else if (!Generate(big)) {

@@ -546,14 +546,16 @@ SyntheticScript WrongGroup() {
 }
 
 // Each process captures two allreduces into a graph (ids differ per process) and launches it.
-SyntheticScript Graphs(bool template_differs, bool launches_differ) {
+SyntheticScript Graphs(bool template_differs, bool launches_differ, int warmup = 1,
+                       bool killed = false) {
   ScriptBuilder b(2);
   const int w = b.Comm(0x61, "graphs", {0, 1});
   for (int p = 0; p < 2; ++p) {
     const uint64_t graph = 0x6000 + p;
     ScriptCall eager = AllReduce(16, 1);
     eager.comm = w;
-    b.On(p, eager);
+    for (int k = 0; k < warmup; ++k) b.On(p, eager);
+    b.s.processes[p].close = !killed;
     for (int k = 0; k < 2; ++k) {
       ScriptCall t = AllReduce(k == 0 ? 1024 : 2048, 2 + k);
       t.comm = w;
@@ -864,6 +866,9 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"graphs_clean", [] { return Graphs(false, false); }},
       {"graph_template_mismatch", [] { return Graphs(true, false); }},
       {"graph_launch_mismatch", [] { return Graphs(false, true); }},
+      // Killed after more calls than a file's tail holds: a check spread over processes gives
+      // member 0 every call of a file with graph launches, whose seqs count the launches.
+      {"graph_launch_mismatch_killed", [] { return Graphs(false, true, 1100, true); }},
       {"lifecycle_errors", LifecycleErrors},
       {"split_mismatch", SplitMismatch},
       {"nccl_errors", NcclErrors},

@@ -35,7 +35,8 @@ FileFacts FactsOf(const TraceFile& t) {
     if (!ids.count(c.comm_id) || (c.rank >= 0 && !announced.count({c.comm_id, c.rank})))
       facts.needs_whole = true;
   });
-  if (collectives >= kTailCollectives)
+  // A file with graph launches keeps them all: its seqs count the launches (ExpandGraphLaunches).
+  if (collectives >= kTailCollectives && t.graph_events.empty())
     facts.totals.tail_from_ns = *std::min_element(tail.begin(), tail.end());
   return facts;
 }

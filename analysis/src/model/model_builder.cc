@@ -77,6 +77,7 @@ bool TailCollective(const CallRecord& c) {
 
 int64_t TraceModel::TailFromNs(uint32_t f) const {
   if (files_[f].tail_from_ns) return *files_[f].tail_from_ns;
+  if (!dir_->files[f].graph_events.empty()) return INT64_MIN;  // as FactsOf: seqs count launches
   const CallTable& calls = dir_->files[f].calls;
   CallTable::Reader read(
       calls, CallTable::WordsOf(offsetof(CallRecord, api), offsetof(CallRecord, enter_ns),

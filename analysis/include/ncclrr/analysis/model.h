@@ -162,8 +162,9 @@ struct FileTotals {
   uint64_t has_last_comm_call = 0;
   CallRecord last_comm_call{};
   // The earliest enter time of the file's last kTailCollectives collectives in file order
-  // (TailCollective; INT64_MIN when it holds fewer): a cycle of waits across communicators is
-  // looked for among its collectives entered since.
+  // (TailCollective; INT64_MIN when it holds fewer, or launches CUDA graphs, whose launches its
+  // seqs count): a cycle of waits across communicators is looked for among its collectives
+  // entered since.
   int64_t tail_from_ns = INT64_MIN;
 };
 
