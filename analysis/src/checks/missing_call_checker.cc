@@ -243,66 +243,69 @@ class MissingCallChecker : public Checker {
         ended_all && !waiters.empty() && accused.size() == 1
             ? StepBoundary(m, c.ranks[waiters[0]], c.ranks[accused[0]], seq)
             : std::nullopt;
+    // Why the accused ranks never issued it: the first reading that applies.
+    auto why_not_issued = [&]() -> std::string {
+      const std::string who = Capitalized(RankList(accused));
+      if (ended_all && boundary)
+        return ". " + who + " exited without issuing it, right after seq " +
+               std::to_string(seq - 1) + "; " + RankList(waiters) +
+               " went on from such a call to the one " +
+               (waiters.size() == 1 ? "it waits" : "they wait") + " in before (as at seq " +
+               std::to_string(*boundary) +
+               "). Either it raised there (an uncaught exception, such as running out of "
+               "memory: its own output has the error), or it left a loop there while " +
+               RankList(waiters) +
+               " went on: ranks that run the loop a different number of times do this "
+               "(uneven inputs, one rank's share of the data running out first, or a "
+               "stopping condition each rank decides alone, such as early stopping on its "
+               "own validation loss or a time limit); give every rank the same number of "
+               "steps (shard the data evenly, e.g. DistributedSampler with drop_last=True; "
+               "decide to stop on one rank, or all-reduce the decision, and stop together).";
+      if (ended_all)
+        return ". " + who +
+               " exited without issuing it: look at how it ended (an uncaught "
+               "exception, such as running out of memory, or an exit in a "
+               "rank-dependent branch; its own output has the error).";
+      if (const std::string unmatched = UnmatchedReceives(m, c, accused); !unmatched.empty())
+        return ". " + unmatched;
+      if (blocked)
+        return ". " + who + " never got here because " +
+               (accused.size() == 1 ? "it was" : "they were") +
+               " blocked on another communicator: this hang follows from the one at " +
+               CallPlace(*blocked) + ". Look there first: " + BlockedAdvice(*blocked);
+      if (mismatched_last)
+        return ". " + who + " stopped in seq " + std::to_string(*mismatched_last) +
+               ", where another finding of this communicator says the ranks' calls did "
+               "not match: a rank whose call NCCL paired with a different one waits in "
+               "it, so it never got here. Fix that one first.";
+      const std::string elsewhere = "Find why " + RankList(accused) +
+                                    " did not get there: a rank-dependent branch, an exception, "
+                                    "or a blocking call on another communicator (see "
+                                    "cross_comm_order).";
+      if (repeat)
+        return ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
+               " issued the calls of " + (waiters.size() == 1 ? "its" : "their") +
+               " own steps again (the same calls as from seq " + std::to_string(*repeat) +
+               "): " + RankList(waiters) + " went on with the loop where " + RankList(accused) +
+               " had left it. Ranks that run the loop a different number of "
+               "times do this: uneven inputs (one rank's share of the data "
+               "holds more batches) or a stopping condition each rank decides "
+               "alone; give every rank the same number of steps (shard the "
+               "data evenly, e.g. DistributedSampler with drop_last=True; "
+               "decide to stop on one rank and broadcast it). Otherwise f" +
+               elsewhere.substr(1);
+      return ". " + elsewhere;
+    };
     f.short_text = RankList(accused) + " never issued seq " + std::to_string(seq) + " (" + what +
                    "), which " + RankList(waiters) + " issued";
-    f.message =
-        RankList(waiters) + " issued " + what + " at seq " + std::to_string(seq) +
-        AfterIt(c, waiters, after) + ", but " + RankList(accused) + " never did: " + stops +
-        ". NCCL cannot complete a collective until every rank of the communicator "
-        "issues it, so " +
-        RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
-        std::to_string(seq) +
-        (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
-        (ended_all && boundary
-             ? ". " + Capitalized(RankList(accused)) +
-                   " exited without issuing it, right after seq " + std::to_string(seq - 1) + "; " +
-                   RankList(waiters) + " went on from such a call to the one " +
-                   (waiters.size() == 1 ? "it waits" : "they wait") + " in before (as at seq " +
-                   std::to_string(*boundary) +
-                   "). Either it raised there (an uncaught exception, such as running out of "
-                   "memory: its own output has the error), or it left a loop there while " +
-                   RankList(waiters) +
-                   " went on: ranks that run the loop a different number of times do this "
-                   "(uneven inputs, one rank's share of the data running out first, or a "
-                   "stopping condition each rank decides alone, such as early stopping on its "
-                   "own validation loss or a time limit); give every rank the same number of "
-                   "steps (shard the data evenly, e.g. DistributedSampler with drop_last=True; "
-                   "decide to stop on one rank, or all-reduce the decision, and stop together)."
-         : ended_all ? ". " + Capitalized(RankList(accused)) +
-                           " exited without issuing it: look at how it ended (an uncaught "
-                           "exception, such as running out of memory, or an exit in a "
-                           "rank-dependent branch; its own output has the error)."
-         : !UnmatchedReceives(m, c, accused).empty() ? ". " + UnmatchedReceives(m, c, accused)
-         : blocked ? ". " + Capitalized(RankList(accused)) + " never got here because " +
-                         (accused.size() == 1 ? "it was" : "they were") +
-                         " blocked on another communicator: this hang follows from the one at " +
-                         CallPlace(*blocked) + ". Look there first: " + BlockedAdvice(*blocked)
-         : mismatched_last
-             ? ". " + Capitalized(RankList(accused)) + " stopped in seq " +
-                   std::to_string(*mismatched_last) +
-                   ", where another finding of this communicator says the ranks' calls did "
-                   "not match: a rank whose call NCCL paired with a different one waits in "
-                   "it, so it never got here. Fix that one first."
-         : repeat
-             ? ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
-                   " issued the calls of " + (waiters.size() == 1 ? "its" : "their") +
-                   " own steps again (the same calls as from seq " + std::to_string(*repeat) +
-                   "): " + RankList(waiters) + " went on with the loop where " + RankList(accused) +
-                   " had left it. Ranks that run the loop a different number of "
-                   "times do this: uneven inputs (one rank's share of the data "
-                   "holds more batches) or a stopping condition each rank decides "
-                   "alone; give every rank the same number of steps (shard the "
-                   "data evenly, e.g. DistributedSampler with drop_last=True; "
-                   "decide to stop on one rank and broadcast it). Otherwise find "
-                   "why " +
-                   RankList(accused) +
-                   " did not get there: a rank-dependent branch, an exception, "
-                   "or a blocking call on another communicator (see "
-                   "cross_comm_order)."
-             : ". Find why " + RankList(accused) +
-                   " did not get there: a rank-dependent branch, an exception, "
-                   "or a blocking call on another communicator (see "
-                   "cross_comm_order).");
+    f.message = RankList(waiters) + " issued " + what + " at seq " + std::to_string(seq) +
+                AfterIt(c, waiters, after) + ", but " + RankList(accused) + " never did: " + stops +
+                ". NCCL cannot complete a collective until every rank of the communicator "
+                "issues it, so " +
+                RankList(waiters) + (waiters.size() == 1 ? " hangs" : " hang") + " in seq " +
+                std::to_string(seq) +
+                (stable ? "" : " (in flight for " + Seconds(in_flight) + " when the trace ends)") +
+                why_not_issued();
     // Threads that used the communicator at once order its calls by their timing: the call
     // waited for may be one the accused ranks' other thread issues elsewhere, or not yet.
     std::vector<int> at_once;
