@@ -823,6 +823,30 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
   return b.s;
 }
 
+// Three process groups over pairs of three ranks (A = {0, 1}, B = {1, 2}, C = {2, 0}), each on
+// its own stream as PyTorch gives every process group one; no group holds every rank. At step 3
+// each rank issues its second group's call first: a triangle of waits, where separate streams
+// may or may not let NCCL's kernels overlap.
+SyntheticScript PairGroupsTriangle() {
+  ScriptBuilder b(3);
+  const int groups[3] = {b.Comm(0xe1, "A", {0, 1}), b.Comm(0xe2, "B", {1, 2}),
+                         b.Comm(0xe3, "C", {2, 0})};
+  for (int step = 0; step < 4; ++step)
+    for (int p = 0; p < 3; ++p) {
+      // Rank p is in groups p (with p + 1) and p - 1 (with p - 1).
+      int order[2] = {groups[p], groups[(p + 2) % 3]};
+      if (step == 3) std::swap(order[0], order[1]);
+      for (int g : order) {
+        ScriptCall c = AllReduce(4096, 1 + g);
+        c.comm = g;
+        c.stream = 0x100 + static_cast<uint64_t>(g);
+        b.On(p, c);
+      }
+    }
+  for (ScriptProcess& p : b.s.processes) p.close = false;  // hung, then killed
+  return b.s;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& GoldenScenarios() {
@@ -891,6 +915,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"grid_cross_order_long", [] { return Grid("cross-order", 500, 460); }},
       {"grid_cross_order_coalesced", [] { return Grid("cross-order-coalesced"); }},
       {"grid_skip_overflow_async", [] { return Grid("skip-overflow-async"); }},
+      {"pair_groups_triangle", PairGroupsTriangle},
   };
   return kAll;
 }

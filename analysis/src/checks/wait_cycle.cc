@@ -14,17 +14,27 @@ namespace ncclrr::analysis {
 
 namespace {
 
-// "rank 2" (of the naming communicator) or "rank 2 of "col0"" where no communicator holds
-// every rank of the cycle.
+// A rank of the cycle: "rank 2" (of the communicator that holds every rank of the cycle), or
+// where none does, by its ranks in the hop's two communicators: "rank 1 of "A" (rank 0 of "B")".
 struct Names {
   std::string Of(const Hop& h) const {
-    return "rank " + std::to_string(Rank(h)) +
-           (naming < 0 ? " of " + CommShortName(m->comms()[g->node(h.from).first]) : "");
+    if (naming >= 0) return "rank " + std::to_string(RankIn(h, static_cast<uint32_t>(naming)));
+    const uint32_t from = g->node(h.from).first, to = g->node(h.to).first;
+    return "rank " + std::to_string(RankIn(h, from)) + " of " + CommShortName(m->comms()[from]) +
+           (to == from ? ""
+                       : " (rank " + std::to_string(RankIn(h, to)) + " of " +
+                             CommShortName(m->comms()[to]) + ")");
   }
-  int Rank(const Hop& h) const {
-    const auto& in = rank_in->at(g->view(h.view));
-    return in.at(naming >= 0 ? static_cast<uint32_t>(naming) : g->node(h.from).first);
+  // The table's cell: "2", or "1 of "A", 0 of "B"".
+  std::string Cell(const Hop& h) const {
+    if (naming >= 0) return std::to_string(RankIn(h, static_cast<uint32_t>(naming)));
+    const uint32_t from = g->node(h.from).first, to = g->node(h.to).first;
+    return std::to_string(RankIn(h, from)) + " of " + CommShortName(m->comms()[from]) +
+           (to == from
+                ? ""
+                : ", " + std::to_string(RankIn(h, to)) + " of " + CommShortName(m->comms()[to]));
   }
+  int RankIn(const Hop& h, uint32_t comm) const { return rank_in->at(g->view(h.view)).at(comm); }
   const TraceModel* m;
   const WaitGraph* g;
   const std::map<View, std::map<uint32_t, int>>* rank_in;
@@ -107,7 +117,7 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
     if (comms.insert(cf).second)
       comm_list += (comm_list.empty() ? "" : ", ") + CommShortName(m.comms()[cf]);
     certain = certain && h.certain;
-    named.push_back(names.Rank(h));
+    if (naming >= 0) named.push_back(names.RankIn(h, static_cast<uint32_t>(naming)));
     each.push_back(names.Of(h));
     const std::string rank = names.Of(h);
     const std::string from_call = ShortCall(m.call(h.from_call));
@@ -124,8 +134,7 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
       steps += (steps.empty() ? "" : "; ") + rank + " issued " + instance(h.from) + " (" +
                from_call + ") before " + instance(h.to) + " (" + ShortCall(m.call(h.to_call)) + ")";
     }
-    f.table.push_back(
-        {naming >= 0 ? std::to_string(names.Rank(h)) : names.Of(h).substr(5), "-", what, true});
+    f.table.push_back({names.Cell(h), "-", what, true});
   }
   for (const auto& [v, in] : rank_in)
     if (views.count(v) && in.count(first_comm)) f.ranks.push_back(in.at(first_comm));
