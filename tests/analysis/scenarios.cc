@@ -847,6 +847,53 @@ SyntheticScript PairGroupsTriangle() {
   return b.s;
 }
 
+// A = {0, 1, 3}, B = {0, 1, 2}, C = {2, 3}: ranks 0 and 1 share A and B and always agree on
+// their order (A first); rank 2 issues B then C; rank 3 A then C, but C then A at step 3. No two
+// ranks disagree on a pair, yet A, B and C wait round a cycle.
+SyntheticScript SharedPairAgreesCycle() {
+  ScriptBuilder b(4);
+  const int a = b.Comm(0xf1, "A", {0, 1, 3}), c_b = b.Comm(0xf2, "B", {0, 1, 2}),
+            c = b.Comm(0xf3, "C", {2, 3});
+  auto on = [&](int p, int comm, uint64_t count) {
+    ScriptCall x = AllReduce(count, 1 + comm);
+    x.comm = comm;
+    b.On(p, x);
+  };
+  for (int step = 0; step < 4; ++step) {
+    for (int p : {0, 1}) on(p, a, 4096), on(p, c_b, 8192);
+    on(2, c_b, 8192), on(2, c, 2048);
+    if (step < 3)
+      on(3, a, 4096), on(3, c, 2048);
+    else
+      on(3, c, 2048), on(3, a, 4096);
+  }
+  for (ScriptProcess& p : b.s.processes) p.close = false;  // hung, then killed
+  return b.s;
+}
+
+// Two communicators over the same two ranks; each step issues X, Y, X. Once, at step 1, rank 1
+// issues X, X, Y, then goes back to the usual order: a reordering that makes up at once, not a
+// skipped call.
+SyntheticScript ReorderedOnce() {
+  ScriptBuilder b(2);
+  const int x = b.Comm(0xf4, "X", {0, 1}), y = b.Comm(0xf5, "Y", {0, 1});
+  for (int step = 0; step < 6; ++step)
+    for (int p = 0; p < 2; ++p) {
+      ScriptCall first = AllReduce(16, 1), call_y = AllReduce(65536, 2), last = AllReduce(1, 3);
+      first.comm = last.comm = x;
+      call_y.comm = y;
+      b.On(p, first);
+      if (p == 1 && step == 1) {
+        b.On(p, last);
+        b.On(p, call_y);
+      } else {
+        b.On(p, call_y);
+        b.On(p, last);
+      }
+    }
+  return b.s;
+}
+
 }  // namespace
 
 const std::vector<Scenario>& GoldenScenarios() {
@@ -916,6 +963,8 @@ const std::vector<Scenario>& GoldenScenarios() {
       {"grid_cross_order_coalesced", [] { return Grid("cross-order-coalesced"); }},
       {"grid_skip_overflow_async", [] { return Grid("skip-overflow-async"); }},
       {"pair_groups_triangle", PairGroupsTriangle},
+      {"shared_pair_agrees_cycle", SharedPairAgreesCycle},
+      {"cross_comm_reordered_once", ReorderedOnce},
   };
   return kAll;
 }

@@ -142,11 +142,12 @@ std::string SkipReading(const Skip& s, const std::string& mechanism, const std::
       "Take such a decision on every rank together (all-reduce the "
       "condition first), or issue the calls on every rank.";
   if (!s.lacks)  // they issued them, but only after `at`: from there on, a step behind
-    return mechanism + seen + ", and issued " + (single ? "it" : "them") + " only after " + at +
-           ": " + RankList(s.who) + " left a step's " + (single ? "call" : "calls") + " on " +
-           CommShortName(s.on) + " out -- " + branch + " -- so from " + range + " on " + it +
-           (one ? " is " : " are ") + Plural(s.calls, "call", "calls") + " behind " +
-           RankList(s.others) + " there, and NCCL pairs each of " + (one ? "its" : "their") +
+    return mechanism + seen + ", and " + it + " issued " + (single ? "it" : "them") +
+           " only after " + at + ": " + RankList(s.who) + " left a step's " +
+           (single ? "call" : "calls") + " on " + CommShortName(s.on) + " out -- " + branch +
+           " -- so from " + range + " on " + it + (one ? " is " : " are ") +
+           Plural(s.calls, "call", "calls") + " behind " + RankList(s.others) +
+           " there, and NCCL pairs each of " + (one ? "its" : "their") +
            " calls with the others' from a step earlier (silently, where no other call waits in "
            "between). " +
            decide;
@@ -156,7 +157,9 @@ std::string SkipReading(const Skip& s, const std::string& mechanism, const std::
            "ordering the two communicators differently, " +
            RankList(s.who) + " left " + (single ? "that call" : "those calls") + " out -- " +
            branch + ". " + decide;
-  return message + seen + ", and " + it + " issued nothing more after " + at +
+  return message + seen +
+         (one ? ", and it issued nothing more after " + at
+              : ", and not all of them issued anything after " + at) +
          (s.blocked ? " (blocked in it)" : "") + ": either " + RankList(s.who) + " left " +
          (single ? "that call" : "those calls") + " out -- " + branch +
          " (then take that decision on every rank together: all-reduce the condition first, or "
@@ -165,26 +168,28 @@ std::string SkipReading(const Skip& s, const std::string& mechanism, const std::
          ", an order to fix as above.";
 }
 
-// Whether `skipped`, after leaving calls out in interval `at`, did not make up for them: in the
-// next interval where every view of `others` issued the same number of calls, so did it (a
-// reordering issues the calls it held back there on top).
+// Whether `skipped`, after leaving calls out in interval `at`, never made up for them over the
+// next intervals while the others went on issuing: its running deficit stays what it was (a
+// reordering issues the calls it held back later, and the deficit closes).
 bool DeficitPersists(const std::vector<std::map<uint64_t, uint64_t>>& skipped,
-                     const std::vector<std::map<uint64_t, uint64_t>>& others, uint64_t at) {
+                     const std::vector<std::map<uint64_t, uint64_t>>& others, uint64_t at,
+                     uint64_t calls) {
   auto count = [](const std::map<uint64_t, uint64_t>& m, uint64_t k) {
     auto it = m.find(k);
     return it == m.end() ? uint64_t{0} : it->second;
   };
   constexpr uint64_t kLookAhead = 64;  // intervals
-  for (uint64_t k = at + 1; k <= at + kLookAhead && !others.empty(); ++k) {
-    const uint64_t n = count(others.front(), k);
-    bool alike = n > 0;
-    for (const auto& o : others) alike = alike && count(o, k) == n;
-    if (!alike) continue;
-    for (const auto& s : skipped)
-      if (count(s, k) != n) return false;
-    return true;
+  bool went_on = false;
+  for (size_t v = 0; v < skipped.size(); ++v) {
+    int64_t deficit = static_cast<int64_t>(calls);
+    for (uint64_t k = at + 1; k <= at + kLookAhead; ++k) {
+      const uint64_t theirs = count(others.front(), k);
+      deficit += static_cast<int64_t>(theirs) - static_cast<int64_t>(count(skipped[v], k));
+      if (deficit != static_cast<int64_t>(calls)) return false;
+      went_on |= theirs > 0;
+    }
   }
-  return false;
+  return went_on;
 }
 
 class CrossCommChecker : public Checker {
@@ -469,44 +474,42 @@ class CrossCommChecker : public Checker {
           out.push_back(by_x ? YCallsByX(per_view[v]) : XCallsByY(per_view[v]));
         return out;
       };
-      // How the views of `views` went on from their call `at` (X:a, or Y:yseq): whether all
-      // issued later calls after it (their hosts were free), whether one was blocked in it, and
-      // whether all lack the other communicator's call (Y:yseq, or X:a) altogether.
-      auto stopped = [&](const std::vector<size_t>& views, bool skipped_y, bool* went_on,
-                         bool* blocked, bool* lacks) {
-        *went_on = true;
-        *blocked = false;
-        *lacks = true;
+      // How the views of `views` went on from their call at X:a (skipped Y) or Y:yseq.
+      struct Stop {
+        bool went_on = true;   // every one issued its next call there: its host was free
+        bool blocked = false;  // one was blocked in it
+        bool lacks = true;     // none issued the other communicator's call (Y:yseq, or X:a)
+      };
+      auto stop_of = [&](const std::vector<size_t>& views, bool skipped_y) {
+        Stop st;
         for (size_t v : views) {
           const auto& in = rank_in.at(vs[v]);
           const RankView& lacking = skipped_y ? cy.ranks[in.at(y)] : cx.ranks[in.at(x)];
           const RankView& at = skipped_y ? cx.ranks[in.at(x)] : cy.ranks[in.at(y)];
-          *lacks = *lacks && !lacking.AtSeq(skipped_y ? yseq : a);
-          const CollectiveSlot* s = at.AtSeq(skipped_y ? a : yseq);
-          if (!s) return false;
-          const CallRecord c = m.call(s->call);
-          *blocked = *blocked || (c.flags & call_flags::kInFlight);
-          const auto last = m.LastCommCall(static_cast<uint32_t>(vs[v].first));
-          *went_on = *went_on && last && last->enter_ns > c.enter_ns;
+          const uint64_t seq = skipped_y ? a : yseq;
+          st.lacks = st.lacks && !lacking.AtSeq(skipped_y ? yseq : a);
+          const CollectiveSlot* s = at.AtSeq(seq);
+          const bool blocked = s && (m.call(s->call).flags & call_flags::kInFlight);
+          st.blocked = st.blocked || blocked;
+          st.went_on = st.went_on && !blocked && at.AtSeq(seq + 1);
         }
-        return true;
+        return st;
       };
       std::optional<Skip> skip;
       uint64_t calls = 0;
-      bool went_on = false, blocked = false, lacks = false;
       // `before` issued X:a and no Y since X:a-1; or `after` issued Y:yseq and no X since Y-1.
-      // Where it issued them later, only a deficit that stays tells a skip from a reordering.
+      // Where the side issued the other call later, only a deficit that stays tells a skip from
+      // a reordering.
       auto skipped = [&](const std::vector<size_t>& side, const std::vector<size_t>& rest,
-                         bool by_x, uint64_t at) {
+                         bool by_x, uint64_t at, const Stop& st) {
         const auto mine = maps(side, by_x), theirs = maps(rest, by_x);
-        return (lacks || (went_on && DeficitPersists(mine, theirs, at))) &&
-               SkippedAt(mine, theirs, at, &calls);
+        return SkippedAt(mine, theirs, at, &calls) &&
+               (st.lacks || (st.went_on && DeficitPersists(mine, theirs, at, calls)));
       };
-      if (stopped(before, true, &went_on, &blocked, &lacks) && skipped(before, after, true, a))
-        skip.emplace(Skip{rb, ra, cy, yseq, calls, cx, a, went_on, blocked, lacks});
-      else if (stopped(after, false, &went_on, &blocked, &lacks) &&
-               skipped(after, before, false, yseq))
-        skip.emplace(Skip{ra, rb, cx, a, calls, cy, yseq, went_on, blocked, lacks});
+      if (const Stop st = stop_of(before, true); skipped(before, after, true, a, st))
+        skip.emplace(Skip{rb, ra, cy, yseq, calls, cx, a, st.went_on, st.blocked, st.lacks});
+      else if (const Stop st2 = stop_of(after, false); skipped(after, before, false, yseq, st2))
+        skip.emplace(Skip{ra, rb, cx, a, calls, cy, yseq, st2.went_on, st2.blocked, st2.lacks});
       if (skip) f.message = SkipReading(*skip, mechanism, f.message, &f.short_text);
     }
     // The hang that follows on both communicators is this finding's consequence.

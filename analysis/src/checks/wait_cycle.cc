@@ -74,18 +74,43 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
     hubs.insert(hub);
     std::erase_if(left, [&](const auto& p) { return p.first == hub || p.second == hub; });
   }
+  // Passes: without any hub (no pair two views share is left), then each hub without the other
+  // hubs and its own partners in such pairs. A pass meets no cycle through such a pair, so no
+  // rejection ends its search early.
+  std::vector<std::set<uint32_t>> passes{hubs};
+  for (uint32_t hub : hubs) {
+    std::set<uint32_t> leave_out = hubs;
+    leave_out.erase(hub);
+    for (const auto& [x, y] : pairwise)
+      if (x == hub || y == hub) leave_out.insert(x == hub ? y : x);
+    passes.push_back(std::move(leave_out));
+  }
   const WaitGraph g(m, ctx.options().threads);
+  // A pair two views share, whose calls of the cycle those views issued in opposite orders:
+  // the pairwise check reports it.
+  auto pairwise_reports = [&](const std::vector<Hop>& h) {
+    std::map<uint32_t, uint32_t> node_of;  // comm -> the cycle's first node on it
+    for (const Hop& x : h) node_of.try_emplace(g.node(x.from).first, x.from);
+    for (auto a = node_of.begin(); a != node_of.end(); ++a)
+      for (auto b = std::next(a); b != node_of.end(); ++b) {
+        if (!pairwise.count({a->first, b->first})) continue;
+        int seen = 0;
+        for (const auto& [v, in] : rank_in)
+          if (in.count(a->first) && in.count(b->first))
+            if (const int o = g.Order(v, a->second, b->second); o != 0) {
+              if (seen != 0 && seen != o) return true;
+              seen = o;
+            }
+      }
+    return false;
+  };
   const std::vector<Hop> hops = g.FindCycle(
       [&](const std::vector<Hop>& h) {
         std::set<uint32_t> comms;
         for (const Hop& x : h) comms.insert(g.node(x.from).first);
-        if (h.size() < 2 || comms.size() < 2) return false;
-        for (auto a = comms.begin(); a != comms.end(); ++a)
-          for (auto b = std::next(a); b != comms.end(); ++b)
-            if (pairwise.count({*a, *b})) return false;
-        return true;
+        return h.size() >= 2 && comms.size() >= 2 && !pairwise_reports(h);
       },
-      hubs);
+      passes);
   if (hops.empty()) return;
 
   // Ranks are named in the largest communicator that holds every view of the cycle, if any.
@@ -118,8 +143,8 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
       comm_list += (comm_list.empty() ? "" : ", ") + CommShortName(m.comms()[cf]);
     certain = certain && h.certain;
     if (naming >= 0) named.push_back(names.RankIn(h, static_cast<uint32_t>(naming)));
-    each.push_back(names.Of(h));
     const std::string rank = names.Of(h);
+    each.push_back(rank);
     const std::string from_call = ShortCall(m.call(h.from_call));
     f.calls.push_back({h.from_call, rank_in[g.view(h.view)][cf], g.node(h.from).second});
     f.first_time = std::min(f.first_time, m.CallTime(h.from_call));
@@ -150,6 +175,9 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
       who += (k == 0 ? "" : k + 1 == each.size() ? " and " : ", ") + each[k];
   }
   const std::string n_comms = std::to_string(comms.size()) + " communicators";
+  bool shares_pair = false;
+  for (auto a = comms.begin(); a != comms.end(); ++a)
+    for (auto b = std::next(a); b != comms.end(); ++b) shares_pair |= pairwise.count({*a, *b}) > 0;
   f.short_text =
       who + " wait for each other round a cycle through " + n_comms + " (" + comm_list + ")";
   f.message =
@@ -162,9 +190,12 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
                : std::string("a deadlock, or one waiting to happen where separate streams (or a "
                              "nonblocking communicator's deferred launch) happen to let them "
                              "overlap")) +
-      ". No two of these ranks share two of the " + n_comms +
-      ", so no pair of ranks disagrees on an order by itself: only the cycle through all of them "
-      "deadlocks. Issue the collectives of different communicators in one global order on every "
+      ". " +
+      (shares_pair ? std::string()
+                   : "No two of these ranks share two of the " + n_comms +
+                         ", so no pair of ranks disagrees on an order by itself: only the cycle "
+                         "through all of them deadlocks. ") +
+      "Issue the collectives of different communicators in one global order on every "
       "rank (for a grid of communicators, e.g. every row collective of a step before every "
       "column one), or put them in one ncclGroupStart/ncclGroupEnd.";
   // The hang that follows on every communicator of the cycle is this finding's consequence.

@@ -115,18 +115,32 @@ void WaitGraph::LinkBlocks(uint32_t view, size_t i0, size_t i1, size_t j0, size_
 }
 
 std::vector<Hop> WaitGraph::FindCycle(const Accept& accept,
-                                      const std::set<uint32_t>& avoid_first) const {
+                                      const std::vector<std::set<uint32_t>>& passes) const {
   std::vector<bool> skip(nodes_.size(), false);
-  if (!avoid_first.empty()) {
-    for (size_t n = 0; n < nodes_.size(); ++n) skip[n] = avoid_first.count(nodes_[n].first) > 0;
+  for (const std::set<uint32_t>& leave_out : passes) {
+    for (size_t n = 0; n < nodes_.size(); ++n) skip[n] = leave_out.count(nodes_[n].first) > 0;
     if (auto hops = Search(accept, skip); !hops.empty()) return hops;
-    skip.assign(nodes_.size(), false);
   }
+  skip.assign(nodes_.size(), false);
   return Search(accept, skip);
 }
 
+int WaitGraph::Order(const View& view, uint32_t a, uint32_t b) const {
+  auto it = calls_.find(view);
+  if (it == calls_.end()) return 0;
+  int at_a = -1, at_b = -1, i = 0;
+  for (const TailCall& c : it->second) {
+    const auto key = std::make_pair(c.comm, c.seq);
+    if (key == nodes_[a]) at_a = i;
+    if (key == nodes_[b]) at_b = i;
+    ++i;
+  }
+  if (at_a < 0 || at_b < 0) return 0;
+  return at_a < at_b ? -1 : 1;
+}
+
 // Depth first; a cycle `accept` rejects leaves its nodes explored (a search for every cycle
-// would grow exponentially): the second pass of FindCycle is there for what the first misses.
+// would grow exponentially): FindCycle's passes leave out what would close such cycles.
 std::vector<Hop> WaitGraph::Search(const Accept& accept, const std::vector<bool>& skip) const {
   std::vector<uint8_t> color(nodes_.size(), 0);  // 0 new, 1 on the path, 2 done
   std::vector<size_t> pos(nodes_.size(), 0);
@@ -174,9 +188,10 @@ std::vector<Hop> WaitGraph::Search(const Accept& accept, const std::vector<bool>
   return {};
 }
 
-// Consecutive edges of one view are one hop (also across the cycle's wrap).
+// Consecutive edges of one view are one hop (also across the cycle's wrap), but for an edge out
+// of a blocked call: "blocked in" names the call the view hung in.
 std::vector<Hop> WaitGraph::Merged(std::vector<Hop> hops) const {
-  while (hops.size() > 1 && hops.front().view == hops.back().view) {
+  while (hops.size() > 1 && hops.front().view == hops.back().view && !hops.front().blocked) {
     hops.front().from = hops.back().from;
     hops.front().from_call = hops.back().from_call;
     hops.front().certain = hops.front().certain && hops.back().certain;
@@ -184,7 +199,7 @@ std::vector<Hop> WaitGraph::Merged(std::vector<Hop> hops) const {
   }
   std::vector<Hop> out;
   for (const Hop& h : hops) {
-    if (!out.empty() && out.back().view == h.view) {
+    if (!out.empty() && out.back().view == h.view && !h.blocked) {
       out.back().to = h.to;
       out.back().to_call = h.to_call;
       out.back().blocked = h.blocked;

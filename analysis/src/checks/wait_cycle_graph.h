@@ -34,11 +34,15 @@ class WaitGraph {
   // The tails (TraceModel::TailFromNs) of every file not closed in order; files on `threads`.
   WaitGraph(const TraceModel& m, int threads);
 
-  // The first cycle `accept` takes, in hops, starting at its smallest node; or empty. The
-  // search first leaves out the nodes of the communicators in `avoid_first` (hubs that would
-  // close cycles the caller rejects), then tries again with every node.
+  // The first cycle `accept` takes, in hops, starting at its smallest node; or empty. One search
+  // per entry of `passes`, each leaving out the nodes of those communicators (so that a pass
+  // meets no cycle the caller would reject, which would end its search there), then one over
+  // every node.
   using Accept = std::function<bool(const std::vector<Hop>&)>;
-  std::vector<Hop> FindCycle(const Accept& accept, const std::set<uint32_t>& avoid_first) const;
+  std::vector<Hop> FindCycle(const Accept& accept,
+                             const std::vector<std::set<uint32_t>>& passes) const;
+  // On `view`, whether node `a` was issued before node `b` (-1), after it (1), or not both (0).
+  int Order(const View& view, uint32_t a, uint32_t b) const;
 
   // (comm index, seq) of a node.
   const std::pair<uint32_t, uint64_t>& node(uint32_t n) const { return nodes_[n]; }
