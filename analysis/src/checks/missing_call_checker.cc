@@ -278,10 +278,10 @@ class MissingCallChecker : public Checker {
                ", where another finding of this communicator says the ranks' calls did "
                "not match: a rank whose call NCCL paired with a different one waits in "
                "it, so it never got here. Fix that one first.";
-      const std::string elsewhere = "Find why " + RankList(accused) +
-                                    " did not get there: a rank-dependent branch, an exception, "
-                                    "or a blocking call on another communicator (see "
-                                    "cross_comm_order).";
+      const std::string why_elsewhere = "why " + RankList(accused) +
+                                        " did not get there: a rank-dependent branch, an "
+                                        "exception, or a blocking call on another communicator "
+                                        "(see cross_comm_order).";
       if (repeat)
         return ". From seq " + std::to_string(seq) + " " + RankList(waiters) +
                " issued the calls of " + (waiters.size() == 1 ? "its" : "their") +
@@ -292,9 +292,9 @@ class MissingCallChecker : public Checker {
                "holds more batches) or a stopping condition each rank decides "
                "alone; give every rank the same number of steps (shard the "
                "data evenly, e.g. DistributedSampler with drop_last=True; "
-               "decide to stop on one rank and broadcast it). Otherwise f" +
-               elsewhere.substr(1);
-      return ". " + elsewhere;
+               "decide to stop on one rank and broadcast it). Otherwise find " +
+               why_elsewhere;
+      return ". Find " + why_elsewhere;
     };
     f.short_text = RankList(accused) + " never issued seq " + std::to_string(seq) + " (" + what +
                    "), which " + RankList(waiters) + " issued";
