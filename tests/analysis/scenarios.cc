@@ -784,7 +784,7 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
         continue;
       }
       if ((bug == "cross-order" || bug == "cross-order-rows-columns" ||
-           bug == "cross-order-coalesced") &&
+           bug == "cross-order-coalesced" || bug == "cross-order-exit") &&
           step == bug_step && (row + col) % 2 == 1) {
         grads();
         act();
@@ -802,7 +802,8 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
       on(world, AllReduce(1, kLoss));
     }
     if ((bug == "cross-order" || bug == "cross-order-blocking" || bug == "cross-order-coalesced" ||
-         bug == "cross-order-rows-columns" || bug == "halo-size" || bug == "skip-overflow") &&
+         bug == "cross-order-exit" || bug == "cross-order-rows-columns" || bug == "halo-size" ||
+         bug == "skip-overflow") &&
         step == bug_step) {
       hung = true;
       break;
@@ -818,7 +819,8 @@ SyntheticScript Grid(const std::string& bug, int steps = 12, int bug_step = 5) {
       if (hung && i == 0) end.gap_ns = 15'000'000'000;  // the watchdog's timeout
       b.On(p, end);
     }
-    b.s.processes[p].close = !hung;  // MPI_Abort ends every process
+    // MPI_Abort ends every process; a watchdog that aborts and returns from main closes them.
+    b.s.processes[p].close = !hung || bug == "cross-order-exit";
   }
   return b.s;
 }
@@ -961,6 +963,7 @@ const std::vector<Scenario>& GoldenScenarios() {
       // Past the last 1,024 collectives of every rank: the tails are cut.
       {"grid_cross_order_long", [] { return Grid("cross-order", 500, 460); }},
       {"grid_cross_order_coalesced", [] { return Grid("cross-order-coalesced"); }},
+      {"grid_cross_order_exit", [] { return Grid("cross-order-exit"); }},
       {"grid_skip_overflow_async", [] { return Grid("skip-overflow-async"); }},
       {"pair_groups_triangle", PairGroupsTriangle},
       {"shared_pair_agrees_cycle", SharedPairAgreesCycle},

@@ -45,9 +45,9 @@ struct Names {
 
 void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
   const TraceModel& m = ctx.model();
-  bool any_unclean = false;
-  for (const FileView& f : m.files()) any_unclean = any_unclean || !f.clean;
-  if (!any_unclean) return;
+  bool any_hung = false;
+  for (uint32_t f = 0; f < m.files().size() && !any_hung; ++f) any_hung = m.MayHaveHung(f);
+  if (!any_hung) return;
   std::map<View, std::map<uint32_t, int>> rank_in;  // view -> comm -> rank
   for (size_t ci = 0; ci < m.comms().size(); ++ci)
     for (const RankView& r : m.comms()[ci].ranks)

@@ -8,10 +8,11 @@
 
 namespace ncclrr::analysis {
 
-// Looks among the last kTailCollectives collectives of every process that did not end in order
-// (a deadlock never lets it) and reports the first cycle found as a cross_comm_order finding,
-// claiming its positions. Cycles of two communicators that two or more ranks share are the
-// pairwise check's. Member 0 of a spread check runs it: it receives those calls (SharePlan).
+// Looks among the last kTailCollectives collectives of every process that may have hung (its
+// file not closed in order, or a communicator aborted: TraceModel::MayHaveHung) and reports the
+// first cycle found as a cross_comm_order finding, claiming its positions. A cycle through a
+// pair of communicators that two ranks share and order oppositely is the pairwise check's.
+// Member 0 of a spread check runs it: it receives those calls (SharePlan).
 void FindWaitCycle(CheckContext& ctx, FindingSink& sink);
 
 }  // namespace ncclrr::analysis

@@ -21,12 +21,12 @@ WaitGraph::WaitGraph(const TraceModel& m, int threads) {
 }
 
 void WaitGraph::ReadTails(const TraceModel& m, int threads) {
-  std::vector<uint32_t> unclean;
+  std::vector<uint32_t> hung;
   for (uint32_t f = 0; f < m.files().size(); ++f)
-    if (!m.files()[f].clean) unclean.push_back(f);
-  std::vector<std::vector<std::pair<View, TailCall>>> per_file(unclean.size());
-  ParallelFor(unclean.size(), threads, [&](size_t i) {
-    const uint32_t f = unclean[i];
+    if (m.MayHaveHung(f)) hung.push_back(f);
+  std::vector<std::vector<std::pair<View, TailCall>>> per_file(hung.size());
+  ParallelFor(hung.size(), threads, [&](size_t i) {
+    const uint32_t f = hung[i];
     const int64_t from = m.TailFromNs(f);
     for (const auto& [ci, rank] : m.files()[f].ranks) {
       const RankView& r = m.comms()[ci].ranks[static_cast<size_t>(rank)];

@@ -1,6 +1,6 @@
 #pragma once
 // The graph a cycle of waits across communicators is looked for in (wait_cycle.h): collectives
-// (communicator, seq) of the last calls of every process that did not end in order, linked by
+// (communicator, seq) of the last calls of every process that may have hung, linked by
 // "issued before" on one view (process file, device): a collective cannot run before the ones
 // issued ahead of it complete (one stream, or the host waiting in between), and a thread blocked
 // inside a call (it never returned) issues nothing after it. A collective completes only once
@@ -31,7 +31,8 @@ struct Hop {
 
 class WaitGraph {
  public:
-  // The tails (TraceModel::TailFromNs) of every file not closed in order; files on `threads`.
+  // The tails (TraceModel::TailFromNs) of every file whose process may have hung
+  // (TraceModel::MayHaveHung); files on `threads`.
   WaitGraph(const TraceModel& m, int threads);
 
   // The first cycle `accept` takes, in hops, starting at its smallest node; or empty. One search

@@ -19,6 +19,7 @@ FileFacts FactsOf(const TraceFile& t) {
   uint64_t collectives = 0;
   t.calls.ForEachRow([&](size_t, const CallRecord& c) {
     if (TailCollective(c)) tail[collectives++ % kTailCollectives] = c.enter_ns;
+    if (static_cast<Api>(c.api) == Api::kCommAbort && !UnplaceableCall(c)) ++facts.totals.aborts;
     facts.totals.first_enter_ns = std::min(facts.totals.first_enter_ns, c.enter_ns);
     facts.totals.last_ns = std::max({facts.totals.last_ns, c.enter_ns, c.exit_ns});
     if (LaterCommCall(c,

@@ -53,10 +53,10 @@ SharePlan PlanShares(const TraceModel& skeleton, const std::map<uint64_t, uint64
       plan.extra[{static_cast<uint32_t>(view.first), comms[other].id}].insert(host);
   }
   // Member 0 looks for cycles of waits across communicators among the last collectives of the
-  // processes that did not end in order (checks/wait_cycle.cc): it gets those.
+  // processes that may have hung (checks/wait_cycle.cc): it gets those.
   if (members > 1)
     for (uint32_t f = 0; f < skeleton.files().size(); ++f)
-      if (!skeleton.files()[f].clean) plan.tail_from[f] = skeleton.TailFromNs(f);
+      if (skeleton.MayHaveHung(f)) plan.tail_from[f] = skeleton.TailFromNs(f);
   return plan;
 }
 

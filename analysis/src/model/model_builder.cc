@@ -75,6 +75,17 @@ bool TailCollective(const CallRecord& c) {
   return IsCollective(static_cast<Api>(c.api)) && !UnplaceableCall(c);
 }
 
+bool TraceModel::MayHaveHung(uint32_t f) const {
+  if (!files_[f].clean) return true;
+  if (files_[f].aborted) return *files_[f].aborted;
+  for (const auto& [ci, rank] : files_[f].ranks)
+    for (CallRef r : comms_[ci].ranks[static_cast<size_t>(rank)].lifecycle)
+      if (const CallRecord c = call(r);
+          static_cast<Api>(c.api) == Api::kCommAbort && !UnplaceableCall(c))
+        return true;
+  return false;
+}
+
 int64_t TraceModel::TailFromNs(uint32_t f) const {
   if (files_[f].tail_from_ns) return *files_[f].tail_from_ns;
   if (!dir_->files[f].graph_events.empty()) return INT64_MIN;  // as FactsOf: seqs count launches
@@ -546,6 +557,7 @@ class ModelBuilder {
         // The file's reader saw all of its calls; this model holds some of them.
         if (totals_[f].has_last_comm_call) m_.files_[f].last_comm_call = totals_[f].last_comm_call;
         m_.files_[f].tail_from_ns = totals_[f].tail_from_ns;
+        m_.files_[f].aborted = totals_[f].aborts > 0;
       }
       if (first != INT64_MAX) {
         m_.files_[f].first_alive_ns = m_.CommonTime(f, first);

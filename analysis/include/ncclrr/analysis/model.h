@@ -139,6 +139,9 @@ struct FileView {
   // In a model of part of the trace, FileTotals::tail_from_ns; unset in a whole model
   // (TraceModel::TailFromNs finds it there).
   std::optional<int64_t> tail_from_ns;
+  // In a model of part of the trace, whether FileTotals::aborts is nonzero; unset in a whole
+  // model (TraceModel::MayHaveHung finds it there).
+  std::optional<bool> aborted;
 };
 
 // A call worth a second look without scanning every record: it returned an error (other than
@@ -166,6 +169,9 @@ struct FileTotals {
   // seqs count): a cycle of waits across communicators is looked for among its collectives
   // entered since.
   int64_t tail_from_ns = INT64_MIN;
+  // Placeable ncclCommAbort calls: a process that aborted a communicator (a watchdog) may have
+  // hung even where it then exited in order.
+  uint64_t aborts = 0;
 };
 
 // How many of a process's last collectives a cycle of waits across communicators is looked for
@@ -250,6 +256,9 @@ class TraceModel {
   // FileTotals::tail_from_ns of file `f`: FileView::tail_from_ns in a model of part of the
   // trace, else read back from the file's last call.
   int64_t TailFromNs(uint32_t f) const;
+  // Whether file `f`'s process may have hung: its file was not closed in order, or it aborted a
+  // communicator (FileTotals::aborts). Cycles of waits are looked for in such files' tails.
+  bool MayHaveHung(uint32_t f) const;
   int64_t start_ns() const { return start_ns_; }  // earliest call on the common timeline
   int64_t end_ns() const { return end_ns_; }
   uint64_t total_calls() const { return total_calls_; }
