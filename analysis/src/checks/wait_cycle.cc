@@ -53,8 +53,9 @@ void FindWaitCycle(CheckContext& ctx, FindingSink& sink) {
     for (const RankView& r : m.comms()[ci].ranks)
       if (r.has_file()) rank_in[{r.file, r.device}][static_cast<uint32_t>(ci)] = r.rank;
   // Pairs of communicators that two or more views share: the pairwise check reads their orders,
-  // so a cycle through such a pair is its to report. Communicators that cover those pairs (a
-  // world communicator beside its rows and columns) are left out of the first search.
+  // so a cycle through such a pair that those views order oppositely is its to report.
+  // Communicators that cover those pairs (a world communicator beside its rows and columns) are
+  // left out of the first search.
   std::set<std::pair<uint32_t, uint32_t>> pairwise;
   {
     std::map<std::pair<uint32_t, uint32_t>, int> views;
