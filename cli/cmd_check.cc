@@ -21,7 +21,7 @@ class CheckCommand : public Command {
  public:
   const char* name() const override { return "check"; }
   const char* synopsis() const override {
-    return "DIR [--json] [--strict] [--stable] [--mpi | --memory SIZE]";
+    return "DIR [--json] [--strict] [--stable] [--mpi | --memory SIZE [--spill DIR]]";
   }
   const char* help() const override {
     return "Explains how the ranks of each communicator disagreed: op/count/dtype/redop/root\n"
@@ -32,17 +32,28 @@ class CheckCommand : public Command {
            "--mpi: under `mpirun -np P`, each process reads a share of the files and checks a\n"
            "share of the communicators; rank 0 prints the report one process would print.\n"
            "--memory SIZE (8G, 512M): a trace larger than memory is checked a group of\n"
-           "communicators at a time, in passes over its files, holding about SIZE.\n"
+           "communicators at a time, in passes over its files, holding about SIZE; a\n"
+           "communicator too large alone is checked with its calls in a file on disk, in\n"
+           "the trace's directory or --spill DIR (a disk, not tmpfs), paged in as needed.\n"
            "Exit 0 no findings, 1 findings, 2 no usable trace. docs/check.md explains each kind.";
   }
   int Run(const std::vector<std::string>& raw) override {
     Args args("ncclrr check", raw);
-    args.Flag("--json").Flag("--strict").Flag("--stable").Flag("--mpi").Option("--memory");
+    args.Flag("--json")
+        .Flag("--strict")
+        .Flag("--stable")
+        .Flag("--mpi")
+        .Option("--memory")
+        .Option("--spill");
     args.Parse();
     const std::string& dir = args.Positional(0, "trace directory (DIR)");
     if (args.Has("--mpi") && args.Has("--memory"))
       throw UsageError(
           "--mpi and --memory do not go together: --mpi already shares the memory out");
+    if (args.Has("--spill") && !args.Has("--memory"))
+      throw UsageError(
+          "--spill DIR goes with --memory SIZE: it says where calls that do not fit "
+          "in SIZE are kept");
     if (args.Has("--mpi")) return RunSpread(dir, args);
     if (args.Has("--memory")) return RunInPasses(dir, args, args.GetBytes("--memory", 0));
     // A trace that would not fit in what the machine has left is checked in passes, in 80 % of
@@ -106,6 +117,7 @@ class CheckCommand : public Command {
     co.progress = TerminalProgress();
     analysis::PassOptions po;
     po.memory_bytes = memory;
+    po.spill_dir = args.Get("--spill").value_or("");
     analysis::PassStats stats;
     auto report = analysis::CheckInPasses(dir, po, co, &stats);
     if (co.progress) std::fprintf(stderr, "\r\033[K");
@@ -119,10 +131,17 @@ class CheckCommand : public Command {
                  static_cast<unsigned long long>(stats.calls), stats.shares,
                  stats.shares == 1 ? "" : "s", stats.reads,
                  static_cast<unsigned long long>(stats.largest_share_calls));
-    if (stats.unbounded)
-      std::fprintf(stderr, "ncclrr check: memory above --memory: %s\n",
-                   "one communicator alone holds more calls than fit, or the trace's sketches, "
-                   "captures or unannounced communicators need every communicator at once");
+    const char* why =
+        "one communicator alone holds more calls than fit, or the trace's sketches, captures or "
+        "unannounced communicators need every communicator at once";
+    if (stats.unbounded && !stats.spill_dir.empty())
+      std::fprintf(stderr,
+                   "ncclrr check: %s: their calls were kept in a file on disk in %s (%.1f GB at "
+                   "most, gone now) and read back as the check went\n",
+                   why, stats.spill_dir.c_str(), static_cast<double>(stats.spilled_bytes) / 1e9);
+    else if (stats.unbounded)
+      std::fprintf(stderr, "ncclrr check: memory above --memory: %s%s%s\n", why,
+                   stats.spill_error.empty() ? "" : "; ", stats.spill_error.c_str());
     return Print(*report, args, co.stable);
   }
 

@@ -15,6 +15,7 @@
 #include "ncclrr/analysis/check_in_passes.h"
 #include "ncclrr/analysis/report_format.h"
 #include "ncclrr/base/memory_use.h"
+#include "ncclrr/base/spill.h"
 #include "ncclrr/testing/synthetic_trace.h"
 #include "ncclrr/testing/temp_dir.h"
 #include "scenarios.h"
@@ -84,9 +85,38 @@ InPasses CheckedInPasses(const std::string& dir, PassOptions po) {
   return p;
 }
 
+// A directory on the disk the tests run from (the system's temporary directory may be tmpfs,
+// which spilling refuses), for the spilled arrays' file.
+std::string SpillDir() {
+  struct Dir {
+    fs::path path = fs::current_path() / ("spill-" + std::to_string(getpid()));
+    Dir() { fs::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path.string();
+}
+
+// The one-process check with every per-call array spilled to disk, however small
+// (ncclrr/base/spill.h): the same code on the same arrays, only their pages elsewhere.
+std::string CheckedSpilled(const std::string& dir) {
+  const uint64_t before = GetSpillStats().bytes;
+  const Status enabled = EnableSpill(SpillDir(), 1);
+  EXPECT_TRUE(enabled.ok()) << enabled.message();
+  std::string rendered = CheckedInOneProcess(dir);
+  EXPECT_GT(GetSpillStats().allocations, 0u);
+  StopSpilling();
+  EXPECT_EQ(GetSpillStats().bytes, before) << "every spilled array freed with the model";
+  return rendered;
+}
+
 void ExpectSameOnEveryMemberCount(const std::string& dir) {
   const std::string one = CheckedInOneProcess(dir);
   ASSERT_FALSE(one.empty());
+  EXPECT_EQ(CheckedSpilled(dir), one) << dir << " with its calls spilled to disk";
   for (int members : {1, 2, 3, 4}) {
     SCOPED_TRACE(dir + " on " + std::to_string(members) + " members");
     EXPECT_EQ(CheckedSpread(dir, members).rendered, one);
@@ -235,6 +265,38 @@ TEST(PassesMemoryBudget, GroupsAsManyAsTheBudgetNeeds) {
   ASSERT_FALSE(too_small.ok());
   EXPECT_NE(too_small.status().message().find("give a larger --memory"), std::string::npos)
       << too_small.status().message();
+  fs::remove_all(dir);
+}
+
+// --memory below what one communicator alone needs: its per-call arrays go to a file on disk, and
+// the report is the in-memory one.
+TEST(PassesSpill, ACommunicatorLargerThanTheBudgetIsCheckedFromDisk) {
+  const std::string dir = testing::FreshTempDir("passes-spill");
+  const SyntheticTraceOptions o = GroupsWithASwap(dir, 8, 1, 20000, 3, {7});
+  auto written = WriteSyntheticTrace(o);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  const std::string one = CheckedInOneProcess(dir);
+  EXPECT_NE(one.find("order_swap"), std::string::npos) << one;
+  const uint64_t before = GetSpillStats().bytes;
+  PassOptions po;
+  po.memory_bytes = ResidentBytes() + (4 << 20);  // a fraction of the one communicator's ~50 MB
+  po.spill_dir = SpillDir();
+  const InPasses p = CheckedInPasses(dir, po);
+  EXPECT_EQ(p.rendered, one);
+  EXPECT_TRUE(p.stats.unbounded);
+  EXPECT_EQ(p.stats.spill_error, "");
+  EXPECT_EQ(p.stats.spill_dir, SpillDir());
+  // At least the model's 16-byte slot of every call went there.
+  EXPECT_GE(p.stats.spilled_bytes, written->calls * 16);
+  EXPECT_FALSE(Spilling()) << "spilling stops with the check";
+  EXPECT_EQ(GetSpillStats().bytes, before);
+
+  po.spill = false;  // held in memory above the bound, as it says
+  const InPasses held = CheckedInPasses(dir, po);
+  EXPECT_EQ(held.rendered, one);
+  EXPECT_TRUE(held.stats.unbounded);
+  EXPECT_EQ(held.stats.spill_dir, "");
+  EXPECT_EQ(held.stats.spilled_bytes, 0u);
   fs::remove_all(dir);
 }
 

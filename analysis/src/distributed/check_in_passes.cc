@@ -21,6 +21,7 @@
 #include "distributed/share_plan.h"
 #include "ncclrr/base/memory_use.h"
 #include "ncclrr/base/parallel_for.h"
+#include "ncclrr/base/spill.h"
 
 namespace ncclrr::analysis {
 namespace {
@@ -46,6 +47,14 @@ std::vector<std::vector<size_t>> Runs(const std::vector<uint64_t>& weight, uint6
 // What a run of files may hold while it is read: a sixteenth of the budget, at ~24 bytes per
 // packed call (and, before calls are counted, at one call per byte on disk, the densest traces).
 constexpr uint64_t kRunShare = 16, kPackedCallBytes = 24;
+
+// The trace's directory (a file's, for a single file): beside the trace, on the disk it fits on.
+std::string SpillDirOf(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return path;
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
 
 class Passes {
  public:
@@ -255,6 +264,15 @@ StatusOr<Report> Passes::Run() {
   stats_->unbounded =
       whole_ || (passes_.memory_bytes > 0 &&
                  stats_->records_bytes + largest * kCheckBytesPerCall > passes_.memory_bytes);
+  if (stats_->unbounded && passes_.spill) {
+    // The same check on the same arrays, with their pages in a file the kernel writes out and
+    // reads back as memory runs short: a report byte for byte the in-memory one's.
+    const std::string where = passes_.spill_dir.empty() ? SpillDirOf(dir_) : passes_.spill_dir;
+    if (Status s = EnableSpill(where); s.ok())
+      stats_->spill_dir = GetSpillStats().dir;
+    else
+      stats_->spill_error = s.message();
+  }
   plan_ = PlanShares(*skeleton_, calls_per_id_, members_, whole_);
   stats_->shares = members_;
   results_.resize(static_cast<size_t>(members_));
@@ -330,8 +348,14 @@ uint64_t OnePassMemoryEstimate(const std::string& dir, int threads) {
 StatusOr<Report> CheckInPasses(const std::string& dir, const PassOptions& passes,
                                const CheckOptions& options, PassStats* stats) {
   PassStats local;
-  Passes p(dir, passes, options, stats ? stats : &local);
-  return p.Run();
+  PassStats* s = stats ? stats : &local;
+  Passes p(dir, passes, options, s);
+  auto report = p.Run();
+  if (!s->spill_dir.empty()) {  // what is spilled still lives there until freed
+    StopSpilling();
+    s->spilled_bytes = GetSpillStats().peak_bytes;
+  }
+  return report;
 }
 
 }  // namespace ncclrr::analysis

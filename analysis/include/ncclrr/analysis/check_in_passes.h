@@ -17,6 +17,10 @@ namespace ncclrr::analysis {
 struct PassOptions {
   uint64_t memory_bytes = 0;  // what the check may hold; 0: no bound (one pass, in memory)
   int shares = 0;             // > 0: this many groups of communicators, whatever the memory
+  // Where the per-call arrays go when one group alone holds more calls than memory_bytes fits
+  // (ncclrr/base/spill.h): "" for the trace's directory.
+  std::string spill_dir;
+  bool spill = true;  // false: such a group is held in memory, above the bound
 };
 
 struct PassStats {
@@ -29,6 +33,11 @@ struct PassStats {
   // checks tally every communicator at once), or whose calls name communicators its files never
   // announced, was checked whole; or one communicator alone holds more calls than fit.
   bool unbounded = false;
+  // Where it could not be bounded, the per-call arrays went to a file on disk instead
+  // (ncclrr/base/spill.h): the most bytes there at once. 0: none went.
+  uint64_t spilled_bytes = 0;
+  std::string spill_dir;    // where the file was
+  std::string spill_error;  // why they could not go to disk (then they stayed in memory)
 };
 
 // About what a call costs at the check's peak (its packed record, its slot in the model, the

@@ -57,7 +57,7 @@ struct CommIdentity {
   std::vector<NarrowUints> weight;
   std::vector<std::vector<Weight>> weights;
   // evidence[rank][slot]: what decided ids[rank][slot].
-  std::vector<std::vector<IdentityEvidence>> evidence;
+  std::vector<SpillVector<IdentityEvidence>> evidence;
   // buffer_agreement[rank]: share of the rank's shape-aligned calls whose buffer equals the
   // reference's at the same position (SPMD programs allocate alike: close to 1), and over how
   // many calls. Crossed buffers are believed only where this is high.

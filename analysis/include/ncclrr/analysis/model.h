@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ncclrr/base/parallel_for.h"
+#include "ncclrr/base/spill.h"
 #include "ncclrr/base/status.h"
 #include "ncclrr/trace/records.h"
 #include "ncclrr/trace/trace_data.h"
@@ -72,8 +73,10 @@ struct RankView {
   int rank = -1;
   int32_t file = -1;  // index into TraceDir::files; -1 when no file holds this rank
   int device = -1;
-  std::vector<CollectiveSlot> collectives;  // sorted by seq (gaps: records not in the trace)
-  std::vector<P2pCall> p2p;                 // issue order
+  // Sorted by seq (gaps: records not in the trace); spilled to disk where a check holds more
+  // calls than fit (ncclrr/base/spill.h).
+  SpillVector<CollectiveSlot> collectives;
+  std::vector<P2pCall> p2p;           // issue order
   std::vector<CallRef> lifecycle;     // init/split/shrink/finalize/destroy/abort/revoke/async-error
   std::vector<CallRef> other;         // registration, memory, PreMulSum ops...
   std::vector<GraphTemplate> graphs;  // capture order

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "ncclrr/base/spill.h"
+
 namespace ncclrr::analysis {
 
 class NarrowUints {
@@ -98,7 +100,7 @@ class NarrowUints {
     *this = std::move(wide);
   }
 
-  std::vector<uint8_t> bytes_;
+  SpillVector<uint8_t> bytes_;  // spilled to disk where a check holds more calls than fit
   size_t size_ = 0;
   uint8_t width_ = 1;
 };

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "ncclrr/base/spill.h"
 #include "ncclrr/trace/records.h"
 
 namespace ncclrr {
@@ -184,8 +185,9 @@ class CallTable {
   void PackTail();  // the open block, full, packed
   void Unseal();    // the last block back into tail_ when Seal padded it
 
-  std::vector<Block> blocks_;
-  std::vector<uint8_t> packed_;   // every block's columns; 8 bytes of slack at the end
+  // Spilled to disk where a check holds more calls than fit (ncclrr/base/spill.h).
+  SpillVector<Block> blocks_;
+  SpillVector<uint8_t> packed_;   // every block's columns; 8 bytes of slack at the end
   std::vector<CallRecord> tail_;  // the open block, fewer than kBlockRows rows
   size_t padding_ = 0;            // rows of the last block that Seal added (then tail_ is empty)
 };

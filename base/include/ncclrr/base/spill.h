@@ -1,0 +1,71 @@
+#pragma once
+// Spilled memory: the per-call arrays of a check (packed calls, the model's slots, the logical
+// identity's results) placed in a file on disk instead of in RAM, for a trace whose one
+// communicator alone holds more calls than fit (docs/check.md, "Traces larger than memory").
+//
+// The check runs the same code on the same arrays, so its report is the one an in-memory check
+// gives, byte for byte; only where the arrays' pages live changes. They are pages of a file
+// mapped shared: the kernel writes them out and drops them when memory runs short, and reads
+// them back when touched, so what stays resident is what the check touches at a time (a
+// communicator's calls are read rank by rank and position by position, in order).
+//
+// The file is unnamed (O_TMPFILE, or unlinked at once): nothing is left behind, even when the
+// check is killed. Space for each allocation is reserved on disk when it is made (fallocate),
+// so that a full disk makes that allocation fall back to ordinary memory rather than a write to
+// the mapping fail with SIGBUS; freeing an allocation gives its disk space back.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ncclrr/base/status.h"
+
+namespace ncclrr {
+
+// Allocations smaller than this stay in ordinary memory (a spilled one is rounded up to pages).
+inline constexpr uint64_t kSpillMinBytes = 64 << 10;
+
+struct SpillStats {
+  std::string dir;           // where the file is ("" before EnableSpill)
+  uint64_t bytes = 0;        // spilled now
+  uint64_t peak_bytes = 0;   // the most spilled at once
+  uint64_t fallbacks = 0;    // allocations left in memory: the disk was full
+  uint64_t allocations = 0;  // allocations spilled so far
+};
+
+// From now on, allocations of SpillAllocator of at least `min_bytes` go to a file in `dir`
+// (the first call chooses the directory; later ones only resume spilling). An error says why
+// `dir` cannot hold it: not writable, held in memory itself (tmpfs), no room, no fallocate.
+Status EnableSpill(const std::string& dir, uint64_t min_bytes = kSpillMinBytes);
+// New allocations stay in memory again; spilled ones remain valid until freed.
+void StopSpilling();
+bool Spilling();
+SpillStats GetSpillStats();
+
+namespace spill_internal {
+void* Allocate(size_t bytes);         // nullptr: not spilling, too small, or no room
+bool Release(void* p, size_t bytes);  // false: `p` is not spilled memory
+}  // namespace spill_internal
+
+// std::allocator, except that big allocations are spilled while EnableSpill is in force.
+template <typename T>
+struct SpillAllocator {
+  using value_type = T;
+  SpillAllocator() = default;
+  template <typename U>
+  SpillAllocator(const SpillAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    if (void* p = spill_internal::Allocate(n * sizeof(T))) return static_cast<T*>(p);
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (!spill_internal::Release(p, n * sizeof(T))) std::allocator<T>().deallocate(p, n);
+  }
+  friend bool operator==(const SpillAllocator&, const SpillAllocator&) { return true; }
+};
+
+template <typename T>
+using SpillVector = std::vector<T, SpillAllocator<T>>;
+
+}  // namespace ncclrr
