@@ -17,12 +17,13 @@
 namespace ncclrr::analysis {
 namespace {
 
-// A rank's sequence from seq `lo` on, indexed by seq - lo (gaps hold kUnknownSignature).
+// A rank's sequence from seq `lo` on, indexed by seq - lo (gaps hold kUnknownSignature); 20 bytes
+// a call, spilled with the calls where a check holds more than fit (ncclrr/base/spill.h).
 struct DenseSequence {
   uint64_t lo = 0;
-  std::vector<uint64_t> sig;
-  std::vector<uint64_t> shape;  // the shape part of sig alone (what a hang depends on)
-  std::vector<uint32_t> slot;
+  SpillVector<uint64_t> sig;
+  SpillVector<uint64_t> shape;  // the shape part of sig alone (what a hang depends on)
+  SpillVector<uint32_t> slot;
 };
 
 constexpr uint32_t kNoSlot = ~uint32_t{0};
@@ -76,8 +77,7 @@ class SequenceChecker : public Checker {
   // no earlier stretch of at least two calls matches. With `by_majority`, the call that more
   // than half of the repeats at least half as long were followed by (else 0): an extra every
   // few steps (a metrics gather, whose size varies) then does not pass for what follows a step.
-  static uint64_t PredictAt(const std::vector<uint64_t>& sig, size_t end,
-                            bool by_majority = false) {
+  static uint64_t PredictAt(std::span<const uint64_t> sig, size_t end, bool by_majority = false) {
     constexpr size_t kLookBack = 4096, kLongest = 64, kShortest = 2;
     end = std::min(end, sig.size());
     size_t best_len = 0;
@@ -322,7 +322,7 @@ class SequenceChecker : public Checker {
       const DenseSequence b = Dense(sc, r, lo);
       params.ends_in_hang = EndsInFlight(ctx.model(), r) || EndsInFlight(ctx.model(), rv_ref);
       // The rank's calls whose tensor only weak buffer votes name (fresh buffers every step).
-      std::vector<uint8_t> weak_id(b.slot.size(), 0);
+      SpillVector<uint8_t> weak_id(b.slot.size(), 0);
       for (size_t k = 0; k < b.slot.size(); ++k)
         weak_id[k] =
             b.slot[k] != kNoSlot && ident.evidence[r.rank][b.slot[k]] == IdentityEvidence::kVotes &&

@@ -15,7 +15,7 @@ constexpr size_t kPartHeader = 16;
 
 void PadTo8(std::string* s) { s->resize((s->size() + 7) / 8 * 8, '\0'); }
 
-void AppendPart(uint32_t file, const std::vector<uint32_t>& rows, const CallTable& calls,
+void AppendPart(uint32_t file, const SpillVector<uint32_t>& rows, const CallTable& calls,
                 std::string* out) {
   const uint32_t header[2] = {file, 0};
   const uint64_t n = rows.size();
@@ -35,7 +35,7 @@ void CallRouter::Encode(TraceDir& d, const std::vector<uint32_t>& files, int thr
                         std::string* out, std::vector<uint64_t>* sizes) const {
   const auto members = static_cast<size_t>(members_);
   struct Parts {
-    std::vector<std::vector<uint32_t>> rows;
+    FileRows rows;
     std::vector<CallTable> tables;
   };
   std::vector<Parts> parts(files.size());
@@ -57,12 +57,11 @@ void CallRouter::Encode(TraceDir& d, const std::vector<uint32_t>& files, int thr
 }
 
 void CallRouter::Keep(TraceDir& d, const std::vector<uint32_t>& files, int member,
-                      const std::vector<uint64_t>& limit, int threads,
-                      std::vector<std::vector<uint32_t>>* rows) const {
+                      const std::vector<uint64_t>& limit, int threads, FileRows* rows) const {
   const auto m = static_cast<size_t>(member);
   ParallelFor(files.size(), threads, [&](size_t i) {
     const uint32_t f = files[i];
-    std::vector<std::vector<uint32_t>> r(static_cast<size_t>(members_));
+    FileRows r(static_cast<size_t>(members_));
     std::vector<CallTable> t(static_cast<size_t>(members_));
     Split(f, &d.files[f].calls, member, limit[f], &r, &t);
     d.files[f].calls = std::move(t[m]);
@@ -80,8 +79,7 @@ std::vector<int> CallRouter::Dests(uint32_t f, uint64_t id) const {
   return dests;
 }
 
-void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
-                       std::vector<std::vector<uint32_t>>* rows,
+void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit, FileRows* rows,
                        std::vector<CallTable>* tables) const {
   constexpr size_t kStage = 1024;  // rows gathered per member before they are packed
   std::vector<std::vector<CallRecord>> stage(rows->size());
@@ -127,8 +125,7 @@ void CallRouter::Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
   *calls = CallTable{};
 }
 
-bool DecodeCalls(const std::string& in, TraceDir* d, std::vector<std::vector<uint32_t>>* rows,
-                 uint64_t* held) {
+bool DecodeCalls(const std::string& in, TraceDir* d, FileRows* rows, uint64_t* held) {
   size_t at = 0;
   while (at < in.size()) {
     if (in.size() - at < kPartHeader) return false;

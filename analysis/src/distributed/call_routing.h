@@ -12,6 +12,10 @@
 
 namespace ncclrr::analysis {
 
+// Per file, the rows in the whole file of the calls a member holds (4 bytes a call: spilled to
+// disk with the calls where a check holds more than fit, ncclrr/base/spill.h).
+using FileRows = std::vector<SpillVector<uint32_t>>;
+
 class CallRouter {
  public:
   CallRouter(const SharePlan& plan, int members) : plan_(plan), members_(members) {}
@@ -24,15 +28,14 @@ class CallRouter {
   // (what an earlier pass counted, should a file have grown since), and sets rows[f] to their
   // rows in the whole file: a check in passes holds one member's share at a time.
   void Keep(TraceDir& d, const std::vector<uint32_t>& files, int member,
-            const std::vector<uint64_t>& limit, int threads,
-            std::vector<std::vector<uint32_t>>* rows) const;
+            const std::vector<uint64_t>& limit, int threads, FileRows* rows) const;
 
  private:
   std::vector<int> Dests(uint32_t f, uint64_t id) const;
   // File f's calls (rows below `limit`) per member that needs them, or for member `only` alone
   // (>= 0); the file's table is emptied.
-  void Split(uint32_t f, CallTable* calls, int only, uint64_t limit,
-             std::vector<std::vector<uint32_t>>* rows, std::vector<CallTable>* tables) const;
+  void Split(uint32_t f, CallTable* calls, int only, uint64_t limit, FileRows* rows,
+             std::vector<CallTable>* tables) const;
 
   const SharePlan& plan_;
   int members_;
@@ -44,7 +47,6 @@ bool RoutedCall(const CallRecord& c);
 
 // Takes the calls the members sent (`in`, parts end to end): each part becomes its file's
 // calls, with their rows; `*held` counts them. False when `in` is not such parts.
-bool DecodeCalls(const std::string& in, TraceDir* d, std::vector<std::vector<uint32_t>>* rows,
-                 uint64_t* held);
+bool DecodeCalls(const std::string& in, TraceDir* d, FileRows* rows, uint64_t* held);
 
 }  // namespace ncclrr::analysis

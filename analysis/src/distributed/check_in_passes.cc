@@ -67,8 +67,11 @@ class Passes {
   Status FirstPass();
   // The model of member `m`'s share: a pass over the files keeping its calls.
   StatusOr<TraceModel> ShareModel(int m, const std::function<ClockSamples(ClockSamples)>& pool,
-                                  std::vector<std::vector<uint32_t>>* rows);
+                                  FileRows* rows);
   Status CheckMember(int m);
+  // Per-call arrays from now on in a file on disk (ncclrr/base/spill.h), if the options allow;
+  // whether they are.
+  bool SpillFromNow();
   uint64_t Budget() const { return passes_.memory_bytes ? passes_.memory_bytes : (4ull << 30); }
   void Progress(const std::string& what) const {
     if (options_.progress) options_.progress(what);
@@ -103,6 +106,17 @@ size_t CountClaims(const std::map<uint32_t, std::set<Claim>>& by_checker) {
   return n;
 }
 
+bool Passes::SpillFromNow() {
+  if (!passes_.spill || !stats_->spill_error.empty()) return false;
+  const std::string where = passes_.spill_dir.empty() ? SpillDirOf(dir_) : passes_.spill_dir;
+  if (Status s = EnableSpill(where); !s.ok()) {
+    stats_->spill_error = s.message();
+    return false;
+  }
+  stats_->spill_dir = GetSpillStats().dir;
+  return true;
+}
+
 Status Passes::FirstPass() {
   auto listed = ListTraceFiles(dir_);
   if (!listed.ok()) return listed.status();
@@ -121,7 +135,15 @@ Status Passes::FirstPass() {
   size_t done = 0;
   for (const std::vector<size_t>& run : runs_) {
     std::vector<std::string> paths;
-    for (size_t i : run) paths.push_back(listed_[i]);
+    uint64_t run_bytes = 0;
+    for (size_t i : run) {
+      paths.push_back(listed_[i]);
+      run_bytes += bytes[i];
+    }
+    // A file larger than a run's share is read with its calls on disk, and they are dropped
+    // once counted.
+    const bool spilled_run =
+        passes_.memory_bytes > 0 && run_bytes > run_calls && !Spilling() && SpillFromNow();
     std::vector<StatusOr<TraceFile>> got = ReadTraceFiles(paths, lo);
     for (size_t k = 0; k < got.size(); ++k) {
       if (got[k].ok()) {
@@ -130,6 +152,7 @@ Status Passes::FirstPass() {
       }
       read.push_back(std::move(got[k]));
     }
+    if (spilled_run) StopSpilling();
     done += run.size();
     Progress("counting the calls: " + std::to_string(done) + " of " +
              std::to_string(listed_.size()) + " files");
@@ -162,7 +185,7 @@ Status Passes::FirstPass() {
 
 StatusOr<TraceModel> Passes::ShareModel(int m,
                                         const std::function<ClockSamples(ClockSamples)>& pool,
-                                        std::vector<std::vector<uint32_t>>* rows) {
+                                        FileRows* rows) {
   TraceDir d = WithoutCalls(d_);
   rows->assign(d.files.size(), {});
   std::vector<uint64_t> limit(d.files.size());
@@ -203,7 +226,7 @@ Status Passes::CheckMember(int m) {
   const std::string pass =
       "group " + std::to_string(m + 1) + " of " + std::to_string(members_) + ": ";
   Progress(pass + "reading its calls");
-  std::vector<std::vector<uint32_t>> rows;
+  FileRows rows;
   auto pool = [this](ClockSamples mine) { return pooled_known_ ? pooled_ : mine; };
   auto model = ShareModel(m, pool, &rows);
   if (!model.ok()) return model.status();
@@ -264,15 +287,9 @@ StatusOr<Report> Passes::Run() {
   stats_->unbounded =
       whole_ || (passes_.memory_bytes > 0 &&
                  stats_->records_bytes + largest * kCheckBytesPerCall > passes_.memory_bytes);
-  if (stats_->unbounded && passes_.spill) {
-    // The same check on the same arrays, with their pages in a file the kernel writes out and
-    // reads back as memory runs short: a report byte for byte the in-memory one's.
-    const std::string where = passes_.spill_dir.empty() ? SpillDirOf(dir_) : passes_.spill_dir;
-    if (Status s = EnableSpill(where); s.ok())
-      stats_->spill_dir = GetSpillStats().dir;
-    else
-      stats_->spill_error = s.message();
-  }
+  // The same check on the same arrays, with their pages in a file the kernel writes out and
+  // reads back as memory runs short: a report byte for byte the in-memory one's.
+  if (stats_->unbounded) SpillFromNow();
   plan_ = PlanShares(*skeleton_, calls_per_id_, members_, whole_);
   stats_->shares = members_;
   results_.resize(static_cast<size_t>(members_));
@@ -289,7 +306,7 @@ StatusOr<Report> Passes::Run() {
     for (int m = 0; m < members_; ++m) {
       Progress("group " + std::to_string(m + 1) + " of " + std::to_string(members_) +
                ": aligning clocks");
-      std::vector<std::vector<uint32_t>> rows;
+      FileRows rows;
       auto keep = [this](ClockSamples mine) {
         for (auto& [host, diffs] : mine)
           pooled_[host].insert(pooled_[host].end(), diffs.begin(), diffs.end());

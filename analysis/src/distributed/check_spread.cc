@@ -155,7 +155,7 @@ StatusOr<Report> CheckSpread(const std::string& dir, CheckGroup& group, const Ch
 
   // Each call to its communicator's owner, and to members checking a pair that needs it. One
   // member keeps the calls it read, in place.
-  std::vector<std::vector<uint32_t>> rows(nfiles);  // empty: the file's calls are all there
+  FileRows rows(nfiles);  // empty: the file's calls are all there
   uint64_t held = 0;
   progress("sending the calls");
   if (members > 1) {

@@ -61,8 +61,7 @@ CheckShare ShareOf(const SharePlan& plan, int member, size_t ncomms) {
 }
 
 StatusOr<MemberResult> CheckShareOf(const TraceModel& model, const CheckOptions& options,
-                                    const CheckShare& share,
-                                    const std::vector<std::vector<uint32_t>>& rows,
+                                    const CheckShare& share, const FileRows& rows,
                                     const AfterChecker& after) {
   std::vector<bool> owned(model.comms().size());
   for (size_t ci = 0; ci < owned.size(); ++ci) owned[ci] = share.owner[ci] == share.member;

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "distributed/call_routing.h"
 #include "distributed/member_result.h"
 #include "distributed/share_plan.h"
 #include "ncclrr/analysis/check.h"
@@ -35,8 +36,7 @@ CheckShare ShareOf(const SharePlan& plan, int member, size_t ncomms);
 // empty when all of them are).
 using AfterChecker = std::function<Status(uint32_t k, CheckContext& ctx)>;
 StatusOr<MemberResult> CheckShareOf(const TraceModel& model, const CheckOptions& options,
-                                    const CheckShare& share,
-                                    const std::vector<std::vector<uint32_t>>& rows,
+                                    const CheckShare& share, const FileRows& rows,
                                     const AfterChecker& after);
 
 }  // namespace ncclrr::analysis

@@ -2,7 +2,7 @@
 // A small open-addressing hash map from 64-bit keys to 32-bit values. The checkers look up one
 // key per call; std::unordered_map's node allocation would dominate the profile.
 #include <cstdint>
-#include <vector>
+#include "ncclrr/base/spill.h"
 
 namespace ncclrr::analysis {
 
@@ -54,9 +54,9 @@ class FlatMap64 {
     return static_cast<size_t>(key) & mask_;
   }
   void Rehash(size_t cap) {
-    std::vector<uint64_t> k = std::move(keys_);
-    std::vector<uint32_t> v = std::move(values_);
-    std::vector<uint8_t> u = std::move(used_);
+    SpillVector<uint64_t> k = std::move(keys_);
+    SpillVector<uint32_t> v = std::move(values_);
+    SpillVector<uint8_t> u = std::move(used_);
     keys_.assign(cap, 0);
     values_.assign(cap, 0);
     used_.assign(cap, 0);
@@ -65,9 +65,11 @@ class FlatMap64 {
     for (size_t i = 0; i < k.size(); ++i)
       if (u[i]) FindOrInsert(k[i], v[i]);
   }
-  std::vector<uint64_t> keys_;
-  std::vector<uint32_t> values_;
-  std::vector<uint8_t> used_;
+  // Spilled to disk where a check holds more calls than fit (ncclrr/base/spill.h): a map of a
+  // rank's buffer keys grows with its calls when every call has a fresh buffer.
+  SpillVector<uint64_t> keys_;
+  SpillVector<uint32_t> values_;
+  SpillVector<uint8_t> used_;
   size_t mask_ = 0, size_ = 0;
 };
 

@@ -111,7 +111,7 @@ void ForEachShapeAlignedPair(const RankView& r, const RankView& ref, const CommI
     return;
   }
   const uint64_t lo = std::max(r.first_seq(), ref.first_seq());
-  auto dense = [&](const RankView& v, std::vector<uint64_t>* sig, std::vector<uint32_t>* slot) {
+  auto dense = [&](const RankView& v, SpillVector<uint64_t>* sig, SpillVector<uint32_t>* slot) {
     const uint64_t hi = v.issued();
     if (hi <= lo) return;
     sig->assign(hi - lo, kUnknownSignature);
@@ -122,8 +122,9 @@ void ForEachShapeAlignedPair(const RankView& r, const RankView& ref, const CommI
       (*slot)[v.collectives[k].seq - lo] = static_cast<uint32_t>(k);
     }
   };
-  std::vector<uint64_t> a, b;
-  std::vector<uint32_t> sa, sb;
+  // A rank's positions, 12 bytes each: spilled with the calls where a check holds more than fit.
+  SpillVector<uint64_t> a, b;
+  SpillVector<uint32_t> sa, sb;
   dense(ref, &a, &sa);
   dense(r, &b, &sb);
   auto pair = [&](size_t p, size_t q) {
@@ -261,13 +262,13 @@ void RefineWithCallSites(const TraceModel& m, const CommModel& c, CommIdentity* 
 // addresses, so "the same buffer" is the same address up to one of the few offsets that relate
 // most of the two ranks' aligned calls (one per allocator segment). Believed only where the rank
 // otherwise agrees with the reference buffer for buffer.
-void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
-                           const std::vector<uint64_t>& ref_addrs, const RankView& r,
+void CorrectCrossedBuffers(const SpillVector<uint64_t>& addrs,
+                           const SpillVector<uint64_t>& ref_addrs, const RankView& r,
                            const RankView& ref, CommIdentity* out, RankWeights* weights) {
   // (slot of r, slot of ref), in order; not stored when paired by index (8 bytes a call).
   struct Pairs {
     size_t by_index = 0;
-    std::vector<std::pair<uint32_t, uint32_t>> list;
+    SpillVector<std::pair<uint32_t, uint32_t>> list;
     size_t size() const { return by_index ? by_index : list.size(); }
     std::pair<uint32_t, uint32_t> operator[](size_t k) const {
       return by_index ? std::pair{static_cast<uint32_t>(k), static_cast<uint32_t>(k)} : list[k];
@@ -316,7 +317,7 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
   const size_t n = pairs.size();
   auto differs = [&](size_t k) { return !same(pairs[k].first, pairs[k].second); };
   // partner[k]: the nearest pair position whose reference buffer is rank r's buffer at k.
-  std::vector<uint32_t> partner(n, ~uint32_t{0});
+  SpillVector<uint32_t> partner(n, ~uint32_t{0});
   for (size_t k = 0; k < n; ++k) {
     if (!differs(k)) continue;
     for (size_t d = 1; d <= kWindow && partner[k] == ~uint32_t{0}; ++d) {
@@ -328,7 +329,7 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
         }
     }
   }
-  std::vector<uint8_t> done(n, 0);
+  SpillVector<uint8_t> done(n, 0);
   for (size_t k = 0; k < n; ++k) {
     if (partner[k] == ~uint32_t{0} || done[k]) continue;
     std::vector<size_t> cycle = {k};
@@ -354,13 +355,13 @@ void CorrectCrossedBuffers(const std::vector<uint64_t>& addrs,
 // different shapes then reads as one, rather than as mismatched counts.
 void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* out,
                          RankWeights* weights) {
-  std::vector<uint8_t> ref_paired(ref.collectives.size(), 0), paired(r.collectives.size(), 0);
+  SpillVector<uint8_t> ref_paired(ref.collectives.size(), 0), paired(r.collectives.size(), 0);
   ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
     paired[i] = 1;
     ref_paired[j] = 1;
   });
   constexpr uint64_t kWindow = 64;
-  std::vector<uint8_t> taken(ref.collectives.size(), 0);
+  SpillVector<uint8_t> taken(ref.collectives.size(), 0);
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     if (paired[i] || out->ids[r.rank][i] != kNoLogicalId) continue;
     const uint64_t seq = r.collectives[i].seq;
@@ -389,11 +390,12 @@ void PlaceUnknownByShape(const RankView& r, const RankView& ref, CommIdentity* o
 // A rank's buffer keys, numbered in the order the rank first uses them, and its buffer
 // addresses, slot by slot. They are computed for one rank at a time (the reference's, and one
 // per thread) rather than held for the whole communicator, and keys are numbered as they are
-// read (4 bytes a slot, not a 64-bit hash): this is most of what a mapped rank holds.
+// read (4 bytes a slot, not a 64-bit hash): this is most of what a mapped rank holds, and is
+// spilled with the calls where a check holds more than fit.
 struct RankBuffers {
-  std::vector<uint32_t> key_of_slot;  // index into keys
-  std::vector<uint64_t> keys;         // BufferKey, distinct
-  std::vector<uint64_t> addrs;        // send buffer, else receive buffer
+  SpillVector<uint32_t> key_of_slot;  // index into keys
+  SpillVector<uint64_t> keys;         // BufferKey, distinct
+  SpillVector<uint64_t> addrs;        // send buffer, else receive buffer
 };
 
 void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
@@ -413,18 +415,18 @@ void ReadBuffers(const TraceModel& m, const RankView& r, RankBuffers* out) {
 
 // Maps rank `r`'s buffer keys onto the reference's tensors (writes only r's ids/confidence).
 void MapRank(const RankBuffers& buffers, const RankView& r, const RankView& ref,
-             const FlatMap64& tensor_of_key, const std::vector<uint32_t>& ref_tensor,
+             const FlatMap64& tensor_of_key, const SpillVector<uint32_t>& ref_tensor,
              CommIdentity* out, RankWeights* weights) {
   // Count which reference tensor sits at each key's positions.
-  const std::vector<uint32_t>& key_of_slot = buffers.key_of_slot;
-  const std::vector<uint64_t>& keys = buffers.keys;
+  const SpillVector<uint32_t>& key_of_slot = buffers.key_of_slot;
+  const SpillVector<uint64_t>& keys = buffers.keys;
   // (key index, tensor) -> co-occurrences: a dense matrix when small (training loops reuse a
   // few buffers), a hash map when every call has its own buffer.
   const uint64_t cells = uint64_t{keys.size()} * out->tensors;
   const bool dense = cells <= std::max<uint64_t>(4096, r.collectives.size());
-  std::vector<uint32_t> dense_votes(dense ? cells : 0);
+  SpillVector<uint32_t> dense_votes(dense ? cells : 0);
   FlatMap64 votes(dense ? 16 : keys.size() * 2 + 16);
-  std::vector<uint32_t> occurrences(keys.size());
+  SpillVector<uint32_t> occurrences(keys.size());
   ForEachShapeAlignedPair(r, ref, *out, [&](size_t i, size_t j) {
     const uint32_t k = key_of_slot[i];
     if (dense)
@@ -446,7 +448,7 @@ void MapRank(const RankBuffers& buffers, const RankView& r, const RankView& ref,
     uint32_t votes, key, tensor;
     bool same_address;
   };
-  std::vector<Candidate> cand;
+  SpillVector<Candidate> cand;
   votes.ForEach([&](uint64_t kv, uint32_t n) {
     const uint32_t k = static_cast<uint32_t>(kv >> 32), t = static_cast<uint32_t>(kv);
     const uint32_t* same = tensor_of_key.Find(keys[k]);
@@ -456,8 +458,8 @@ void MapRank(const RankBuffers& buffers, const RankView& r, const RankView& ref,
     return std::make_tuple(-static_cast<int64_t>(a.votes), !a.same_address, a.key, a.tensor) <
            std::make_tuple(-static_cast<int64_t>(b.votes), !b.same_address, b.key, b.tensor);
   });
-  std::vector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
-  std::vector<uint8_t> taken(out->tensors, 0);
+  SpillVector<uint32_t> best(keys.size(), kNoLogicalId), best_votes(keys.size(), 0);
+  SpillVector<uint8_t> taken(out->tensors, 0);
   for (const Candidate& c : cand)
     if (best[c.key] == kNoLogicalId && !taken[c.tensor]) {
       best[c.key] = c.tensor;
@@ -492,7 +494,7 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int
     ref_buffers.key_of_slot.assign(ref.collectives.size(), 0);
   FlatMap64 tensor_of_key(ref.collectives.size() / 4 + 16);  // reference key -> tensor id
   // The reference's keys are its tensors, numbered as it first uses them.
-  const std::vector<uint32_t>& ref_tensor = ref_buffers.key_of_slot;
+  const SpillVector<uint32_t>& ref_tensor = ref_buffers.key_of_slot;
   for (size_t t = 0; t < ref_buffers.keys.size(); ++t)
     tensor_of_key.FindOrInsert(ref_buffers.keys[t], static_cast<uint32_t>(t));
   RankWeights ref_weights(ref.collectives.size());
@@ -509,8 +511,8 @@ void FromBuffers(const TraceModel& m, const CommModel& c, CommIdentity* out, int
     ReadBuffers(m, r, &buffers);
     RankWeights weights(r.collectives.size());
     MapRank(buffers, r, ref, tensor_of_key, ref_tensor, out, &weights);
-    std::vector<uint32_t>().swap(buffers.key_of_slot);
-    std::vector<uint64_t>().swap(buffers.keys);
+    SpillVector<uint32_t>().swap(buffers.key_of_slot);
+    SpillVector<uint64_t>().swap(buffers.keys);
     CorrectCrossedBuffers(buffers.addrs, ref_buffers.addrs, r, ref, out, &weights);
     PlaceUnknownByShape(r, ref, out, &weights);
     weights.StoreInto(out, r.rank);
