@@ -56,15 +56,15 @@ class CheckCommand : public Command {
           "in SIZE are kept");
     if (args.Has("--mpi")) return RunSpread(dir, args);
     if (args.Has("--memory")) return RunInPasses(dir, args, args.GetBytes("--memory", 0));
-    // A trace that would not fit in what the machine has left is checked in passes, in 80 % of
-    // it, rather than killed for want of memory.
+    // A trace that would not fit in what the machine (or the job's memory cgroup) has left is
+    // checked in passes, in 80 % of it, rather than killed for want of memory.
     const uint64_t available = AvailableMemoryBytes() / 10 * 8;
     const uint64_t needed = analysis::OnePassMemoryEstimate(dir, CoreCount());
     if (available > 0 && needed > available) {
       std::fprintf(
           stderr,
           "ncclrr check: checking this trace at once could take %.1f GB, more than the "
-          "%.1f GB the machine has left: checking it in passes (--memory SIZE to choose)\n",
+          "%.1f GB of memory left to it: checking it in passes (--memory SIZE to choose)\n",
           static_cast<double>(needed) / 1e9, static_cast<double>(available) / 1e9);
       return RunInPasses(dir, args, available);
     }

@@ -34,6 +34,10 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxMapped = uint64_t{8} << 40;
 constexpr uint64_t kMinFree = uint64_t{1} << 30;
 
+// Every arena made (one per directory asked for), and the one new allocations go to.
+constexpr int kMaxArenas = 8;
+std::atomic<Arena*> g_arenas[kMaxArenas];
+std::atomic<int> g_arena_count{0};
 std::atomic<Arena*> g_arena{nullptr};
 std::atomic<bool> g_spilling{false};
 std::atomic<uint64_t> g_min_bytes{kSpillMinBytes};
@@ -99,11 +103,23 @@ StatusOr<Arena*> NewArena(const std::string& dir) {
 
 Status EnableSpill(const std::string& dir, uint64_t min_bytes) {
   std::lock_guard<std::mutex> lock(g_enable);
-  if (g_arena.load() == nullptr) {
-    auto a = NewArena(dir.empty() ? std::string(".") : dir);
+  const std::string where = dir.empty() ? std::string(".") : dir;
+  Arena* chosen = nullptr;
+  for (int i = 0; i < g_arena_count.load() && chosen == nullptr; ++i)
+    if (g_arenas[i].load()->dir == where) chosen = g_arenas[i].load();
+  if (chosen == nullptr) {
+    const int n = g_arena_count.load();
+    if (n == kMaxArenas)
+      return Status(
+          StatusCode::kInvalidArgument,
+          Why(where, "this process already spills to " + std::to_string(n) + " other directories"));
+    auto a = NewArena(where);
     if (!a.ok()) return a.status();
-    g_arena.store(*a);
+    chosen = *a;
+    g_arenas[n].store(chosen);
+    g_arena_count.store(n + 1);  // after the slot: Release may scan it at once
   }
+  g_arena.store(chosen);
   g_min_bytes.store(std::max<uint64_t>(min_bytes, 1));
   g_spilling.store(true);
   return Status::Ok();
@@ -118,7 +134,7 @@ SpillStats GetSpillStats() {
   const Arena* a = g_arena.load();
   if (a == nullptr) return s;
   s.dir = a->dir;
-  s.bytes = a->live.load();
+  for (int i = 0; i < g_arena_count.load(); ++i) s.bytes += g_arenas[i].load()->live.load();
   s.peak_bytes = a->peak.load();
   s.fallbacks = a->fallbacks.load();
   s.allocations = a->allocations.load();
@@ -147,10 +163,15 @@ void* Allocate(size_t bytes) {
 }
 
 bool Release(void* p, size_t bytes) {
-  Arena* a = g_arena.load(std::memory_order_acquire);
-  if (a == nullptr || p == nullptr) return false;
+  const int n = g_arena_count.load(std::memory_order_acquire);
+  if (n == 0 || p == nullptr) return false;
   auto* q = static_cast<uint8_t*>(p);
-  if (q < a->base || q >= a->base + a->size) return false;
+  Arena* a = nullptr;
+  for (int i = 0; i < n && a == nullptr; ++i) {
+    Arena* c = g_arenas[i].load(std::memory_order_acquire);
+    if (q >= c->base && q < c->base + c->size) a = c;
+  }
+  if (a == nullptr) return false;
   const uint64_t len = RoundUp(bytes);
   // The range's disk blocks and cached pages go; its addresses are never handed out again.
   fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(q - a->base),

@@ -297,6 +297,22 @@ TEST(PassesSpill, ACommunicatorLargerThanTheBudgetIsCheckedFromDisk) {
   EXPECT_TRUE(held.stats.unbounded);
   EXPECT_EQ(held.stats.spill_dir, "");
   EXPECT_EQ(held.stats.spilled_bytes, 0u);
+
+  // Bounded or not at all (the viewer): a place the calls cannot go says why.
+  po.must_bound = true;
+  CheckOptions co;
+  auto refused = CheckInPasses(dir, po, co);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("spilling them is off"), std::string::npos)
+      << refused.status().message();
+  po.spill = true;
+  po.spill_dir = dir + "/absent";
+  refused = CheckInPasses(dir, po, co);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(dir + "/absent"), std::string::npos)
+      << refused.status().message();
+  po.spill_dir = SpillDir();
+  EXPECT_EQ(CheckedInPasses(dir, po).rendered, one);
   fs::remove_all(dir);
 }
 

@@ -297,36 +297,40 @@ StatusOr<analysis::TraceModel> WindowedTrace::Composite(
 }
 
 StatusOr<analysis::Report> WindowedTrace::Check(
-    uint64_t memory_bytes, const std::function<void(std::string_view)>& progress) const {
+    uint64_t memory_bytes, const std::function<void(std::string_view)>& progress,
+    const std::string& spill_dir) const {
   uint64_t largest = 0;
   for (const auto& [id, n] : calls_per_comm_) largest = std::max(largest, n);
   bool data = false;
   for (const TraceOutline& o : outlines_)
     data = data || !o.records.sketches.empty() || !o.records.captures.empty();
   const uint64_t need = (data ? calls_ : largest) * analysis::kCheckBytesPerCall;
-  if (need > memory_bytes) {
-    analysis::Report r;
-    analysis::Note note;
-    note.kind = analysis::NoteKind::kTraceIncomplete;
-    note.message =
-        std::string("not checked here: ") +
-        (data ? "the trace's data checks need all of its " + std::to_string(calls_) + " calls"
-              : "one communicator alone holds " + std::to_string(largest) + " calls") +
-        " (~" + std::to_string(need >> 20) + " MiB to check), more than this machine has free (" +
-        std::to_string(memory_bytes >> 20) +
-        " MiB). The timeline is complete; for the findings run `ncclrr check " + path_ +
-        " --memory SIZE` on a larger machine, or `mpirun -np P ncclrr check " + path_ + " --mpi`.";
-    r.notes.push_back(std::move(note));
-    r.summary.files = outlines_.size();
-    r.summary.calls = calls_;
-    r.summary.notes = 1;
-    return r;
-  }
   analysis::PassOptions passes;
   passes.memory_bytes = memory_bytes;
+  passes.spill_dir = spill_dir;
+  passes.must_bound = need > memory_bytes;  // not at the session's expense
   analysis::CheckOptions options;
   options.progress = progress;
-  return analysis::CheckInPasses(path_, passes, options);
+  auto checked = analysis::CheckInPasses(path_, passes, options);
+  if (checked.ok() || !passes.must_bound) return checked;
+  analysis::Report r;
+  analysis::Note note;
+  note.kind = analysis::NoteKind::kTraceIncomplete;
+  note.message =
+      std::string("not checked here: ") +
+      (data ? "the trace's data checks need all of its " + std::to_string(calls_) + " calls"
+            : "one communicator alone holds " + std::to_string(largest) + " calls") +
+      " (~" + std::to_string(need >> 20) + " MiB to check), more than this machine has free (" +
+      std::to_string(memory_bytes >> 20) + " MiB), and " + checked.status().message() +
+      ". The timeline is complete; for the findings run `ncclrr check " + path_ +
+      " --memory SIZE --spill DIR` with a directory on a disk with room, or on a larger machine, "
+      "or `mpirun -np P ncclrr check " +
+      path_ + " --mpi`.";
+  r.notes.push_back(std::move(note));
+  r.summary.files = outlines_.size();
+  r.summary.calls = calls_;
+  r.summary.notes = 1;
+  return r;
 }
 
 std::map<uint64_t, CallRecord> WindowedTrace::ReadCalls(const std::vector<analysis::CallRef>& refs,

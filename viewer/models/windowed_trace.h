@@ -71,11 +71,13 @@ class WindowedTrace {
   StatusOr<analysis::TraceModel> Composite(std::optional<std::pair<int64_t, int64_t>> window,
                                            std::vector<std::vector<CompositeCall>>* what) const;
 
-  // Checks the whole trace in passes of communicators that fit in `memory_bytes`; a trace one of
-  // whose communicators alone does not fit is not checked, and the report's one note says why
-  // and what to run instead.
+  // Checks the whole trace in passes of communicators that fit in `memory_bytes`; one of whose
+  // communicators alone does not fit is checked with its calls in a file on disk in `spill_dir`
+  // ("": the trace's directory; ncclrr/base/spill.h), and where that cannot be, not checked:
+  // the report's one note says why and what to run instead.
   StatusOr<analysis::Report> Check(uint64_t memory_bytes,
-                                   const std::function<void(std::string_view)>& progress) const;
+                                   const std::function<void(std::string_view)>& progress,
+                                   const std::string& spill_dir = "") const;
 
   // The records of the calls `refs` names (file, ReadTraceFile index), read from their frames,
   // for placing findings on buckets; at most `limit` of them.

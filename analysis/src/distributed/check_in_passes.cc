@@ -289,7 +289,10 @@ StatusOr<Report> Passes::Run() {
                  stats_->records_bytes + largest * kCheckBytesPerCall > passes_.memory_bytes);
   // The same check on the same arrays, with their pages in a file the kernel writes out and
   // reads back as memory runs short: a report byte for byte the in-memory one's.
-  if (stats_->unbounded) SpillFromNow();
+  if (stats_->unbounded && !SpillFromNow() && passes_.must_bound)
+    return Status(StatusCode::kUnsupported, stats_->spill_error.empty()
+                                                ? "its calls do not fit, and spilling them is off"
+                                                : stats_->spill_error);
   plan_ = PlanShares(*skeleton_, calls_per_id_, members_, whole_);
   stats_->shares = members_;
   results_.resize(static_cast<size_t>(members_));

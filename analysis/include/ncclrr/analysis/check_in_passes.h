@@ -21,6 +21,9 @@ struct PassOptions {
   // (ncclrr/base/spill.h): "" for the trace's directory.
   std::string spill_dir;
   bool spill = true;  // false: such a group is held in memory, above the bound
+  // Where the memory cannot be bounded, in groups or spilled, fail with why (the viewer, which
+  // must not take the memory its session needs) rather than hold more than memory_bytes.
+  bool must_bound = false;
 };
 
 struct PassStats {

@@ -5,7 +5,9 @@
 
 namespace ncclrr {
 
-uint64_t ResidentBytes();         // this process's resident set now
-uint64_t AvailableMemoryBytes();  // MemAvailable: what can be allocated without swapping
+uint64_t ResidentBytes();  // this process's resident set now
+// What can be allocated without swapping: MemAvailable, or less where a memory cgroup this
+// process is in (a Slurm job's, a container's) leaves less room.
+uint64_t AvailableMemoryBytes();
 
 }  // namespace ncclrr

@@ -24,18 +24,20 @@
 namespace ncclrr {
 
 // Allocations smaller than this stay in ordinary memory (a spilled one is rounded up to pages).
-inline constexpr uint64_t kSpillMinBytes = 64 << 10;
+inline constexpr uint64_t kSpillMinBytes = 16 << 10;
 
+// Of the directory spilled to last, except `bytes`.
 struct SpillStats {
   std::string dir;           // where the file is ("" before EnableSpill)
-  uint64_t bytes = 0;        // spilled now
+  uint64_t bytes = 0;        // spilled now, in every directory
   uint64_t peak_bytes = 0;   // the most spilled at once
   uint64_t fallbacks = 0;    // allocations left in memory: the disk was full
   uint64_t allocations = 0;  // allocations spilled so far
 };
 
 // From now on, allocations of SpillAllocator of at least `min_bytes` go to a file in `dir`
-// (the first call chooses the directory; later ones only resume spilling). An error says why
+// (a later call with another directory makes a file there for the allocations from then on;
+// at most 8 directories a process). An error says why
 // `dir` cannot hold it: not writable, held in memory itself (tmpfs), no room, no fallocate.
 Status EnableSpill(const std::string& dir, uint64_t min_bytes = kSpillMinBytes);
 // New allocations stay in memory again; spilled ones remain valid until freed.
