@@ -137,8 +137,11 @@ class CheckCommand : public Command {
     if (stats.unbounded && !stats.spill_dir.empty())
       std::fprintf(stderr,
                    "ncclrr check: %s: their calls were kept in a file on disk in %s (%.1f GB at "
-                   "most, gone now) and read back as the check went\n",
-                   why, stats.spill_dir.c_str(), static_cast<double>(stats.spilled_bytes) / 1e9);
+                   "most, gone now) and read back as the check went%s\n",
+                   why, stats.spill_dir.c_str(), static_cast<double>(stats.spilled_bytes) / 1e9,
+                   stats.spill_fallbacks == 0
+                       ? ""
+                       : "; the disk filled up, and some of them were held in memory after all");
     else if (stats.unbounded)
       std::fprintf(stderr, "ncclrr check: memory above --memory: %s%s%s\n", why,
                    stats.spill_error.empty() ? "" : "; ", stats.spill_error.c_str());

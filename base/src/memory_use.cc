@@ -32,10 +32,10 @@ uint64_t StatValue(const std::string& path, const std::string& key) {
 }
 
 // What the memory cgroups this process is in (its own and every one above, cgroup v2 or v1) let
-// it allocate still: the least of limit - usage, usage counted without the inactive page cache
-// the kernel reclaims first (as container runtimes count a working set). UINT64_MAX where no
-// limit is set or none can be read. A job under Slurm or in a container has far less than the
-// machine's MemAvailable.
+// it allocate still: the least of limit - usage, usage counted without the page cache, which the
+// kernel reclaims before it kills anything (a cgroup that read files is full of it). UINT64_MAX
+// where no limit is set or none can be read. A job under Slurm or in a container has far less than
+// the machine's MemAvailable.
 uint64_t CgroupRoomBytes() {
   std::ifstream in("/proc/self/cgroup");
   std::string line;
@@ -54,16 +54,18 @@ uint64_t CgroupRoomBytes() {
     const char* limit_file = v2 ? "/memory.max" : "/memory.limit_in_bytes";
     const char* usage_file = v2 ? "/memory.current" : "/memory.usage_in_bytes";
     const char* inactive = v2 ? "inactive_file" : "total_inactive_file";
+    const char* active = v2 ? "active_file" : "total_active_file";
     for (;;) {
       const std::string dir = root + (path == "/" ? "" : path);
       uint64_t limit = 0, usage = 0;
       if (ReadNumber(dir + limit_file, &limit) && ReadNumber(dir + usage_file, &usage) &&
           limit < (uint64_t{1} << 60)) {
-        const uint64_t reclaimable = StatValue(dir + "/memory.stat", inactive);
+        const uint64_t reclaimable =
+            StatValue(dir + "/memory.stat", inactive) + StatValue(dir + "/memory.stat", active);
         const uint64_t used = usage - std::min(usage, reclaimable);
         room = std::min(room, limit - std::min(limit, used));
       }
-      if (path.empty() || path == "/") break;
+      if (path.empty() || path == "/" || path.find('/') == std::string::npos) break;
       path = path.substr(0, path.rfind('/'));
       if (path.empty()) path = "/";
     }

@@ -38,7 +38,12 @@ make_cgroup() {
     mkdir -p "$CG" && echo "$(bytes "$SIZE")" >"$CG/memory.limit_in_bytes" || CG=""
   fi
 }
-cg_reset() { [ -f "$CG/memory.max_usage_in_bytes" ] && echo 0 >"$CG/memory.max_usage_in_bytes" || true; }
+# A fresh cgroup for each run, so that its peak is that run's (v2's memory.peak cannot be reset).
+cg_reset() {
+  [ -n "$CG" ] || return 0
+  rmdir "$CG" 2>/dev/null || true
+  make_cgroup
+}
 cg_peak() {
   local f
   for f in memory.peak memory.max_usage_in_bytes; do

@@ -104,11 +104,14 @@ std::string SpillDir() {
 // (ncclrr/base/spill.h): the same code on the same arrays, only their pages elsewhere.
 std::string CheckedSpilled(const std::string& dir) {
   const uint64_t before = GetSpillStats().bytes;
-  const Status enabled = EnableSpill(SpillDir(), 1);
-  EXPECT_TRUE(enabled.ok()) << enabled.message();
-  std::string rendered = CheckedInOneProcess(dir);
-  EXPECT_GT(GetSpillStats().allocations, 0u);
-  StopSpilling();
+  std::string rendered;
+  {
+    auto scope = SpillScope::Start(SpillDir(), 1);
+    EXPECT_TRUE(scope.ok()) << scope.status().message();
+    rendered = CheckedInOneProcess(dir);
+    EXPECT_GT(GetSpillStats().allocations, 0u);
+  }
+  EXPECT_FALSE(Spilling());
   EXPECT_EQ(GetSpillStats().bytes, before) << "every spilled array freed with the model";
   return rendered;
 }

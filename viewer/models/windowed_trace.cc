@@ -312,7 +312,11 @@ StatusOr<analysis::Report> WindowedTrace::Check(
   analysis::CheckOptions options;
   options.progress = progress;
   auto checked = analysis::CheckInPasses(path_, passes, options);
-  if (checked.ok() || !passes.must_bound) return checked;
+  // Errors other than the bound's (a file changed meanwhile) are the session's to show.
+  const StatusCode code = checked.ok() ? StatusCode::kOk : checked.status().code();
+  if (checked.ok() || !passes.must_bound ||
+      (code != StatusCode::kUnsupported && code != StatusCode::kInvalidArgument))
+    return checked;
   analysis::Report r;
   analysis::Note note;
   note.kind = analysis::NoteKind::kTraceIncomplete;

@@ -77,6 +77,8 @@ class Passes {
     if (options_.progress) options_.progress(what);
   }
 
+  // First, so that it goes last: spilling stops once the arrays it placed are freed.
+  std::optional<SpillScope> spill_;
   std::string dir_;
   PassOptions passes_;
   CheckOptions options_;
@@ -107,12 +109,15 @@ size_t CountClaims(const std::map<uint32_t, std::set<Claim>>& by_checker) {
 }
 
 bool Passes::SpillFromNow() {
+  if (spill_) return true;
   if (!passes_.spill || !stats_->spill_error.empty()) return false;
   const std::string where = passes_.spill_dir.empty() ? SpillDirOf(dir_) : passes_.spill_dir;
-  if (Status s = EnableSpill(where); !s.ok()) {
-    stats_->spill_error = s.message();
+  auto scope = SpillScope::Start(where);
+  if (!scope.ok()) {
+    stats_->spill_error = scope.status().message();
     return false;
   }
+  spill_.emplace(std::move(scope.value()));
   stats_->spill_dir = GetSpillStats().dir;
   return true;
 }
@@ -140,10 +145,11 @@ Status Passes::FirstPass() {
       paths.push_back(listed_[i]);
       run_bytes += bytes[i];
     }
-    // A file larger than a run's share is read with its calls on disk, and they are dropped
-    // once counted.
-    const bool spilled_run =
-        passes_.memory_bytes > 0 && run_bytes > run_calls && !Spilling() && SpillFromNow();
+    // A file whose calls (at most one a byte on disk) would take half the budget while read is
+    // read with them on disk, and they are dropped once counted.
+    const bool spilled_run = passes_.memory_bytes > 0 && !spill_ &&
+                             run_bytes * kPackedCallBytes > passes_.memory_bytes / 2 &&
+                             SpillFromNow();
     std::vector<StatusOr<TraceFile>> got = ReadTraceFiles(paths, lo);
     for (size_t k = 0; k < got.size(); ++k) {
       if (got[k].ok()) {
@@ -152,7 +158,7 @@ Status Passes::FirstPass() {
       }
       read.push_back(std::move(got[k]));
     }
-    if (spilled_run) StopSpilling();
+    if (spilled_run) spill_.reset();
     done += run.size();
     Progress("counting the calls: " + std::to_string(done) + " of " +
              std::to_string(listed_.size()) + " files");
@@ -284,12 +290,14 @@ StatusOr<Report> Passes::Run() {
   if (whole_) members_ = 1;
   uint64_t largest = 0;
   for (const auto& [id, n] : calls_per_id_) largest = std::max(largest, n);
-  stats_->unbounded =
-      whole_ || (passes_.memory_bytes > 0 &&
-                 stats_->records_bytes + largest * kCheckBytesPerCall > passes_.memory_bytes);
+  // The group that cannot be cut: one communicator, or the whole trace for the data checks.
+  const uint64_t uncut = whole_ ? routed : largest;
+  const bool over = passes_.memory_bytes > 0 &&
+                    stats_->records_bytes + uncut * kCheckBytesPerCall > passes_.memory_bytes;
+  stats_->unbounded = whole_ || over;
   // The same check on the same arrays, with their pages in a file the kernel writes out and
   // reads back as memory runs short: a report byte for byte the in-memory one's.
-  if (stats_->unbounded && !SpillFromNow() && passes_.must_bound)
+  if (over && !SpillFromNow() && passes_.must_bound)
     return Status(StatusCode::kUnsupported, stats_->spill_error.empty()
                                                 ? "its calls do not fit, and spilling them is off"
                                                 : stats_->spill_error);
@@ -369,11 +377,14 @@ StatusOr<Report> CheckInPasses(const std::string& dir, const PassOptions& passes
                                const CheckOptions& options, PassStats* stats) {
   PassStats local;
   PassStats* s = stats ? stats : &local;
+  if (passes.must_bound && passes.memory_bytes == 0)
+    return Status(StatusCode::kUnsupported, "no memory is left to check it in");
   Passes p(dir, passes, options, s);
   auto report = p.Run();
-  if (!s->spill_dir.empty()) {  // what is spilled still lives there until freed
-    StopSpilling();
-    s->spilled_bytes = GetSpillStats().peak_bytes;
+  if (!s->spill_dir.empty()) {
+    const SpillStats spilled = GetSpillStats();
+    s->spilled_bytes = spilled.peak_bytes;
+    s->spill_fallbacks = spilled.fallbacks;
   }
   return report;
 }

@@ -39,8 +39,9 @@ struct PassStats {
   // Where it could not be bounded, the per-call arrays went to a file on disk instead
   // (ncclrr/base/spill.h): the most bytes there at once. 0: none went.
   uint64_t spilled_bytes = 0;
-  std::string spill_dir;    // where the file was
-  std::string spill_error;  // why they could not go to disk (then they stayed in memory)
+  uint64_t spill_fallbacks = 0;  // arrays that stayed in memory all the same: the disk was full
+  std::string spill_dir;         // where the file was
+  std::string spill_error;       // why they could not go to disk (then they stayed in memory)
 };
 
 // About what a call costs at the check's peak (its packed record, its slot in the model, the

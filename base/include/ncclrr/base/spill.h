@@ -12,7 +12,9 @@
 // The file is unnamed (O_TMPFILE, or unlinked at once): nothing is left behind, even when the
 // check is killed. Space for each allocation is reserved on disk when it is made (fallocate),
 // so that a full disk makes that allocation fall back to ordinary memory rather than a write to
-// the mapping fail with SIGBUS; freeing an allocation gives its disk space back.
+// the mapping fail with SIGBUS: hence only ext4 and xfs, where that reservation holds. A
+// twentieth of the disk (at least 1 GiB) is left free for others. Freeing an allocation gives
+// its disk space back, and its range is handed out again.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,20 +30,31 @@ inline constexpr uint64_t kSpillMinBytes = 16 << 10;
 
 // Of the directory spilled to last, except `bytes`.
 struct SpillStats {
-  std::string dir;           // where the file is ("" before EnableSpill)
+  std::string dir;           // where the file is ("" before any SpillScope)
   uint64_t bytes = 0;        // spilled now, in every directory
-  uint64_t peak_bytes = 0;   // the most spilled at once
+  uint64_t peak_bytes = 0;   // the most spilled at once since spilling last started
   uint64_t fallbacks = 0;    // allocations left in memory: the disk was full
   uint64_t allocations = 0;  // allocations spilled so far
 };
 
-// From now on, allocations of SpillAllocator of at least `min_bytes` go to a file in `dir`
-// (a later call with another directory makes a file there for the allocations from then on;
-// at most 8 directories a process). An error says why
-// `dir` cannot hold it: not writable, held in memory itself (tmpfs), no room, no fallocate.
-Status EnableSpill(const std::string& dir, uint64_t min_bytes = kSpillMinBytes);
-// New allocations stay in memory again; spilled ones remain valid until freed.
-void StopSpilling();
+// While a SpillScope lives, allocations of SpillAllocator of at least `min_bytes` go to a file in
+// `dir` (scopes may overlap, on any threads: spilling stops when the last one goes; the latest
+// scope's directory takes the allocations; at most 64 directories a process). Spilled
+// allocations stay valid after it, until freed.
+class SpillScope {
+ public:
+  // An error says why `dir` cannot hold the file: not writable, held in memory (tmpfs), not ext4
+  // or xfs, no room, no fallocate, too low a file size limit.
+  static StatusOr<SpillScope> Start(const std::string& dir, uint64_t min_bytes = kSpillMinBytes);
+  SpillScope(SpillScope&&) noexcept;
+  SpillScope& operator=(SpillScope&&) noexcept;
+  ~SpillScope();
+
+ private:
+  SpillScope() = default;
+  bool active_ = false;
+};
+
 bool Spilling();
 SpillStats GetSpillStats();
 
@@ -50,7 +63,7 @@ void* Allocate(size_t bytes);         // nullptr: not spilling, too small, or no
 bool Release(void* p, size_t bytes);  // false: `p` is not spilled memory
 }  // namespace spill_internal
 
-// std::allocator, except that big allocations are spilled while EnableSpill is in force.
+// std::allocator, except that big allocations are spilled while a SpillScope lives.
 template <typename T>
 struct SpillAllocator {
   using value_type = T;
